@@ -1,0 +1,145 @@
+/// Deep links (DESIGN.md section 2 and Appendix A, "Links"): a URL is matched against
+/// the flow's patterns and expands to that link's operations with captures substituted.
+public struct ParsedURL: Sendable, Equatable {
+    /// Path segments, percent-decoded, empty ones dropped.
+    public var segments: [String]
+    /// Query items in order, percent-decoded (`+` stays `+`).
+    public var query: [(String, String)]
+
+    public static func == (a: ParsedURL, b: ParsedURL) -> Bool {
+        a.segments == b.segments && a.query.map { $0.0 + "=" + $0.1 } == b.query.map { $0.0 + "=" + $0.1 }
+    }
+
+    /// Takes a path (`/product/42?ref=tv`) or a full URL. `http`/`https` URLs match
+    /// their path; with another scheme (`app://product/42`) the host is the first segment.
+    public init?(_ text: String) {
+        var rest = Substring(text)
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        var queryText: Substring = ""
+        if let q = rest.firstIndex(of: "?") {
+            queryText = rest[rest.index(after: q)...]
+            rest = rest[..<q]
+        }
+        if let schemeEnd = rest.firstRange(of: "://") {
+            let scheme = rest[..<schemeEnd.lowerBound].lowercased()
+            guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) else { return nil }
+            rest = rest[schemeEnd.upperBound...]
+            if scheme == "http" || scheme == "https" {
+                rest = rest.firstIndex(of: "/").map { rest[$0...] } ?? ""
+            }
+        }
+        var segments: [String] = []
+        for part in rest.split(separator: "/", omittingEmptySubsequences: true) {
+            guard let decoded = Self.percentDecode(part) else { return nil }
+            segments.append(decoded)
+        }
+        var query: [(String, String)] = []
+        for item in queryText.split(separator: "&", omittingEmptySubsequences: true) {
+            let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = Self.percentDecode(pair[0]),
+                  let value = Self.percentDecode(pair.count > 1 ? pair[1] : "") else { return nil }
+            query.append((key, value))
+        }
+        self.segments = segments
+        self.query = query
+    }
+
+    /// `%XX` escapes decoded as UTF-8; a malformed escape or invalid UTF-8 is nil.
+    static func percentDecode(_ s: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var utf8 = s.utf8[...]
+        while let b = utf8.popFirst() {
+            guard b == UInt8(ascii: "%") else { bytes.append(b); continue }
+            guard utf8.count >= 2, let hi = hexValue(utf8.popFirst()!), let lo = hexValue(utf8.popFirst()!) else { return nil }
+            bytes.append(hi << 4 | lo)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: return c - 48
+        case 65...70: return c - 55
+        case 97...102: return c - 87
+        default: return nil
+        }
+    }
+}
+
+extension Flow {
+    /// Expands a deep link into operations, or fails with `not_found` (no pattern
+    /// matches), `bad_params` (a capture does not convert) or the error of a link op.
+    public func expand(url: String) throws(NavError) -> (link: Link, ops: [Operation]) {
+        guard let parsed = ParsedURL(url) else { throw NavError(.badParams, "'\(url)' is not a valid URL or path") }
+        guard let link = links.first(where: { $0.matches(parsed.segments) }) else {
+            throw NavError(.notFound, "no link of flow '\(name)' matches '\(url)'")
+        }
+        // Path captures win over query items; of repeated query items the first wins.
+        var captures: [String: String] = [:]
+        for (key, value) in parsed.query where captures[key] == nil { captures[key] = value }
+        for (segment, value) in zip(link.segments, parsed.segments) {
+            if case .capture(let name) = segment { captures[name] = value }
+        }
+        var ops: [Operation] = []
+        for (i, raw) in link.ops.enumerated() {
+            do throws(NavError) {
+                ops.append(try Operation(json: substitute(raw, captures)))
+            } catch {
+                throw NavError(error.code, "link '\(link.pattern)' op \(i): \(error.message)")
+            }
+        }
+        return (link, ops)
+    }
+
+    /// Replaces whole-string `":name"` param values with the converted capture, in the
+    /// op's `params` and in its `routes` items' `params`.
+    private func substitute(_ raw: JSON, _ captures: [String: String]) throws(NavError) -> JSON {
+        guard var op = raw.objectValue else { return raw }
+        let at = op["at"]?.stringValue
+        let opName = op["op"]?.stringValue.flatMap(OpName.init(wire:))
+        func fill(_ paramsJSON: JSON?, route: String?) throws(NavError) -> JSON? {
+            guard let params = paramsJSON?.objectValue, let route else { return paramsJSON }
+            var result = JSONObject()
+            for (key, value) in params {
+                guard let s = value.stringValue, s.hasPrefix(":"), s.count > 1 else { result[key] = value; continue }
+                let captureName = String(s.dropFirst())
+                guard let captured = captures[captureName] else { continue }   // absent: param left out
+                let type = paramType(route: route, param: key, at: at, op: opName) ?? ParamType(base: .string, optional: true)
+                guard let converted = type.convert(capture: captured) else {
+                    throw NavError(.badParams, "capture ':\(captureName)' = '\(captured)' is not a valid \(type.base.rawValue) for param '\(key)'")
+                }
+                result[key] = converted
+            }
+            return .object(result)
+        }
+        op["params"] = try fill(op["params"], route: op["route"]?.stringValue)
+        if let routes = op["routes"]?.arrayValue {
+            var items: [JSON] = []
+            for item in routes {
+                guard var o = item.objectValue else { items.append(item); continue }
+                o["params"] = try fill(o["params"], route: o["route"]?.stringValue)
+                items.append(.object(o))
+            }
+            op["routes"] = .array(items)
+        }
+        return .object(op)
+    }
+
+    /// The declared type of a param: on `at`'s type, else on the first type of a kind
+    /// the op works on that declares the route.
+    private func paramType(route: String, param: String, at: String?, op: OpName?) -> ParamType? {
+        if let at, let spec = coordinators[at] { return spec.routes[route]?.params[param] }
+        let kinds = op?.kinds
+        return types(declaring: route).first { kinds?.contains($0.kind) ?? true }?.routes[route]?.params[param]
+    }
+}
+
+extension Link {
+    func matches(_ path: [String]) -> Bool {
+        guard path.count == segments.count else { return false }
+        for (segment, value) in zip(segments, path) {
+            if case .literal(let literal) = segment, literal != value { return false }
+        }
+        return true
+    }
+}

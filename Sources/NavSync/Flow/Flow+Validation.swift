@@ -1,0 +1,316 @@
+/// Why a flow was refused: the file, the place inside it, and the reason.
+public struct FlowError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file the flow came from, if any.
+    public var file: String?
+    /// Where in the flow, as `coordinators.Home.routes.detail.params.id`, or
+    /// `links["/product/:id"][2].route`; empty for the whole document.
+    public var path: String
+    public var message: String
+
+    public var description: String {
+        [file, path.isEmpty ? nil : path].compactMap { $0 }.joined(separator: ": ") + ": " + message
+    }
+}
+
+extension Flow {
+    /// Loads and checks a flow (DESIGN.md section 2 and Appendix A, "Flows").
+    /// `file` only labels errors.
+    public static func load(_ json: JSON, file: String? = nil) throws(FlowError) -> Flow {
+        var loader = FlowLoader(file: file)
+        return try loader.load(json)
+    }
+
+    /// Parses JSON text, then loads it; a parse error names line and column.
+    public static func load(bytes: [UInt8], file: String? = nil) throws(FlowError) -> Flow {
+        let json: JSON
+        do { json = try JSON.parse(bytes) } catch {
+            throw FlowError(file: file, path: "", message: "not valid JSON: \(error)")
+        }
+        return try load(json, file: file)
+    }
+}
+
+/// A place in a JSON document, for messages.
+struct JSONPath {
+    var parts: [String] = []
+
+    func key(_ k: String) -> JSONPath {
+        var copy = self
+        let plain = !k.isEmpty && k.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }
+        if plain && !parts.isEmpty { copy.parts.append("." + k) } else if plain { copy.parts.append(k) } else {
+            copy.parts.append("[" + JSON.string(k).encodedString() + "]")
+        }
+        return copy
+    }
+
+    func index(_ i: Int) -> JSONPath {
+        var copy = self
+        copy.parts.append("[\(i)]")
+        return copy
+    }
+
+    var text: String { parts.joined() }
+}
+
+private struct FlowLoader {
+    let file: String?
+
+    func fail(_ path: JSONPath, _ message: String) -> FlowError {
+        FlowError(file: file, path: path.text, message: message)
+    }
+
+    func object(_ v: JSON?, _ path: JSONPath, _ what: String) throws(FlowError) -> JSONObject {
+        guard let v else { throw fail(path, "missing \(what)") }
+        guard let o = v.objectValue else { throw fail(path, "\(what) must be an object, got \(v.typeName)") }
+        return o
+    }
+
+    func string(_ v: JSON?, _ path: JSONPath, _ what: String) throws(FlowError) -> String {
+        guard let v else { throw fail(path, "missing \(what)") }
+        guard let s = v.stringValue, !s.isEmpty else { throw fail(path, "\(what) must be a non-empty string, got \(v.typeName == "string" ? "\"\"" : v.typeName)") }
+        return s
+    }
+
+    mutating func load(_ json: JSON) throws(FlowError) -> Flow {
+        let top = JSONPath()
+        let doc = try object(json, top, "flow")
+        let name = try string(doc["name"], top.key("name"), "'name'")
+        let rootName = try string(doc["root"], top.key("root"), "'root'")
+        let coordinatorsPath = top.key("coordinators")
+        let coordinatorsJSON = try object(doc["coordinators"], coordinatorsPath, "'coordinators'")
+        guard !coordinatorsJSON.isEmpty else { throw fail(coordinatorsPath, "declares no coordinator") }
+
+        // Pass 1: kinds, so routes can check the coordinators they open.
+        var kinds: [String: CoordinatorKind] = [:]
+        for (typeName, value) in coordinatorsJSON {
+            let p = coordinatorsPath.key(typeName)
+            let c = try object(value, p, "coordinator")
+            let kindText = try string(c["kind"], p.key("kind"), "'kind'")
+            guard let kind = CoordinatorKind(rawValue: kindText) else {
+                throw fail(p.key("kind"), "unknown kind \"\(kindText)\" (expected root, stack or tabs)")
+            }
+            kinds[typeName] = kind
+        }
+        guard kinds[rootName] != nil else {
+            throw fail(top.key("root"), "names coordinator \"\(rootName)\", which 'coordinators' does not declare")
+        }
+
+        // Pass 2: routes and initial items.
+        var specs: [String: CoordinatorSpec] = [:]
+        for (typeName, value) in coordinatorsJSON {
+            specs[typeName] = try coordinator(typeName, value.objectValue!, coordinatorsPath.key(typeName), kinds)
+        }
+        try checkInitialCycles(specs, coordinatorsPath)
+
+        let flowSoFar = Flow(name: name, root: rootName, coordinators: specs,
+                             coordinatorOrder: coordinatorsJSON.keys, links: [], source: json)
+        var links: [Link] = []
+        if let linksJSON = doc["links"], !linksJSON.isNull {
+            let lp = top.key("links")
+            for (pattern, opsJSON) in try object(linksJSON, lp, "'links'") {
+                links.append(try link(pattern, opsJSON, lp.key(pattern), flowSoFar))
+            }
+        }
+        return Flow(name: name, root: rootName, coordinators: specs,
+                    coordinatorOrder: coordinatorsJSON.keys, links: links, source: json)
+    }
+
+    func coordinator(_ typeName: String, _ c: JSONObject, _ p: JSONPath,
+                     _ kinds: [String: CoordinatorKind]) throws(FlowError) -> CoordinatorSpec {
+        let kind = kinds[typeName]!
+        let routesPath = p.key("routes")
+        let routesJSON = try object(c["routes"], routesPath, "'routes'")
+        guard !routesJSON.isEmpty else { throw fail(routesPath, "declares no route") }
+        var routes: [String: RouteSpec] = [:]
+        for (routeName, value) in routesJSON {
+            routes[routeName] = try route(routeName, value, routesPath.key(routeName), kinds)
+        }
+
+        let initialPath = p.key("initial")
+        var initial: [RouteRef] = []
+        switch (kind, c["initial"]) {
+        case (_, nil): throw fail(initialPath, "missing 'initial'")
+        case (.tabs, .array(let items)?):
+            guard !items.isEmpty else { throw fail(initialPath, "a tabs coordinator needs at least one initial tab") }
+            for (i, item) in items.enumerated() {
+                initial.append(try routeRef(item, initialPath.index(i), routes))
+            }
+        case (.tabs, let other?):
+            throw fail(initialPath, "a tabs coordinator's 'initial' must be a list of routes, got \(other.typeName)")
+        case (_, .array?):
+            throw fail(initialPath, "a \(kind.rawValue) coordinator's 'initial' is one route, not a list")
+        case (_, let item?):
+            initial.append(try routeRef(item, initialPath, routes))
+        }
+        return CoordinatorSpec(name: typeName, kind: kind, initial: initial, routes: routes, routeOrder: routesJSON.keys)
+    }
+
+    func route(_ name: String, _ value: JSON, _ p: JSONPath,
+               _ kinds: [String: CoordinatorKind]) throws(FlowError) -> RouteSpec {
+        let r = try object(value, p, "route")
+        var params: [String: ParamType] = [:]
+        var order: [String] = []
+        if let paramsJSON = r["params"], !paramsJSON.isNull {
+            for (paramName, typeJSON) in try object(paramsJSON, p.key("params"), "'params'") {
+                let pp = p.key("params").key(paramName)
+                guard let text = typeJSON.stringValue, let type = ParamType(text) else {
+                    throw fail(pp, "unknown param type \(typeJSON) (expected string, int, number or bool, with '?' for optional)")
+                }
+                params[paramName] = type
+                order.append(paramName)
+            }
+        }
+        var child: String?
+        if let c = r["coordinator"] {
+            let typeName = try string(c, p.key("coordinator"), "'coordinator'")
+            guard kinds[typeName] != nil else {
+                throw fail(p.key("coordinator"), "unknown coordinator \"\(typeName)\"")
+            }
+            child = typeName
+        }
+        var presentation: Presentation?
+        if let v = r["presentation"] {
+            let text = try string(v, p.key("presentation"), "'presentation'")
+            guard let pr = Presentation(rawValue: text), pr != .root else {
+                throw fail(p.key("presentation"), "unknown presentation \"\(text)\" (expected push, sheet or cover)")
+            }
+            presentation = pr
+        }
+        var title: String?
+        if let t = r["title"] {
+            guard let s = t.stringValue else { throw fail(p.key("title"), "'title' must be a string, got \(t.typeName)") }
+            title = s
+        }
+        return RouteSpec(name: name, params: params, paramOrder: order, coordinator: child,
+                         presentation: presentation, tab: r["tab"], title: title)
+    }
+
+    /// An initial item: a route name or `{"route", "params"}`, with params that fit.
+    func routeRef(_ item: JSON, _ p: JSONPath, _ routes: [String: RouteSpec]) throws(FlowError) -> RouteRef {
+        var name: String
+        var params = JSONObject()
+        var routePath = p
+        if let s = item.stringValue {
+            name = s
+        } else if let o = item.objectValue {
+            routePath = p.key("route")
+            name = try string(o["route"], routePath, "'route'")
+            if let pj = o["params"], !pj.isNull { params = try object(pj, p.key("params"), "'params'") }
+        } else {
+            throw fail(p, "an initial route must be a name or {\"route\", \"params\"}, got \(item.typeName)")
+        }
+        guard let spec = routes[name] else {
+            throw fail(routePath, "initial route \"\(name)\" is not declared in 'routes'")
+        }
+        do throws(NavError) {
+            params = try spec.validate(params: params)
+        } catch {
+            throw fail(p, "initial route \"\(name)\": \(error.message)")
+        }
+        return RouteRef(route: name, params: params)
+    }
+
+    /// Refuses initial routes that would open coordinators forever (A -> B -> A).
+    func checkInitialCycles(_ specs: [String: CoordinatorSpec], _ p: JSONPath) throws(FlowError) {
+        enum Mark { case visiting, done }
+        var marks: [String: Mark] = [:]
+        func visit(_ type: String, _ trail: [String]) throws(FlowError) {
+            if marks[type] == .done { return }
+            if marks[type] == .visiting {
+                let cycle = trail.drop { $0 != type } + [type]
+                throw fail(p.key(type).key("initial"),
+                           "initial routes nest forever: \(cycle.joined(separator: " -> "))")
+            }
+            marks[type] = .visiting
+            let spec = specs[type]!
+            for ref in spec.initial {
+                if let child = spec.routes[ref.route]?.coordinator { try visit(child, trail + [type]) }
+            }
+            marks[type] = .done
+        }
+        for type in specs.keys.sorted() { try visit(type, []) }
+    }
+
+    /// A link: its pattern parsed, each op checked against the flow (Appendix A, "Flows").
+    func link(_ pattern: String, _ value: JSON, _ p: JSONPath, _ flow: Flow) throws(FlowError) -> Link {
+        guard pattern.hasPrefix("/") else { throw fail(p, "a link pattern must start with '/'") }
+        let segments: [Link.Segment] = pattern.split(separator: "/").map { part in
+            part.hasPrefix(":") && part.count > 1 ? .capture(String(part.dropFirst())) : .literal(String(part))
+        }
+        guard let ops = value.arrayValue, !ops.isEmpty else {
+            throw fail(p, "a link must be a non-empty list of operations")
+        }
+        for (i, opJSON) in ops.enumerated() {
+            let op: Operation
+            do throws(NavError) { op = try Operation(json: opJSON) } catch {
+                throw fail(p.index(i), error.message)
+            }
+            try checkLinkOp(op, p.index(i), flow)
+        }
+        return Link(pattern: pattern, segments: segments, ops: ops)
+    }
+
+    func checkLinkOp(_ op: Operation, _ p: JSONPath, _ flow: Flow) throws(FlowError) {
+        let name = op.action.name
+        if name == .open { throw fail(p, "a link cannot 'open' another link") }
+        var candidates = flow.coordinatorOrder.map { flow.spec($0) }
+        if let kinds = name.kinds { candidates = candidates.filter { kinds.contains($0.kind) } }
+        if let at = op.at, at != "root", EntryID(at) == nil, !name.isSessionWide {
+            guard let spec = flow.coordinators[at] else {
+                throw fail(p.key("at"), "unknown coordinator type \"\(at)\"")
+            }
+            if let kinds = name.kinds, !kinds.contains(spec.kind) {
+                throw fail(p.key("at"), "'\(name.rawValue)' does not work on \(at), a \(spec.kind.rawValue) coordinator")
+            }
+            candidates = [spec]
+        }
+        for (route, place) in linkRoutes(op.action, p) where !candidates.contains(where: { $0.routes[route] != nil }) {
+            throw fail(place, "route \"\(route)\" is not declared on " +
+                       (op.at.flatMap { flow.coordinators[$0] != nil ? $0 : nil } ?? "any coordinator '\(name.rawValue)' works on"))
+        }
+    }
+
+    /// The routes an operation names, with where each is written.
+    func linkRoutes(_ action: Operation.Action, _ p: JSONPath) -> [(String, JSONPath)] {
+        switch action {
+        case .route(let i), .present(let i, _), .setRoot(let i), .appendTab(let i), .insertTab(let i, _):
+            return [(i.route, p.key("route"))]
+        case .popToFirst(let r), .popToLast(let r), .popBefore(let r), .removeFirst(let r), .removeLast(let r),
+             .select(.route(let r)):
+            return [(r, p.key("route"))]
+        case .setStack(let items), .setTabs(let items):
+            return items.enumerated().map { ($1.route, p.key("routes").index($0)) }
+        default: return []
+        }
+    }
+}
+
+extension RouteSpec {
+    /// Checks params against the declaration (Appendix A, "Params"): undeclared names,
+    /// wrong types and missing required params are `bad_params`; `null` for an optional
+    /// param leaves it out.
+    public func validate(params: JSONObject) throws(NavError) -> JSONObject {
+        for (key, value) in params {
+            guard let type = self.params[key] else {
+                throw NavError(.badParams, "route '\(name)' has no param '\(key)'")
+            }
+            if value.isNull {
+                guard type.optional else { throw NavError(.badParams, "param '\(key)' of route '\(name)' is required, got null") }
+                continue
+            }
+            guard type.accepts(value) else {
+                throw NavError(.badParams, "param '\(key)' of route '\(name)' must be \(type.base.rawValue), got \(value.typeName)")
+            }
+        }
+        // Declaration order, whatever order the sender used: every client sees the same entry.
+        var result = JSONObject()
+        for key in paramOrder {
+            if let value = params[key], !value.isNull {
+                result[key] = value
+            } else if !self.params[key]!.optional {
+                throw NavError(.badParams, "route '\(name)' needs param '\(key)' (\(self.params[key]!))")
+            }
+        }
+        return result
+    }
+}

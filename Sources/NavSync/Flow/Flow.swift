@@ -1,0 +1,141 @@
+/// A flow: the route schema of one app, as data every client can read (DESIGN.md section 2).
+///
+/// A `Flow` is always valid: the only ways to make one are `Flow.load` and the builder,
+/// and both run the checks of `Flow+Validation.swift`.
+public struct Flow: Sendable {
+    public let name: String
+    /// The coordinator type at the root of the tree.
+    public let root: String
+    /// Coordinator types by name, and their names in declaration order.
+    public let coordinators: [String: CoordinatorSpec]
+    public let coordinatorOrder: [String]
+    /// Deep links in declaration order: the first one that matches wins.
+    public let links: [Link]
+    /// The flow as JSON, as clients receive it in `joined.flow`.
+    public let source: JSON
+}
+
+/// The three coordinator kinds.
+public enum CoordinatorKind: String, Sendable, CaseIterable {
+    /// One current route, switched by `setRoot`.
+    case root
+    /// A navigation stack of pushed and modally presented entries.
+    case stack
+    /// A tab bar.
+    case tabs
+}
+
+/// How a stack entry is shown. `root` is only ever `stack[0]`.
+public enum Presentation: String, Sendable {
+    case root, push, sheet, cover
+    public var isModal: Bool { self == .sheet || self == .cover }
+}
+
+/// One coordinator type: its kind, initial routes and declared routes.
+public struct CoordinatorSpec: Sendable {
+    public let name: String
+    public let kind: CoordinatorKind
+    /// One item for `root` and `stack`, one or more for `tabs`.
+    public let initial: [RouteRef]
+    public let routes: [String: RouteSpec]
+    /// Route names in declaration order.
+    public let routeOrder: [String]
+}
+
+/// A route named with its params: an initial item, or a link target.
+public struct RouteRef: Sendable, Equatable {
+    public let route: String
+    public let params: JSONObject
+}
+
+/// One declared route.
+public struct RouteSpec: Sendable {
+    public let name: String
+    public let params: [String: ParamType]
+    /// Param names in declaration order.
+    public let paramOrder: [String]
+    /// The coordinator type this route opens, if any.
+    public let coordinator: String?
+    /// The presentation a stack uses for it (`push` when not declared).
+    public let presentation: Presentation?
+    /// Tab-item metadata, copied verbatim onto tab entries.
+    public let tab: JSON?
+    /// Display text with `{param}` placeholders; never part of the state.
+    public let title: String?
+}
+
+/// A declared param type: `string`, `int`, `number` or `bool`, optional with a `?`.
+public struct ParamType: Sendable, Equatable, CustomStringConvertible {
+    public enum Base: String, Sendable { case string, int, number, bool }
+    public let base: Base
+    public let optional: Bool
+
+    public init(base: Base, optional: Bool) {
+        self.base = base
+        self.optional = optional
+    }
+
+    /// Parses `"int"`, `"string?"`, …
+    public init?(_ text: String) {
+        let optional = text.hasSuffix("?")
+        guard let base = Base(rawValue: optional ? String(text.dropLast()) : text) else { return nil }
+        self.init(base: base, optional: optional)
+    }
+
+    public var description: String { base.rawValue + (optional ? "?" : "") }
+
+    /// Whether `value` is of this type. `int` takes JSON integers only, `number` any
+    /// finite number but not a bool (DESIGN.md Appendix A, "Params").
+    public func accepts(_ value: JSON) -> Bool {
+        switch (base, value) {
+        case (.string, .string), (.int, .int), (.number, .int), (.number, .double), (.bool, .bool): return true
+        default: return false
+        }
+    }
+
+    /// Converts a deep-link capture to this type (`int`: `[+-]?digits`; `number`: a
+    /// finite decimal; `bool`: `true/false/1/0`).
+    public func convert(capture: String) -> JSON? {
+        switch base {
+        case .string: return .string(capture)
+        case .int:
+            let digits = capture.first == "+" || capture.first == "-" ? capture.dropFirst() : Substring(capture)
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  let value = Int64(capture.first == "+" ? String(digits) : capture) else { return nil }
+            return .int(value)
+        case .number:
+            guard capture.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }),
+                  let value = Double(capture), value.isFinite else { return nil }
+            if let int = Int64(capture) { return .int(int) }
+            return .double(value)
+        case .bool:
+            switch capture {
+            case "true", "1": return .bool(true)
+            case "false", "0": return .bool(false)
+            default: return nil
+            }
+        }
+    }
+}
+
+/// One deep link: a URL path pattern and the operations it expands to.
+public struct Link: Sendable {
+    public enum Segment: Sendable, Equatable {
+        case literal(String)
+        case capture(String)
+    }
+    public let pattern: String
+    public let segments: [Segment]
+    /// The operations, as JSON; `":name"` values in `params` are substituted when opened.
+    public let ops: [JSON]
+}
+
+extension Flow {
+    /// The coordinator type of the given name. Only valid names reach this.
+    public func spec(_ type: String) -> CoordinatorSpec { coordinators[type]! }
+
+    /// Types that declare `route`, in declaration order.
+    public func types(declaring route: String) -> [CoordinatorSpec] {
+        coordinatorOrder.compactMap { coordinators[$0] }.filter { $0.routes[route] != nil }
+    }
+}

@@ -1,0 +1,78 @@
+/// Compact JSON text, written by hand rather than through jansson: numbers get the
+/// shortest text that reads back to the same value (`0.1`, not `0.10000000000000001`),
+/// and one pass into one buffer is the cheapest way to serialize a broadcast once.
+extension JSON {
+    /// Compact UTF-8 bytes; keys in insertion order, or sorted with `sortedKeys`.
+    public func encoded(sortedKeys: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        write(into: &out, sortedKeys: sortedKeys)
+        return out
+    }
+
+    /// Compact JSON text.
+    public func encodedString(sortedKeys: Bool = false) -> String {
+        String(decoding: encoded(sortedKeys: sortedKeys), as: UTF8.self)
+    }
+
+    public func write(into out: inout [UInt8], sortedKeys: Bool = false) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d): Self.writeDouble(d, into: &out)
+        case .string(let s): Self.writeString(s, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(into: &out, sortedKeys: sortedKeys)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            let keys = sortedKeys ? object.keys.sorted() : object.keys
+            for (i, key) in keys.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                Self.writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                object[key]!.write(into: &out, sortedKeys: sortedKeys)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// JSON has no NaN or infinity; the parser never produces them and operations refuse
+    /// them, so a non-finite value here is a programming error written as `null`.
+    static func writeDouble(_ d: Double, into out: inout [UInt8]) {
+        guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
+        // Swift's description is the shortest round-trip form ("4.5", "1e-07", "3.0").
+        out.append(contentsOf: d.description.utf8)
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// RFC 8259 section 7: escape the quote, the backslash and control characters.
+    static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
+            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0x08: out.append(contentsOf: [92, UInt8(ascii: "b")])
+            case 0x0C: out.append(contentsOf: [92, UInt8(ascii: "f")])
+            case 0..<0x20:
+                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSON: CustomStringConvertible {
+    public var description: String { encodedString() }
+}

@@ -1,0 +1,20 @@
+/// An entry (or alert) id: `e1`, `e2`, … from one counter per session, never reused
+/// (DESIGN.md section 3). Ids are ordered by creation.
+public struct EntryID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let number: Int
+
+    public init(_ number: Int) { self.number = number }
+
+    /// Parses `e<digits>` (no sign, no leading zero); anything else is no id at all.
+    public init?(_ text: String) {
+        let utf8 = text.utf8
+        guard utf8.count >= 2, utf8.count <= 19, utf8.first == UInt8(ascii: "e") else { return nil }
+        let digits = utf8.dropFirst()
+        guard digits.first != UInt8(ascii: "0"), digits.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+              let n = Int(String(text.dropFirst())) else { return nil }
+        number = n
+    }
+
+    public var description: String { "e\(number)" }
+    public static func < (a: EntryID, b: EntryID) -> Bool { a.number < b.number }
+}

@@ -1,0 +1,25 @@
+/// The limits the model enforces (DESIGN.md section 8 and Appendix A). Each is a
+/// configuration value; the defaults are the protocol's documented ones.
+public struct ModelLimits: Sendable, Equatable {
+    /// Operations in one command; more is `too_large`. Bounds the work one message buys.
+    public var maxOps = 64
+    /// Entries in one stack; a push beyond is `invalid_op`. Deeper than any real app.
+    public var maxStackDepth = 256
+    /// Tabs in one tab bar; beyond is `invalid_op`.
+    public var maxTabs = 64
+    /// Bytes of one entry's `data`, serialized compactly; beyond is `too_large`. Keeps
+    /// view-model state small enough that every patch stays cheap to broadcast.
+    public var maxDataBytes = 16 * 1024
+
+    public init() {}
+}
+
+/// What one operation did (DESIGN.md Appendix A, "Results and revisions").
+public enum OpResult: String, Sendable, Equatable {
+    /// Changed the document or allocated ids.
+    case applied
+    /// Changed nothing.
+    case noop
+    /// Named an entry, coordinator or alert that is gone now.
+    case superseded
+}

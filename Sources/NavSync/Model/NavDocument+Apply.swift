@@ -1,0 +1,236 @@
+/// The reducer's entry point: each operation's fields are already decoded; here the
+/// touched coordinators are checked for conflicts, then the target is resolved and the
+/// operation applied (DESIGN.md Appendix A, "Conflicts": validate, check, resolve+apply).
+
+/// What one command carries from operation to operation.
+public struct CommandContext: Sendable {
+    /// Set for `onConflict: "reject"` with a `base`; nil otherwise.
+    public var conflicts: ConflictGuard?
+    /// Ids from this number on were allocated by this command: coordinators they open
+    /// never conflict (Appendix A: "created earlier in the same command do not count").
+    public let firstID: Int
+    /// Coordinators an applied operation targeted: they change at this revision.
+    public internal(set) var changed: Set<CoordinatorKey> = []
+    /// Whether a `reset` applied: everything changes at this revision.
+    public internal(set) var didReset = false
+
+    public init(conflicts: ConflictGuard?, firstID: Int) {
+        self.conflicts = conflicts
+        self.firstID = firstID
+    }
+}
+
+/// The bookkeeping `reject` needs: when each coordinator last changed, when each gone
+/// id disappeared, and the revision the sender had seen.
+public struct ConflictGuard: Sendable {
+    public var base: Int
+    public var rev: Int
+    public var lastChanged: [CoordinatorKey: Int]
+    public var removedAt: [EntryID: Int]
+    /// Removals at or before this revision were forgotten (see `Sequencer`).
+    public var removedHorizon: Int
+
+    func check(_ touched: [CoordinatorKey], gone: [EntryID], firstID: Int, describe: (CoordinatorKey) -> String) throws(NavError) {
+        for key in touched {
+            if case .entry(let id) = key, id.number >= firstID { continue }
+            if let changed = lastChanged[key], changed > base {
+                throw NavError(.conflict, "\(describe(key)) changed at revision \(changed), after base \(base)", rev: rev)
+            }
+        }
+        for id in gone {
+            if let removed = removedAt[id], removed > base {
+                throw NavError(.conflict, "\(id) was removed at revision \(removed), after base \(base)", rev: rev)
+            }
+            // Forgotten: it left at or before the horizon; a base older than that may not have seen it go.
+            if removedAt[id] == nil, base < removedHorizon {
+                throw NavError(.conflict, "\(id) was removed at or before revision \(removedHorizon), and base \(base) is older", rev: rev)
+            }
+        }
+    }
+}
+
+/// What an operation's `at` names.
+enum AtTarget {
+    case none
+    case coordinator(CoordinatorPath)
+    case gone(EntryID)
+    case failed(NavError)
+}
+
+/// What an entry id in an operation names.
+enum EntryTarget {
+    case live(path: CoordinatorPath, index: Int)
+    case gone(EntryID)
+    case failed(NavError)
+}
+
+extension NavDocument {
+    /// Applies one decoded operation. On error the document may be half-changed: the
+    /// caller throws this copy away (commands are atomic).
+    public mutating func apply(_ op: Operation, _ ctx: inout CommandContext) throws(NavError) -> OpResult {
+        let name = op.action.name
+        let at = name.isSessionWide ? AtTarget.none : resolveAt(op.at)
+        var entry: EntryTarget?
+        if let named = op.action.namedEntry { entry = resolveEntry(named) }
+        if case .respond(let alertID, _) = op.action { entry = resolveAlert(alertID) }
+
+        if let guardRev = ctx.conflicts {
+            try guardRev.check(touched(name, at, entry), gone: goneIDs(at, entry), firstID: ctx.firstID,
+                               describe: describe)
+        }
+        if case .failed(let error) = at { throw error }
+        if case .failed(let error)? = entry { throw error }
+        if case .gone = at { return .superseded }
+        if case .gone? = entry { return .superseded }
+        // An entry named together with `at` must be in that coordinator.
+        if case .coordinator(let p) = at, case .live(let holder, let index)? = entry, holder != p {
+            throw NavError(.invalidOp, "\(state[holder].entries[index].id) is not in \(describe(state.key(of: p)))")
+        }
+
+        switch op.action {
+        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setRoot, .setStack:
+            return try applyStack(op.action, at, entry, &ctx)
+        case .select, .setTabs, .appendTab, .insertTab, .removeFirst, .removeLast, .removeTab:
+            return try applyTabs(op.action, at, entry, &ctx)
+        case .restart, .update, .open, .alert, .respond, .reset:
+            return try applyOther(op.action, at, entry, &ctx)
+        }
+    }
+
+    /// The coordinators an operation touches (Appendix A, "Conflicts"): `at`'s target
+    /// and the coordinator holding a named entry; an operation with neither touches the
+    /// whole active path as it stands now. An `at` or id that names nothing touches
+    /// nothing. `alert` and `respond` also touch the alert.
+    func touched(_ name: OpName, _ at: AtTarget, _ entry: EntryTarget?) -> [CoordinatorKey] {
+        var keys: [CoordinatorKey] = []
+        var addressed = false
+        if case .none = at {} else { addressed = true }
+        if case .coordinator(let p) = at { keys.append(state.key(of: p)) }
+        if name != .respond, let entry {
+            addressed = true
+            if case .live(let p, _) = entry { keys.append(state.key(of: p)) }
+        }
+        if !addressed { keys += state.activePath.map { state.key(of: $0) } }
+        if name == .alert || name == .respond { keys.append(.alert) }
+        return keys
+    }
+
+    func goneIDs(_ at: AtTarget, _ entry: EntryTarget?) -> [EntryID] {
+        var ids: [EntryID] = []
+        if case .gone(let id) = at { ids.append(id) }
+        if case .gone(let id)? = entry { ids.append(id) }
+        return ids
+    }
+
+    /// `at`: `"root"`; a live entry id (it must open a coordinator); a gone id; a type
+    /// name with exactly one coordinator on the tree; otherwise `not_found`.
+    func resolveAt(_ at: String?) -> AtTarget {
+        guard let at else { return .none }
+        if at == "root" { return .coordinator([]) }
+        if let id = EntryID(at) {
+            if let (path, index) = state.locate(id) {
+                let e = state[path].entries[index]
+                guard e.coordinator != nil else {
+                    return .failed(NavError(.invalidOp, "'at': \(id) (route '\(e.route)') opens no coordinator"))
+                }
+                return .coordinator(path + [index])
+            }
+            if state.alert?.id == id { return .failed(NavError(.invalidOp, "'at': \(id) is the alert, not a coordinator")) }
+            if wasAllocated(id) { return .gone(id) }
+        }
+        let paths = state.paths(ofType: at)
+        switch paths.count {
+        case 1: return .coordinator(paths[0])
+        case 0:
+            if flow.coordinators[at] != nil {
+                return .failed(NavError(.notFound, "'at': no \(at) coordinator is on the tree"))
+            }
+            return .failed(NavError(.notFound, "'at': \"\(at)\" is neither \"root\", a live entry id, nor a coordinator type"))
+        default:
+            return .failed(NavError(.invalidOp, "'at': \(paths.count) \(at) coordinators are on the tree; name one by entry id"))
+        }
+    }
+
+    func resolveEntry(_ text: String) -> EntryTarget {
+        guard let id = EntryID(text) else {
+            return .failed(NavError(.notFound, "no entry \"\(text)\" (entry ids look like e12)"))
+        }
+        if let (path, index) = state.locate(id) { return .live(path: path, index: index) }
+        if state.alert?.id == id { return .failed(NavError(.invalidOp, "\(id) is the alert, not an entry")) }
+        if wasAllocated(id) { return .gone(id) }
+        return .failed(NavError(.notFound, "no entry \(id) was ever opened in this session"))
+    }
+
+    /// `respond`'s alert id. A live alert is reported as `.live` with an empty path.
+    func resolveAlert(_ text: String) -> EntryTarget {
+        guard let id = EntryID(text) else { return .failed(NavError(.notFound, "no alert \"\(text)\"")) }
+        if state.alert?.id == id { return .live(path: [], index: -1) }
+        if state.locate(id) != nil { return .failed(NavError(.notFound, "\(id) is a screen, not an alert")) }
+        if wasAllocated(id) { return .gone(id) }
+        return .failed(NavError(.notFound, "no alert \(id) was ever shown in this session"))
+    }
+
+    /// A coordinator, for messages: `Home (e7)`, `the root App`, `the alert`.
+    func describe(_ key: CoordinatorKey) -> String {
+        switch key {
+        case .root: return "the root coordinator \(state.root.type)"
+        case .alert: return "the alert"
+        case .entry(let id):
+            guard let (path, index) = state.locate(id), let c = state[path].entries[index].coordinator else {
+                return "the coordinator of \(id)"
+            }
+            return "\(c.type) (\(id))"
+        }
+    }
+
+    /// The coordinator a route-naming operation goes to: `at`'s, or the deepest on the
+    /// active path whose kind fits and that declares every route (route bubbling).
+    func target(_ name: OpName, routes: [String], _ at: AtTarget) throws(NavError) -> CoordinatorPath {
+        let kinds = name.kinds!
+        if case .coordinator(let p) = at {
+            let c = state[p]
+            guard kinds.contains(c.kind) else { throw wrongKind(name, c) }
+            let spec = flow.spec(c.type)
+            for r in routes where spec.routes[r] == nil {
+                throw NavError(.unknownRoute, "route '\(r)' is not declared on \(c.type)")
+            }
+            return p
+        }
+        let path = state.activePath
+        for p in path.reversed() {
+            let c = state[p]
+            let spec = flow.spec(c.type)
+            if kinds.contains(c.kind) && routes.allSatisfy({ spec.routes[$0] != nil }) { return p }
+        }
+        let list = routes.map { "'\($0)'" }.joined(separator: ", ")
+        if let p = path.last(where: { p in routes.allSatisfy { flow.spec(state[p].type).routes[$0] != nil } }) {
+            throw NavError(.invalidOp, "\(list) is declared on \(state[p].type), a \(state[p].kind.rawValue) coordinator; '\(name.rawValue)' works on \(kindList(kinds))")
+        }
+        throw NavError(.unknownRoute, "no coordinator on the active path declares \(routes.count == 1 ? "route " : "routes ")\(list)")
+    }
+
+    /// The deepest coordinator on the active path of a fitting kind that satisfies
+    /// `prefer`, else the deepest of a fitting kind; `at`'s if given.
+    func routelessTarget(_ name: OpName, _ at: AtTarget, prefer: (Coordinator) -> Bool = { _ in true }) throws(NavError) -> CoordinatorPath? {
+        let kinds = name.kinds!
+        if case .coordinator(let p) = at {
+            guard kinds.contains(state[p].kind) else { throw wrongKind(name, state[p]) }
+            return p
+        }
+        let fitting = state.activePath.reversed().filter { kinds.contains(state[$0].kind) }
+        return fitting.first { prefer(state[$0]) } ?? fitting.first
+    }
+
+    func wrongKind(_ name: OpName, _ c: Coordinator) -> NavError {
+        NavError(.invalidOp, "'\(name.rawValue)' works on \(kindList(name.kinds!)), but \(c.type) is a \(c.kind.rawValue) coordinator")
+    }
+
+    private func kindList(_ kinds: Set<CoordinatorKind>) -> String {
+        CoordinatorKind.allCases.filter(kinds.contains).map { "\($0.rawValue)" }.joined(separator: " or ") + " coordinators"
+    }
+
+    /// Validates params for `route` of the coordinator at `path`.
+    func params(_ item: Operation.OpenItem, of path: CoordinatorPath) throws(NavError) -> JSONObject {
+        try flow.spec(state[path].type).routes[item.route]!.validate(params: item.params)
+    }
+}

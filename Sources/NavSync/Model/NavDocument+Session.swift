@@ -1,0 +1,80 @@
+/// Operations on any coordinator or the whole session: `restart`, `update`, `open`,
+/// `alert`, `respond`, `reset`.
+extension NavDocument {
+    mutating func applyOther(_ action: Operation.Action, _ at: AtTarget, _ entry: EntryTarget?,
+                             _ ctx: inout CommandContext) throws(NavError) -> OpResult {
+        switch action {
+        case .restart:
+            guard let p = try routelessTarget(.restart, at) else { preconditionFailure("the root is always on the path") }
+            let fresh = makeCoordinator(state[p].type)
+            state.modify(p) { $0 = fresh }
+            ctx.changed.insert(state.key(of: p))
+            return .applied
+
+        case .update(_, let patch):
+            let p: CoordinatorPath
+            let index: Int
+            if case .live(let holder, let i)? = entry {
+                (p, index) = (holder, i)
+            } else if case .coordinator(let c) = at {
+                guard let visible = state[c].visibleIndex else { return .noop }
+                (p, index) = (c, visible)
+            } else {
+                (p, index) = state.activeEntry!
+            }
+            let current = state[p].entries[index].data ?? [:]
+            guard case .object(let merged) = JSON.object(current).mergePatched(with: .object(patch)) else { return .noop }
+            guard merged != current else { return .noop }
+            let size = JSON.object(merged).encoded().count
+            guard size <= limits.maxDataBytes else {
+                throw NavError(.tooLarge, "data of \(state[p].entries[index].id) would be \(size) bytes; at most \(limits.maxDataBytes) are allowed")
+            }
+            state.modify(p) { $0.entries[index].data = merged }
+            ctx.changed.insert(state.key(of: p))
+            return .applied
+
+        case .open(let url):
+            let (_, ops) = try flow.expand(url: url)
+            // `open` was checked as one op without `at`; its link ops are not checked again.
+            let outer = ctx.conflicts
+            ctx.conflicts = nil
+            defer { ctx.conflicts = outer }
+            var results: [OpResult] = []
+            for (i, op) in ops.enumerated() {
+                do throws(NavError) {
+                    results.append(try apply(op, &ctx))
+                } catch {
+                    throw NavError(error.code, "'\(url)' link op \(i) (\(op.action.name.rawValue)): \(error.message)", rev: error.rev)
+                }
+            }
+            if results.contains(.applied) { return .applied }
+            return results.contains(.superseded) ? .superseded : .noop
+
+        case .alert(let spec):
+            if let shown = state.alert {
+                throw NavError(.busy, "alert \(shown.id) (\"\(shown.title)\") is shown; answer it first")
+            }
+            state.alert = Alert(id: allocate(), title: spec.title, message: spec.message, buttons: spec.buttons)
+            ctx.changed.insert(.alert)
+            return .applied
+
+        case .respond(_, let button):
+            guard case .live? = entry, let alert = state.alert else { return .superseded }
+            guard alert.buttons.contains(where: { $0.id == button }) else {
+                throw NavError(.badParams, "alert \(alert.id) has no button '\(button)' (it has \(alert.buttons.map(\.id).joined(separator: ", ")))")
+            }
+            state.alert = nil
+            ctx.changed.insert(.alert)
+            return .applied
+
+        case .reset:
+            state = NavState(root: makeCoordinator(flow.root))
+            ctx.didReset = true
+            ctx.changed.formUnion([.root, .alert])
+            return .applied
+
+        default:
+            preconditionFailure("not a session operation: \(action.name)")
+        }
+    }
+}

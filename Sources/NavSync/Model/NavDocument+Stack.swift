@@ -1,0 +1,123 @@
+/// Stack operations (DESIGN.md section 4): one list of entries tagged by presentation,
+/// the FlowStacks/Stinsen model. A push after a sheet pushes inside that sheet.
+extension NavDocument {
+    mutating func applyStack(_ action: Operation.Action, _ at: AtTarget, _ entry: EntryTarget?,
+                             _ ctx: inout CommandContext) throws(NavError) -> OpResult {
+        let name = action.name
+        switch action {
+        case .route(let item):
+            let p = try target(name, routes: [item.route], at)
+            let declared = flow.spec(state[p].type).routes[item.route]!.presentation
+            return try push(item, declared ?? .push, at: p, &ctx)
+
+        case .present(let item, let style):
+            let p = try target(name, routes: [item.route], at)
+            let declared = flow.spec(state[p].type).routes[item.route]!.presentation
+            return try push(item, style ?? (declared?.isModal == true ? declared! : .sheet), at: p, &ctx)
+
+        case .pop(let count, nil):
+            guard let p = try routelessTarget(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
+            let c = state[p]
+            guard count < c.entries.count else {
+                throw NavError(.invalidOp, "cannot pop \(count) from \(c.type): it holds \(c.entries.count) (the root entry stays)")
+            }
+            return truncate(p, to: c.entries.count - count, &ctx)
+
+        case .pop(_, .some), .popTo:
+            guard case .live(let p, let index)? = entry else { return .superseded }
+            let c = state[p]
+            guard c.kind == .stack else { throw wrongKind(name, c) }
+            if name == .pop {
+                guard index > 0 else { throw NavError(.invalidOp, "\(c.entries[0].id) is the root entry of \(c.type); it cannot be popped") }
+                return truncate(p, to: index, &ctx)
+            }
+            return truncate(p, to: index + 1, &ctx)
+
+        case .popToRoot:
+            guard let p = try routelessTarget(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
+            return truncate(p, to: 1, &ctx)
+
+        case .popToFirst(let route), .popToLast(let route):
+            let p = try target(name, routes: [route], at)
+            let entries = state[p].entries
+            let found = name == .popToFirst ? entries.firstIndex { $0.route == route } : entries.lastIndex { $0.route == route }
+            guard let index = found else { return .noop }
+            return truncate(p, to: index + 1, &ctx)
+
+        case .popBefore(let route):
+            let p = try target(name, routes: [route], at)
+            let c = state[p]
+            guard let index = c.entries.firstIndex(where: { $0.route == route }) else { return .noop }
+            guard index > 0 else {
+                throw NavError(.invalidOp, "the first '\(route)' of \(c.type) is its root entry; nothing can be popped before it")
+            }
+            return truncate(p, to: index, &ctx)
+
+        case .dismiss(let all):
+            let hasModal = { (c: Coordinator) in c.entries.contains { $0.presentation?.isModal == true } }
+            guard let p = try routelessTarget(name, at, prefer: hasModal), hasModal(state[p]) else { return .noop }
+            let entries = state[p].entries
+            let index = all ? entries.firstIndex { $0.presentation?.isModal == true }!
+                            : entries.lastIndex { $0.presentation?.isModal == true }!
+            return truncate(p, to: index, &ctx)
+
+        case .setRoot(let item):
+            let p = try target(name, routes: [item.route], at)
+            let params = try params(item, of: p)
+            let owner = state[p]
+            let root = makeEntry(item.route, of: owner.type, params: params,
+                                 presentation: owner.kind == .stack ? .root : nil, hints: item.hints)
+            state.modify(p) { $0.entries = [root] }
+            ctx.changed.insert(state.key(of: p))
+            return .applied
+
+        case .setStack(let items):
+            let p = try target(name, routes: items.map(\.route), at)
+            let owner = state[p]
+            guard items.count <= limits.maxStackDepth else {
+                throw NavError(.invalidOp, "a stack holds at most \(limits.maxStackDepth) entries; 'routes' has \(items.count)")
+            }
+            var entries: [Entry] = []
+            for (i, item) in items.enumerated() {
+                let params: JSONObject
+                do throws(NavError) { params = try self.params(item, of: p) } catch {
+                    throw NavError(error.code, "routes[\(i)]: \(error.message)")
+                }
+                let declared = flow.spec(owner.type).routes[item.route]!.presentation
+                let presentation = i == 0 ? .root : item.presentation ?? declared ?? .push
+                entries.append(makeEntry(item.route, of: owner.type, params: params, presentation: presentation, hints: item.hints))
+            }
+            state.modify(p) { $0.entries = entries }
+            ctx.changed.insert(state.key(of: p))
+            return .applied
+
+        default:
+            preconditionFailure("not a stack operation: \(name)")
+        }
+    }
+
+    private mutating func push(_ item: Operation.OpenItem, _ presentation: Presentation, at p: CoordinatorPath,
+                               _ ctx: inout CommandContext) throws(NavError) -> OpResult {
+        let owner = state[p]
+        let params = try params(item, of: p)
+        guard owner.entries.count < limits.maxStackDepth else {
+            throw NavError(.invalidOp, "\(owner.type) already holds \(limits.maxStackDepth) entries, the most a stack may")
+        }
+        let entry = makeEntry(item.route, of: owner.type, params: params, presentation: presentation, hints: item.hints)
+        state.modify(p) { $0.entries.append(entry) }
+        ctx.changed.insert(state.key(of: p))
+        return .applied
+    }
+
+    /// Keeps the first `count` entries of the stack at `p`.
+    private mutating func truncate(_ p: CoordinatorPath, to count: Int, _ ctx: inout CommandContext) -> OpResult {
+        guard count < state[p].entries.count else { return .noop }
+        state.modify(p) { $0.entries.removeSubrange(count...) }
+        ctx.changed.insert(state.key(of: p))
+        return .applied
+    }
+
+    private func noStack(_ name: OpName) -> NavError {
+        NavError(.invalidOp, "no stack coordinator is on the active path for '\(name.rawValue)'")
+    }
+}

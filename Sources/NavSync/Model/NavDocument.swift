@@ -1,0 +1,67 @@
+/// A session's document: the state, the flow it follows and the id counter.
+///
+/// `apply` is the reducer: one operation in, a result out, the state changed in place.
+/// Atomic commands come from the caller working on a copy (see `Sequencer`).
+public struct NavDocument: Sendable {
+    public let flow: Flow
+    public let limits: ModelLimits
+    public internal(set) var state: NavState
+    /// The number the next allocated id gets: `e\(nextID)`. Never rewinds.
+    public internal(set) var nextID: Int
+
+    /// The flow's initial state, ids from `e1` (revision 0).
+    public init(flow: Flow, limits: ModelLimits = ModelLimits()) {
+        self.flow = flow
+        self.limits = limits
+        self.nextID = 1
+        self.state = NavState(root: Coordinator(type: flow.root, kind: .root, entries: []))
+        self.state = NavState(root: makeCoordinator(flow.root))
+    }
+
+    /// Restores a document at a known id counter (from a snapshot).
+    public init(flow: Flow, limits: ModelLimits = ModelLimits(), state: NavState, nextID: Int) {
+        self.flow = flow
+        self.limits = limits
+        self.state = state
+        self.nextID = nextID
+    }
+
+    mutating func allocate() -> EntryID {
+        defer { nextID += 1 }
+        return EntryID(nextID)
+    }
+
+    /// Whether the id was ever handed out in this session (gone ids are `superseded`,
+    /// never-allocated ones `not_found`).
+    public func wasAllocated(_ id: EntryID) -> Bool { id.number < nextID }
+
+    /// A new entry for `route` of coordinator type `owner`, with its child coordinator
+    /// in its initial state. Pre-order ids: the entry first, then its child's entries.
+    mutating func makeEntry(_ route: String, of owner: String, params: JSONObject,
+                            presentation: Presentation?, hints: JSONObject?) -> Entry {
+        let spec = flow.spec(owner)
+        let routeSpec = spec.routes[route]!
+        var entry = Entry(id: allocate(), route: route, params: params, presentation: presentation,
+                          tab: spec.kind == .tabs ? routeSpec.tab : nil, hints: hints)
+        if let child = routeSpec.coordinator { entry.coordinator = makeCoordinator(child) }
+        return entry
+    }
+
+    /// A coordinator of `type` in its initial state.
+    mutating func makeCoordinator(_ type: String) -> Coordinator {
+        let spec = flow.spec(type)
+        var c = Coordinator(type: type, kind: spec.kind, entries: [])
+        switch spec.kind {
+        case .root:
+            c.entries = [makeEntry(spec.initial[0].route, of: type, params: spec.initial[0].params, presentation: nil, hints: nil)]
+        case .stack:
+            c.entries = [makeEntry(spec.initial[0].route, of: type, params: spec.initial[0].params, presentation: .root, hints: nil)]
+        case .tabs:
+            for ref in spec.initial {
+                c.entries.append(makeEntry(ref.route, of: type, params: ref.params, presentation: nil, hints: nil))
+            }
+            c.selected = c.entries[0].id
+        }
+        return c
+    }
+}

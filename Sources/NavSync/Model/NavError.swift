@@ -1,0 +1,37 @@
+/// The error codes of protocol v1 (DESIGN.md section 6), one closed set for every layer.
+public enum ErrorCode: String, Sendable, CaseIterable {
+    case badJSON = "bad_json"
+    case badRequest = "bad_request"
+    case unknownSession = "unknown_session"
+    case unknownRoute = "unknown_route"
+    case badParams = "bad_params"
+    case invalidOp = "invalid_op"
+    case notFound = "not_found"
+    case conflict
+    case busy
+    case forbidden
+    case rateLimited = "rate_limited"
+    case tooLarge = "too_large"
+    case full
+    case `internal`
+}
+
+/// A refused request: its code, a message for people, the index of the operation at
+/// fault (for commands) and the current revision (for `conflict`).
+public struct NavError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: ErrorCode
+    public var message: String
+    public var op: Int?
+    public var rev: Int?
+
+    public init(_ code: ErrorCode, _ message: String, op: Int? = nil, rev: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.op = op
+        self.rev = rev
+    }
+
+    public var description: String {
+        (op.map { "op \($0): " } ?? "") + "\(code.rawValue): \(message)"
+    }
+}

@@ -1,0 +1,108 @@
+/// Addressing inside the tree: coordinator paths, the active path, finding entries.
+
+/// Where a coordinator sits: the entry indices to follow from the root coordinator
+/// (`[]` is the root; `[0, 2]` is the coordinator of entry 2 of the coordinator of
+/// root entry 0).
+public typealias CoordinatorPath = [Int]
+
+/// A coordinator's stable name for conflict bookkeeping: the root, the id of the entry
+/// that opened it, or the alert (DESIGN.md Appendix A, "Conflicts").
+public enum CoordinatorKey: Sendable, Hashable {
+    case root
+    case entry(EntryID)
+    case alert
+}
+
+extension NavState {
+    public subscript(path: CoordinatorPath) -> Coordinator {
+        get {
+            var c = root
+            for i in path { c = c.entries[i].coordinator! }
+            return c
+        }
+    }
+
+    /// Changes the coordinator at `path` in place.
+    mutating func modify<R, E: Error>(_ path: CoordinatorPath, _ body: (inout Coordinator) throws(E) -> R) throws(E) -> R {
+        try Self.modify(&root, path[...], body)
+    }
+
+    private static func modify<R, E: Error>(_ c: inout Coordinator, _ path: ArraySlice<Int>,
+                                            _ body: (inout Coordinator) throws(E) -> R) throws(E) -> R {
+        guard let first = path.first else { return try body(&c) }
+        return try modify(&c.entries[first].coordinator!, path.dropFirst(), body)
+    }
+
+    public func key(of path: CoordinatorPath) -> CoordinatorKey {
+        guard let last = path.last else { return .root }
+        return .entry(self[Array(path.dropLast())].entries[last].id)
+    }
+
+    /// The coordinators from the root to the deepest one on the active path: a root's
+    /// current entry, a stack's top, the selected tab, and on into their coordinators.
+    public var activePath: [CoordinatorPath] {
+        var paths: [CoordinatorPath] = [[]]
+        var c = root
+        var path: CoordinatorPath = []
+        while let i = c.visibleIndex, let child = c.entries[i].coordinator {
+            path.append(i)
+            paths.append(path)
+            c = child
+        }
+        return paths
+    }
+
+    /// The deepest screen a device shows: the visible entry of the deepest coordinator.
+    public var activeEntry: (path: CoordinatorPath, index: Int)? {
+        let deepest = activePath.last!
+        return self[deepest].visibleIndex.map { (deepest, $0) }
+    }
+
+    /// Where the entry with this id is: its coordinator's path and its index there.
+    public func locate(_ id: EntryID) -> (path: CoordinatorPath, index: Int)? {
+        var path: CoordinatorPath = []
+        return Self.locate(id, in: root, &path)
+    }
+
+    private static func locate(_ id: EntryID, in c: Coordinator, _ path: inout CoordinatorPath) -> (path: CoordinatorPath, index: Int)? {
+        for (i, entry) in c.entries.enumerated() {
+            if entry.id == id { return (path, i) }
+            if let child = entry.coordinator {
+                path.append(i)
+                if let found = locate(id, in: child, &path) { return found }
+                path.removeLast()
+            }
+        }
+        return nil
+    }
+
+    /// Paths of every coordinator of the given type, anywhere on the tree.
+    public func paths(ofType type: String) -> [CoordinatorPath] {
+        var found: [CoordinatorPath] = []
+        func walk(_ c: Coordinator, _ path: CoordinatorPath) {
+            if c.type == type { found.append(path) }
+            for (i, e) in c.entries.enumerated() { if let child = e.coordinator { walk(child, path + [i]) } }
+        }
+        walk(root, [])
+        return found
+    }
+
+    /// Calls `body` with every entry id and coordinator key on the tree (the alert too).
+    public func forEachID(_ body: (EntryID) -> Void) {
+        root.forEachID(body)
+        if let alert { body(alert.id) }
+    }
+}
+
+extension Coordinator {
+    func forEachID(_ body: (EntryID) -> Void) {
+        for e in entries { e.forEachID(body) }
+    }
+}
+
+extension Entry {
+    func forEachID(_ body: (EntryID) -> Void) {
+        body(id)
+        coordinator?.forEachID(body)
+    }
+}

@@ -1,0 +1,166 @@
+/// One route operation (DESIGN.md section 4): the verbs of Trailblazer, Stinsen and
+/// FlowStacks as one enum, plus the coordinator it is addressed to.
+public struct Operation: Sendable, Equatable {
+    /// `"root"`, an entry id, or a coordinator type name; nil lets the route pick the
+    /// coordinator (section 4, "route bubbling").
+    public var at: String?
+    public var action: Action
+
+    public init(_ action: Action, at: String? = nil) {
+        self.action = action
+        self.at = at
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// Append an entry with the route's declared presentation (`push` by default).
+        case route(OpenItem)
+        /// Append an entry presented modally; nil style: the route's modal style, else sheet.
+        case present(OpenItem, style: Presentation?)
+        /// Remove the top `count` entries, or `from` that entry up.
+        case pop(count: Int, from: String?)
+        case popToRoot
+        case popToFirst(route: String)
+        case popToLast(route: String)
+        case popTo(entry: String)
+        case popBefore(route: String)
+        /// Remove the topmost (with `all`: the lowest) modal entry and everything above.
+        case dismiss(all: Bool)
+        case setRoot(OpenItem)
+        case setStack([OpenItem])
+        case restart
+        case select(TabSelector)
+        case setTabs([OpenItem])
+        case appendTab(OpenItem)
+        case insertTab(OpenItem, index: Int)
+        case removeFirst(route: String)
+        case removeLast(route: String)
+        case removeTab(entry: String)
+        /// RFC 7386 merge patch into an entry's `data`; nil entry: the deepest screen.
+        case update(entry: String?, data: JSONObject)
+        case open(url: String)
+        case alert(AlertSpec)
+        case respond(alert: String, button: String)
+        case reset
+    }
+
+    /// What an operation opens: a route with params (checked against the flow when the
+    /// target is known), display hints and, in `setStack`, a presentation.
+    public struct OpenItem: Sendable, Equatable {
+        public var route: String
+        public var params: JSONObject
+        public var hints: JSONObject?
+        public var presentation: Presentation?
+
+        public init(_ route: String, params: JSONObject = [:], hints: JSONObject? = nil, presentation: Presentation? = nil) {
+            self.route = route
+            self.params = params
+            self.hints = hints
+            self.presentation = presentation
+        }
+    }
+
+    public enum TabSelector: Sendable, Equatable {
+        case route(String)
+        case index(Int)
+        case entry(String)
+    }
+
+    public struct AlertSpec: Sendable, Equatable {
+        public var title: String
+        public var message: String?
+        public var buttons: [AlertButton]
+
+        public init(title: String, message: String? = nil, buttons: [AlertButton] = [AlertButton(id: "ok", label: "OK")]) {
+            self.title = title
+            self.message = message
+            self.buttons = buttons
+        }
+    }
+}
+
+/// An alert button; `role` is `default`, `cancel` or `destructive`.
+public struct AlertButton: Sendable, Equatable {
+    public var id: String
+    public var label: String
+    public var role: String?
+
+    public init(id: String, label: String, role: String? = nil) {
+        self.id = id
+        self.label = label
+        self.role = role
+    }
+}
+
+/// Operation names as they appear on the wire, with what each works on.
+public enum OpName: String, Sendable, CaseIterable {
+    case route, present, pop, popToRoot, popToFirst, popToLast, popTo, popBefore, dismiss
+    case setRoot, setStack, restart, select, setTabs, appendTab, insertTab
+    case removeFirst, removeLast, removeTab, update, open, alert, respond, reset
+
+    /// Accepts the aliases `push` (= `route`) and `jumpTo` (= `setStack`).
+    public init?(wire: String) {
+        switch wire {
+        case "push": self = .route
+        case "jumpTo": self = .setStack
+        default: self.init(rawValue: wire)
+        }
+    }
+
+    /// The coordinator kinds the operation works on; nil for session-wide operations and
+    /// `update`, which work on any entry.
+    public var kinds: Set<CoordinatorKind>? {
+        switch self {
+        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setStack:
+            return [.stack]
+        case .setRoot: return [.stack, .root]
+        case .restart: return [.root, .stack, .tabs]
+        case .select, .setTabs, .appendTab, .insertTab, .removeFirst, .removeLast, .removeTab: return [.tabs]
+        case .update, .open, .alert, .respond, .reset: return nil
+        }
+    }
+
+    /// Whether `at` is ignored (section A: on `open`, `alert`, `respond`, `reset`).
+    public var isSessionWide: Bool { self == .open || self == .alert || self == .respond || self == .reset }
+}
+
+extension Operation.Action {
+    public var name: OpName {
+        switch self {
+        case .route: return .route
+        case .present: return .present
+        case .pop: return .pop
+        case .popToRoot: return .popToRoot
+        case .popToFirst: return .popToFirst
+        case .popToLast: return .popToLast
+        case .popTo: return .popTo
+        case .popBefore: return .popBefore
+        case .dismiss: return .dismiss
+        case .setRoot: return .setRoot
+        case .setStack: return .setStack
+        case .restart: return .restart
+        case .select: return .select
+        case .setTabs: return .setTabs
+        case .appendTab: return .appendTab
+        case .insertTab: return .insertTab
+        case .removeFirst: return .removeFirst
+        case .removeLast: return .removeLast
+        case .removeTab: return .removeTab
+        case .update: return .update
+        case .open: return .open
+        case .alert: return .alert
+        case .respond: return .respond
+        case .reset: return .reset
+        }
+    }
+
+    /// The entry ids the operation names (for conflicts and `superseded`).
+    var namedEntry: String? {
+        switch self {
+        case .pop(_, let from): return from
+        case .popTo(let e), .removeTab(let e): return e
+        case .select(.entry(let e)): return e
+        case .update(let e, _): return e
+        default: return nil
+        }
+    }
+}

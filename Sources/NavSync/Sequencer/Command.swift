@@ -1,0 +1,97 @@
+/// A command as the sequencer takes it (DESIGN.md section 5): operations applied in
+/// order, atomically, as one revision.
+public struct Command: Sendable, Equatable {
+    public var id: CommandID
+    /// Operations as JSON; each is decoded when its turn comes, so an error names the
+    /// first operation at fault in order (Appendix A: validate, check, apply per op).
+    public var ops: [JSON]
+    /// The revision the sender had seen.
+    public var base: Int?
+    public var onConflict: ConflictPolicy
+
+    public init(id: CommandID, ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase) {
+        self.id = id
+        self.ops = ops
+        self.base = base
+        self.onConflict = onConflict
+    }
+
+    public init(id: CommandID, operations: [Operation], base: Int? = nil, onConflict: ConflictPolicy = .rebase) {
+        self.init(id: id, ops: operations.map(\.json), base: base, onConflict: onConflict)
+    }
+
+    /// Decodes `id`, `ops`, `base`, `onConflict` of a command object; the idempotency
+    /// key is read first, so a duplicate is known before anything else is checked.
+    public init(json object: JSONObject) throws(NavError) {
+        id = try CommandID(field: object["id"])
+        guard let opsJSON = object["ops"] else { throw NavError(.badRequest, "missing field 'ops'") }
+        guard let ops = opsJSON.arrayValue else { throw NavError(.badRequest, "'ops' must be an array, got \(opsJSON.typeName)") }
+        self.ops = ops
+        switch object["base"] {
+        case nil, .null?: base = nil
+        case .int(let b)? where b >= 0 && b <= Int64(Int32.max) * 1024: base = Int(b)
+        case let other?: throw NavError(.badRequest, "'base' must be a revision (an integer >= 0), got \(other)")
+        }
+        switch object["onConflict"] {
+        case nil, .null?: onConflict = .rebase
+        case .string(let s)? where ConflictPolicy(rawValue: s) != nil: onConflict = ConflictPolicy(rawValue: s)!
+        case let other?: throw NavError(.badRequest, "'onConflict' must be \"rebase\" or \"reject\", got \(other)")
+        }
+    }
+
+    public var json: JSON {
+        var o: JSONObject = ["id": id.json, "ops": .array(ops)]
+        if let base { o["base"] = .int(Int64(base)) }
+        if onConflict != .rebase { o["onConflict"] = .string(onConflict.rawValue) }
+        return .object(o)
+    }
+}
+
+public enum ConflictPolicy: String, Sendable {
+    /// Apply a stale command to the current state; gone targets are `superseded`.
+    case rebase
+    /// Refuse a command that touches a coordinator changed after `base`.
+    case reject
+}
+
+/// A command id: the idempotency key with the client identity. `5` and `"5"` differ.
+public enum CommandID: Sendable, Hashable, CustomStringConvertible {
+    case string(String)
+    case int(Int64)
+
+    public init(field: JSON?) throws(NavError) {
+        switch field {
+        case .string(let s)?: self = .string(s)
+        case .int(let i)?: self = .int(i)
+        case nil: throw NavError(.badRequest, "missing field 'id' (a string or an integer)")
+        case let other?: throw NavError(.badRequest, "'id' must be a string or an integer, got \(other.typeName)")
+        }
+    }
+
+    public var json: JSON {
+        switch self {
+        case .string(let s): return .string(s)
+        case .int(let i): return .int(i)
+        }
+    }
+
+    public var description: String { json.description }
+}
+
+/// The sender's answer for a command that did not fail.
+public struct Ack: Sendable, Equatable {
+    public var id: CommandID
+    public var rev: Int
+    /// One result per operation (`open` gives one for its whole link).
+    public var results: [OpResult]
+}
+
+/// One revision's change: applying `ops` to the state at `base` gives the state at `rev`.
+public struct Patch: Sendable, Equatable {
+    public var rev: Int
+    public var base: Int { rev - 1 }
+    /// The client identity that sent the command.
+    public var by: String
+    public var cmd: CommandID
+    public var ops: [PatchOperation]
+}

@@ -1,0 +1,154 @@
+/// One session's sequencer (DESIGN.md section 5): commands are applied one at a time in
+/// arrival order; each that changes the state gets the next revision and one patch.
+///
+/// Pure: no clock, no I/O; the epoch is given, not generated.
+public struct Sequencer: Sendable {
+    public private(set) var document: NavDocument
+    /// This incarnation of the session's history.
+    public let epoch: String
+    /// The current revision; 0 is the flow's initial state.
+    public private(set) var rev = 0
+    /// Revision at which each live coordinator last changed (Appendix A, "Conflicts").
+    public private(set) var lastChanged: [CoordinatorKey: Int] = [:]
+    /// Revision at which each gone id left the tree, for the newest `removedCapacity`.
+    public private(set) var removedAt: [EntryID: Int] = [:]
+    /// Removals at or before this revision are forgotten; a gone id without a record
+    /// left at or before it.
+    public private(set) var removedHorizon = 0
+    public private(set) var idempotency: IdempotencyTable
+    public private(set) var log: PatchLog
+
+    /// Removal records kept; older ones fold into `removedHorizon`. Bounds memory for
+    /// sessions that run for millions of commands.
+    public var removedCapacity = 65_536
+
+    public init(flow: Flow, epoch: String, limits: ModelLimits = ModelLimits(),
+                idempotencyCapacity: Int = 1024, logCapacity: Int = 1024) {
+        document = NavDocument(flow: flow, limits: limits)
+        self.epoch = epoch
+        idempotency = IdempotencyTable(capacity: idempotencyCapacity)
+        log = PatchLog(capacity: logCapacity)
+    }
+
+    public var state: NavState { document.state }
+
+    public enum Outcome: Sendable, Equatable {
+        /// A new revision: broadcast the patch, then ack the sender.
+        case applied(Ack, Patch)
+        /// Nothing changed (every op `noop` or `superseded`): ack at the current revision.
+        case unchanged(Ack)
+        /// The command id was acknowledged before: its original ack, nothing applied.
+        case duplicate(Ack)
+        /// Nothing applied; the error names the op at fault.
+        case failed(NavError)
+    }
+
+    /// Decodes a command object and submits it.
+    public mutating func submit(_ object: JSONObject, client: String) -> Outcome {
+        if let id = try? CommandID(field: object["id"]), let ack = idempotency.ack(client: client, id: id) {
+            return .duplicate(ack)
+        }
+        do throws(NavError) {
+            return submit(try Command(json: object), client: client)
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    public mutating func submit(_ command: Command, client: String) -> Outcome {
+        if let ack = idempotency.ack(client: client, id: command.id) { return .duplicate(ack) }
+        let limits = document.limits
+        guard !command.ops.isEmpty else { return .failed(NavError(.badRequest, "'ops' is empty")) }
+        guard command.ops.count <= limits.maxOps else {
+            return .failed(NavError(.tooLarge, "\(command.ops.count) operations; at most \(limits.maxOps) per command"))
+        }
+        if let base = command.base, base > rev {
+            return .failed(NavError(.badRequest, "'base' \(base) is ahead of the current revision \(rev)", rev: rev))
+        }
+        var guardRev: ConflictGuard?
+        if command.onConflict == .reject, let base = command.base {
+            guardRev = ConflictGuard(base: base, rev: rev, lastChanged: lastChanged, removedAt: removedAt,
+                                     removedHorizon: removedHorizon)
+        }
+
+        var working = document
+        var ctx = CommandContext(conflicts: guardRev, firstID: working.nextID)
+        var results: [OpResult] = []
+        results.reserveCapacity(command.ops.count)
+        for (index, json) in command.ops.enumerated() {
+            do throws(NavError) {
+                results.append(try working.apply(Operation(json: json), &ctx))
+            } catch {
+                var e = error
+                e.op = index
+                return .failed(e)
+            }
+        }
+
+        guard results.contains(.applied) else {
+            let ack = Ack(id: command.id, rev: rev, results: results)
+            idempotency.remember(client: client, ack)
+            return .unchanged(ack)
+        }
+        let diff = StateDiff(from: document.state, to: working.state)
+        rev += 1
+        record(diff, ctx, allocated: ctx.firstID..<working.nextID)
+        document = working
+        let ack = Ack(id: command.id, rev: rev, results: results)
+        let patch = Patch(rev: rev, by: client, cmd: command.id, ops: diff.ops)
+        idempotency.remember(client: client, ack)
+        log.append(patch)
+        return .applied(ack, patch)
+    }
+
+    /// Conflict bookkeeping for the revision just made.
+    private mutating func record(_ diff: StateDiff, _ ctx: CommandContext, allocated: Range<Int>) {
+        for key in ctx.changed { lastChanged[key] = rev }
+        for key in diff.created { lastChanged[key] = rev }
+        // Allocated and gone again within this command (a push popped by a later op).
+        for n in allocated where !diff.added.contains(EntryID(n)) {
+            removedAt[EntryID(n)] = rev
+            lastChanged[.entry(EntryID(n))] = nil
+        }
+        for id in diff.removed {
+            removedAt[id] = rev
+            lastChanged[.entry(id)] = nil
+        }
+        if removedAt.count > removedCapacity { forgetOldRemovals() }
+    }
+
+    private mutating func forgetOldRemovals() {
+        let sorted = removedAt.values.sorted()
+        let cut = sorted[sorted.count - removedCapacity / 2]
+        removedHorizon = max(removedHorizon, cut)
+        removedAt = removedAt.filter { $0.value > cut }
+    }
+}
+
+/// The last `capacity` patches, for members catching up with `since` (section 6).
+public struct PatchLog: Sendable {
+    public let capacity: Int
+    private var ring: [Patch] = []
+    private var start = 0
+
+    public init(capacity: Int) { self.capacity = max(capacity, 0) }
+
+    mutating func append(_ patch: Patch) {
+        guard capacity > 0 else { return }
+        if ring.count < capacity { ring.append(patch) } else {
+            ring[start] = patch
+            start = (start + 1) % capacity
+        }
+    }
+
+    /// The patches after revision `since`, in order, or nil when the log no longer
+    /// reaches back that far. `since == newest` gives `[]`.
+    public func patches(since: Int, current rev: Int) -> [Patch]? {
+        guard since <= rev, since >= 0 else { return nil }
+        if since == rev { return [] }
+        let count = rev - since
+        guard count <= ring.count else { return nil }
+        let first = ring.count - count
+        return (first..<ring.count).map { ring[(start + $0) % ring.count] }
+    }
+}
