@@ -1,0 +1,197 @@
+/// Messages a client sends (DESIGN.md section 6), decoded from one text frame.
+public enum ClientMessage: Sendable, Equatable {
+    case hello(Hello)
+    case join(Join)
+    case leave(session: String)
+    /// The command object is kept as sent: the sequencer reads its id first, so a
+    /// duplicate is recognised before anything else is validated.
+    case command(session: String, command: JSONObject)
+    case sync(session: String, since: Int, epoch: String)
+    case status(session: String, rev: Int, focus: String?)
+    case get(session: String)
+    case sessions
+    case ping
+
+    public struct Hello: Sendable, Equatable {
+        public var name: String?
+        public var role: String?
+        public var token: String?
+        /// A client id from an earlier `welcome`, to resume that identity.
+        public var client: String?
+    }
+
+    public struct Join: Sendable, Equatable {
+        public var session: String
+        public var since: Int?
+        public var epoch: String?
+        public var create: Bool
+        public var flow: String?
+    }
+
+    public var type: String {
+        switch self {
+        case .hello: return "hello"
+        case .join: return "join"
+        case .leave: return "leave"
+        case .command: return "command"
+        case .sync: return "sync"
+        case .status: return "status"
+        case .get: return "get"
+        case .sessions: return "sessions"
+        case .ping: return "ping"
+        }
+    }
+}
+
+/// One decoded request: its `id` (echoed in the reply) and the message or why not.
+public struct ClientRequest: Sendable {
+    /// A string or a number; anything else is dropped (and reported).
+    public var id: JSON?
+    public var message: Result<ClientMessage, NavError>
+
+    /// Session names: 1–128 bytes of letters, digits and `-_.:`; keeps names safe in
+    /// URLs, file names and logs.
+    public static func isValidSessionName(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 128 && s.utf8.allSatisfy { b in
+            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 45 || b == 95 || b == 46 || b == 58
+        }
+    }
+
+    /// Decodes one text message. Never throws: a bad message becomes a `bad_json` or
+    /// `bad_request` error that says what is wrong, with the request id when it has one.
+    public init(bytes: [UInt8]) {
+        let json: JSON
+        do { json = try JSON.parse(bytes) } catch {
+            self.init(id: nil, message: .failure(NavError(.badJSON, "not valid JSON: \(error)")))
+            return
+        }
+        self.init(json: json)
+    }
+
+    public init(json: JSON) {
+        guard let o = json.objectValue else {
+            self.init(id: nil, message: .failure(NavError(.badRequest, "a message must be a JSON object, got \(json.typeName)")))
+            return
+        }
+        var id: JSON?
+        switch o["id"] {
+        case .string?, .int?, .double?: id = o["id"]
+        default: id = nil
+        }
+        do throws(NavError) {
+            if let bad = o["id"], id == nil, !bad.isNull {
+                throw NavError(.badRequest, "'id' must be a string or a number, got \(bad.typeName)")
+            }
+            self.init(id: id, message: .success(try Self.decode(o)))
+        } catch {
+            self.init(id: id, message: .failure(error))
+        }
+    }
+
+    public init(id: JSON?, message: Result<ClientMessage, NavError>) {
+        self.id = id
+        self.message = message
+    }
+
+    private static func decode(_ o: JSONObject) throws(NavError) -> ClientMessage {
+        let f = MessageFields(object: o)
+        let type = try f.string("type")
+        switch type {
+        case "hello":
+            return .hello(.init(name: try f.optionalString("name"), role: try f.optionalString("role"),
+                                token: try f.optionalString("token"), client: try f.optionalString("client")))
+        case "join":
+            let since = try f.optionalInt("since")
+            if let since, since < 0 { throw NavError(.badRequest, "'since' must be a revision >= 0") }
+            return .join(.init(session: try f.session(), since: since, epoch: try f.optionalString("epoch"),
+                               create: try f.optionalBool("create") ?? false, flow: try f.optionalString("flow")))
+        case "leave": return .leave(session: try f.session())
+        case "command":
+            // The command's own fields (id, ops, base, onConflict) are the sequencer's to check.
+            guard o["id"] != nil else { throw NavError(.badRequest, "missing field 'id' (a string or an integer)") }
+            return .command(session: try f.session(), command: o)
+        case "sync":
+            let since = try f.int("since")
+            guard since >= 0 else { throw NavError(.badRequest, "'since' must be a revision >= 0") }
+            return .sync(session: try f.session(), since: since, epoch: try f.string("epoch"))
+        case "status":
+            let rev = try f.int("rev")
+            guard rev >= 0 else { throw NavError(.badRequest, "'rev' must be a revision >= 0") }
+            return .status(session: try f.session(), rev: rev, focus: try f.optionalString("focus"))
+        case "get": return .get(session: try f.session())
+        case "sessions": return .sessions
+        case "ping": return .ping
+        default: throw NavError(.badRequest, "unknown message type '\(type)'")
+        }
+    }
+
+    /// The message as a client sends it.
+    public static func encode(_ message: ClientMessage, id: JSON? = nil) -> JSON {
+        var o: JSONObject = ["type": .string(message.type)]
+        if let id { o["id"] = id }
+        func put(_ key: String, _ value: JSON?) { if let value { o[key] = value } }
+        switch message {
+        case .hello(let h):
+            put("name", h.name.map(JSON.string)); put("role", h.role.map(JSON.string))
+            put("token", h.token.map(JSON.string)); put("client", h.client.map(JSON.string))
+        case .join(let j):
+            o["session"] = .string(j.session)
+            put("since", j.since.map { .int(Int64($0)) }); put("epoch", j.epoch.map(JSON.string))
+            if j.create { o["create"] = true }
+            put("flow", j.flow.map(JSON.string))
+        case .leave(let s), .get(let s): o["session"] = .string(s)
+        case .command(let s, let command):
+            for (k, v) in command where k != "type" { o[k] = v }
+            o["session"] = .string(s)
+        case .sync(let s, let since, let epoch):
+            o["session"] = .string(s); o["since"] = .int(Int64(since)); o["epoch"] = .string(epoch)
+        case .status(let s, let rev, let focus):
+            o["session"] = .string(s); o["rev"] = .int(Int64(rev)); put("focus", focus.map(JSON.string))
+        case .sessions, .ping: break
+        }
+        return .object(o)
+    }
+}
+
+/// Typed access to a message's fields; every mistake is `bad_request` naming the field.
+struct MessageFields {
+    let object: JSONObject
+
+    func string(_ key: String) throws(NavError) -> String {
+        guard let v = object[key] else { throw NavError(.badRequest, "missing field '\(key)'") }
+        guard let s = v.stringValue else { throw NavError(.badRequest, "'\(key)' must be a string, got \(v.typeName)") }
+        return s
+    }
+
+    func optionalString(_ key: String) throws(NavError) -> String? {
+        guard let v = object[key], !v.isNull else { return nil }
+        return try string(key)
+    }
+
+    func int(_ key: String) throws(NavError) -> Int {
+        guard let v = object[key] else { throw NavError(.badRequest, "missing field '\(key)'") }
+        guard let i = v.intValue, let n = Int(exactly: i) else {
+            throw NavError(.badRequest, "'\(key)' must be an integer, got \(v.typeName)")
+        }
+        return n
+    }
+
+    func optionalInt(_ key: String) throws(NavError) -> Int? {
+        guard let v = object[key], !v.isNull else { return nil }
+        return try int(key)
+    }
+
+    func optionalBool(_ key: String) throws(NavError) -> Bool? {
+        guard let v = object[key], !v.isNull else { return nil }
+        guard let b = v.boolValue else { throw NavError(.badRequest, "'\(key)' must be a bool, got \(v.typeName)") }
+        return b
+    }
+
+    func session() throws(NavError) -> String {
+        let s = try string("session")
+        guard ClientRequest.isValidSessionName(s) else {
+            throw NavError(.badRequest, "'session' must be 1-128 letters, digits or -_.: characters")
+        }
+        return s
+    }
+}

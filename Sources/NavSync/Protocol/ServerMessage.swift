@@ -1,0 +1,159 @@
+/// Messages the server sends (DESIGN.md section 6), as values; `json(id:)` gives the
+/// wire object. A broadcast `patch` is encoded once and its bytes shared.
+public enum ServerMessage: Sendable, Equatable {
+    case welcome(Welcome)
+    case joined(Joined)
+    case left(session: String)
+    case patch(session: String, Patch)
+    case ack(session: String, Ack)
+    case error(NavError)
+    case synced(session: String, rev: Int)
+    case snapshot(session: String, rev: Int, state: JSON)
+    case sessions([SessionSummary])
+    case pong
+    case presence(session: String, Presence)
+
+    public struct Welcome: Sendable, Equatable {
+        public var client: String
+        public var server: String
+        /// Seconds between the server's pings of an idle connection.
+        public var heartbeat: Int
+        public var limits: ProtocolLimits
+        public init(client: String, server: String, heartbeat: Int, limits: ProtocolLimits) {
+            self.client = client; self.server = server; self.heartbeat = heartbeat; self.limits = limits
+        }
+    }
+
+    public struct Joined: Sendable, Equatable {
+        public var session: String
+        public var epoch: String
+        public var rev: Int
+        public var flow: JSON
+        public var members: [Member]
+        /// Either the whole state, or the patches since the joiner's `since`.
+        public var catchUp: CatchUp
+        public init(session: String, epoch: String, rev: Int, flow: JSON, members: [Member], catchUp: CatchUp) {
+            self.session = session; self.epoch = epoch; self.rev = rev; self.flow = flow
+            self.members = members; self.catchUp = catchUp
+        }
+    }
+
+    public enum CatchUp: Sendable, Equatable {
+        case state(JSON)
+        case patches([Patch])
+    }
+
+    public enum Presence: Sendable, Equatable {
+        case joined(Member)
+        case left(client: String)
+        case status(client: String, rev: Int, focus: String?)
+    }
+
+    /// The wire object; `id` is the request's, for replies.
+    public func json(id: JSON? = nil) -> JSON {
+        var o = JSONObject()
+        func type(_ t: String) { o["type"] = .string(t); if let id { o["id"] = id } }
+        switch self {
+        case .welcome(let w):
+            type("welcome")
+            o["client"] = .string(w.client); o["server"] = .string(w.server); o["protocol"] = 1
+            o["heartbeat"] = .int(Int64(w.heartbeat)); o["limits"] = w.limits.json
+        case .joined(let j):
+            type("joined")
+            o["session"] = .string(j.session); o["epoch"] = .string(j.epoch); o["rev"] = .int(Int64(j.rev))
+            o["flow"] = j.flow; o["members"] = .array(j.members.map(\.json))
+            switch j.catchUp {
+            case .state(let s): o["state"] = s
+            case .patches(let ps): o["patches"] = .array(ps.map { ServerMessage.patch(session: j.session, $0).json() })
+            }
+        case .left(let s):
+            type("left"); o["session"] = .string(s)
+        case .patch(let s, let p):
+            type("patch")
+            o["session"] = .string(s); o["rev"] = .int(Int64(p.rev)); o["base"] = .int(Int64(p.base))
+            o["by"] = .string(p.by); o["cmd"] = p.cmd.json; o["ops"] = .array(p.ops.map(\.json))
+        case .ack(let s, let a):
+            type("ack")
+            o["id"] = a.id.json
+            o["session"] = .string(s); o["rev"] = .int(Int64(a.rev))
+            o["results"] = .array(a.results.map { .string($0.rawValue) })
+        case .error(let e):
+            type("error")
+            o["code"] = .string(e.code.rawValue); o["message"] = .string(e.message)
+            if let op = e.op { o["op"] = .int(Int64(op)) }
+            if let rev = e.rev { o["rev"] = .int(Int64(rev)) }
+        case .synced(let s, let rev):
+            type("synced"); o["session"] = .string(s); o["rev"] = .int(Int64(rev))
+        case .snapshot(let s, let rev, let state):
+            type("snapshot"); o["session"] = .string(s); o["rev"] = .int(Int64(rev)); o["state"] = state
+        case .sessions(let list):
+            type("sessions"); o["sessions"] = .array(list.map(\.json))
+        case .pong:
+            type("pong")
+        case .presence(let s, let p):
+            type("presence"); o["session"] = .string(s)
+            switch p {
+            case .joined(let m): o["joined"] = m.json
+            case .left(let c): o["left"] = .string(c)
+            case .status(let c, let rev, let focus):
+                var st: JSONObject = ["client": .string(c), "rev": .int(Int64(rev))]
+                if let focus { st["focus"] = .string(focus) }
+                o["status"] = .object(st)
+            }
+        }
+        return .object(o)
+    }
+}
+
+/// A session member as presence shows it.
+public struct Member: Sendable, Equatable {
+    public var client: String
+    public var name: String
+    public var role: String
+    /// The revision the member's device shows, from its last `status`.
+    public var rev: Int?
+    public var focus: String?
+
+    public init(client: String, name: String, role: String, rev: Int? = nil, focus: String? = nil) {
+        self.client = client; self.name = name; self.role = role; self.rev = rev; self.focus = focus
+    }
+
+    public var json: JSON {
+        var o: JSONObject = ["client": .string(client), "name": .string(name), "role": .string(role)]
+        if let rev { o["rev"] = .int(Int64(rev)) }
+        if let focus { o["focus"] = .string(focus) }
+        return .object(o)
+    }
+}
+
+/// One line of the `sessions` list; `members` is a count.
+public struct SessionSummary: Sendable, Equatable {
+    public var session: String
+    public var flow: String
+    public var rev: Int
+    public var members: Int
+
+    public init(session: String, flow: String, rev: Int, members: Int) {
+        self.session = session; self.flow = flow; self.rev = rev; self.members = members
+    }
+
+    public var json: JSON {
+        ["session": .string(session), "flow": .string(flow), "rev": .int(Int64(rev)), "members": .int(Int64(members))]
+    }
+}
+
+/// `welcome.limits`.
+public struct ProtocolLimits: Sendable, Equatable {
+    public var maxMessage: Int
+    public var model: ModelLimits
+
+    public init(maxMessage: Int = 1 << 20, model: ModelLimits = ModelLimits()) {
+        self.maxMessage = maxMessage
+        self.model = model
+    }
+
+    public var json: JSON {
+        ["maxMessage": .int(Int64(maxMessage)), "maxOps": .int(Int64(model.maxOps)),
+         "maxStackDepth": .int(Int64(model.maxStackDepth)), "maxTabs": .int(Int64(model.maxTabs))]
+    }
+}

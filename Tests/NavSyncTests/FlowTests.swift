@@ -1,0 +1,184 @@
+import Testing
+@testable import NavSync
+
+@Suite("Flows")
+struct FlowTests {
+    /// The DESIGN.md section 2 example, as a base for broken variants.
+    static let shopText = #"""
+    {
+      "name": "shop",
+      "root": "App",
+      "coordinators": {
+        "App":  { "kind": "root", "initial": "login",
+                  "routes": { "login": {}, "main": { "coordinator": "Main" } } },
+        "Main": { "kind": "tabs", "initial": ["home", "profile"],
+                  "routes": { "home":    { "coordinator": "Home", "tab": { "title": "Home" } },
+                              "profile": { "tab": { "title": "Profile" } } } },
+        "Home": { "kind": "stack", "initial": "list",
+                  "routes": { "list":     { "title": "Products" },
+                              "detail":   { "params": { "id": "int", "note": "string?" }, "title": "Product {id}" },
+                              "settings": { "coordinator": "Settings", "presentation": "sheet" } } },
+        "Settings": { "kind": "stack", "initial": "main", "routes": { "main": {}, "about": {} } }
+      },
+      "links": {
+        "/product/:id": [
+          { "op": "setRoot", "at": "App", "route": "main" },
+          { "op": "select", "route": "home" },
+          { "op": "setStack", "at": "Home", "routes": [ { "route": "list" }, { "route": "detail", "params": { "id": ":id" } } ] }
+        ]
+      }
+    }
+    """#
+
+    static func shop() throws -> Flow { try Flow.load(bytes: Array(shopText.utf8), file: "shop.json") }
+
+    @Test func designExampleLoads() throws {
+        let flow = try Self.shop()
+        #expect(flow.name == "shop")
+        #expect(flow.coordinatorOrder == ["App", "Main", "Home", "Settings"])
+        #expect(flow.spec("Home").routeOrder == ["list", "detail", "settings"])
+        #expect(flow.spec("Home").routes["detail"]!.params["note"] == ParamType(base: .string, optional: true))
+        #expect(flow.spec("Home").routes["settings"]!.presentation == .sheet)
+        #expect(flow.links.map(\.pattern) == ["/product/:id"])
+        #expect(flow.links[0].segments == [.literal("product"), .capture("id")])
+    }
+
+    @Test func demoFlowShowsTheWholeModel() {
+        let flow = Flow.demo
+        let kinds = Set(flow.coordinators.values.map(\.kind))
+        #expect(kinds == [.root, .stack, .tabs])
+        #expect(flow.spec("Main").initial.count >= 3)
+        let routes = flow.coordinators.values.flatMap { $0.routes.values }
+        #expect(routes.contains { $0.presentation == .sheet && $0.coordinator != nil })
+        #expect(routes.contains { $0.presentation == .cover && $0.coordinator != nil })
+        #expect(routes.contains { $0.params.values.contains { !$0.optional } })
+        #expect(routes.contains { $0.params.values.contains { $0.optional } })
+        #expect(flow.links.filter { $0.segments.contains { if case .capture = $0 { true } else { false } } }.count >= 3)
+    }
+
+    @Test func swiftBuilderMakesTheSameFlowAsJSON() throws {
+        let built = try Flow("shop", root: "App") {
+            CoordinatorType("App", .root, initial: "login") {
+                Route("login")
+                Route("main", opens: "Main")
+            }
+            CoordinatorType("Main", .tabs, initial: ["home", "profile"]) {
+                Route("home", opens: "Home", tab: ["title": "Home"])
+                Route("profile", tab: ["title": "Profile"])
+            }
+            CoordinatorType("Home", .stack, initial: "list") {
+                Route("list", title: "Products")
+                Route("detail", params: [("id", "int"), ("note", "string?")], title: "Product {id}")
+                Route("settings", opens: "Settings", presentation: .sheet)
+            }
+            CoordinatorType("Settings", .stack, initial: "main") {
+                Route("main")
+                Route("about")
+            }
+        }
+        let loaded = try Self.shop()
+        #expect(NavDocument(flow: built).state == NavDocument(flow: loaded).state)
+        #expect(built.spec("Home").routeOrder == loaded.spec("Home").routeOrder)
+    }
+
+    /// Replaces `old` with `new` in the example, loads it, and returns the error text.
+    func refusal(_ old: String, _ new: String) -> String {
+        precondition(Self.shopText.contains(old), "test setup: \(old)")
+        let text = Self.shopText.replacingFirst(old, with: new)
+        do {
+            _ = try Flow.load(bytes: Array(text.utf8), file: "shop.json")
+            return "(loaded)"
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test func brokenFlowsAreRefusedWithThePlace() {
+        let cases: [(String, String, String)] = [
+            // 1. unknown root coordinator
+            (#""root": "App""#, #""root": "Ap""#,
+             #"shop.json: root: names coordinator "Ap", which 'coordinators' does not declare"#),
+            // 2. a route opens an unknown coordinator
+            (#""coordinator": "Settings""#, #""coordinator": "Setings""#,
+             #"shop.json: coordinators.Home.routes.settings.coordinator: unknown coordinator "Setings""#),
+            // 3. unknown initial route
+            (#""initial": "list""#, #""initial": "lst""#,
+             #"shop.json: coordinators.Home.initial: initial route "lst" is not declared in 'routes'"#),
+            // 4. empty tabs
+            (#""initial": ["home", "profile"]"#, #""initial": []"#,
+             "shop.json: coordinators.Main.initial: a tabs coordinator needs at least one initial tab"),
+            // 5. initial routes that nest forever
+            (#""list":     { "title": "Products" }"#, #""list": { "title": "Products", "coordinator": "Main" }"#,
+             "shop.json: coordinators.Home.initial: initial routes nest forever: Home -> Main -> Home"),
+            (#""routes": { "main": {}"#, #""routes": { "main": { "coordinator": "Settings" }"#,
+             "shop.json: coordinators.Settings.initial: initial routes nest forever: Settings -> Settings"),
+            // 6. a link op names an unknown route
+            (#"{ "route": "detail", "params": { "id": ":id" } }"#, #"{ "route": "detial", "params": { "id": ":id" } }"#,
+             #"shop.json: links["/product/:id"][2].routes[1]: route "detial" is not declared on Home"#),
+            // 7. unknown param type
+            (#""id": "int""#, #""id": "integer""#,
+             #"shop.json: coordinators.Home.routes.detail.params.id: unknown param type "integer" (expected string, int, number or bool, with '?' for optional)"#),
+            // 8. unknown kind
+            (#""kind": "tabs""#, #""kind": "tabbar""#,
+             #"shop.json: coordinators.Main.kind: unknown kind "tabbar" (expected root, stack or tabs)"#),
+            // 9. initial route with a required param and no value
+            (#""initial": "list""#, #""initial": "detail""#,
+             "shop.json: coordinators.Home.initial: initial route \"detail\": route 'detail' needs param 'id' (int)"),
+            // 10. unknown link op, and `open` inside a link
+            (#"{ "op": "select", "route": "home" }"#, #"{ "op": "choose", "route": "home" }"#,
+             #"shop.json: links["/product/:id"][1]: unknown operation 'choose'"#),
+            (#"{ "op": "select", "route": "home" }"#, #"{ "op": "open", "url": "/x" }"#,
+             #"shop.json: links["/product/:id"][1]: a link cannot 'open' another link"#),
+            // 11. link `at` of an unknown type, and of a kind the op does not work on
+            (#"{ "op": "setRoot", "at": "App", "route": "main" }"#, #"{ "op": "setRoot", "at": "Ap", "route": "main" }"#,
+             #"shop.json: links["/product/:id"][0].at: unknown coordinator type "Ap""#),
+            (#"{ "op": "setRoot", "at": "App", "route": "main" }"#, #"{ "op": "setRoot", "at": "Main", "route": "main" }"#,
+             #"shop.json: links["/product/:id"][0].at: 'setRoot' does not work on Main, a tabs coordinator"#),
+            // 12. a stack with a list as initial; bad presentation
+            (#""initial": "main", "routes""#, #""initial": ["main"], "routes""#,
+             "shop.json: coordinators.Settings.initial: a stack coordinator's 'initial' is one route, not a list"),
+            (#""presentation": "sheet""#, #""presentation": "modal""#,
+             #"shop.json: coordinators.Home.routes.settings.presentation: unknown presentation "modal" (expected push, sheet or cover)"#),
+            // 13. not JSON at all
+            (#""name": "shop","#, #""name": "shop""#,
+             "shop.json: not valid JSON: line 3, column 8: '}' expected near '\"root\"'"),
+        ]
+        for (old, new, expected) in cases {
+            #expect(refusal(old, new) == expected)
+        }
+    }
+
+    @Test func recursionThroughNonInitialRoutesIsAllowed() throws {
+        let text = Self.shopText.replacingFirst(#""about": {}"#, with: #""about": { "coordinator": "Settings" }"#)
+        _ = try Flow.load(bytes: Array(text.utf8), file: "shop.json")
+    }
+
+    @Test func initialItemsMayCarryParams() throws {
+        let text = Self.shopText.replacingFirst(#""initial": "list""#, with: #""initial": { "route": "detail", "params": { "id": 7 } }"#)
+        let flow = try Flow.load(bytes: Array(text.utf8))
+        #expect(flow.spec("Home").initial == [RouteRef(route: "detail", params: ["id": 7])])
+    }
+
+    @Test func paramTypes() {
+        let int = ParamType("int")!
+        #expect(int.accepts(3) && !int.accepts(3.0) && !int.accepts(true) && !int.accepts("3"))
+        let number = ParamType("number?")!
+        #expect(number.optional && number.accepts(3) && number.accepts(2.5) && !number.accepts(false))
+        #expect(ParamType("integer") == nil)
+        #expect(int.convert(capture: "-42") == -42 && int.convert(capture: "+7") == 7)
+        #expect(int.convert(capture: "4.5") == nil && int.convert(capture: "") == nil && int.convert(capture: "1e3") == nil)
+        #expect(number.convert(capture: "42") == 42 && number.convert(capture: "4.5") == 4.5)
+        #expect(number.convert(capture: "inf") == nil && number.convert(capture: "nan") == nil)
+        let bool = ParamType("bool")!
+        #expect(bool.convert(capture: "1") == true && bool.convert(capture: "false") == false && bool.convert(capture: "yes") == nil)
+    }
+}
+
+extension String {
+    func replacingFirst(_ old: String, with new: String) -> String {
+        guard let r = firstRange(of: old) else { return self }
+        var copy = self
+        copy.replaceSubrange(r, with: new)
+        return copy
+    }
+}
