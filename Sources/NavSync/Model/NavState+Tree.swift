@@ -7,10 +7,19 @@ public typealias CoordinatorPath = [Int]
 
 /// A coordinator's stable name for conflict bookkeeping: the root, the id of the entry
 /// that opened it, or the alert (DESIGN.md Appendix A, "Conflicts").
-public enum CoordinatorKey: Sendable, Hashable {
+public enum CoordinatorKey: Sendable, Hashable, CustomStringConvertible {
     case root
     case entry(EntryID)
     case alert
+
+    /// `root`, `e7`, `alert`: what `at` takes for the first two.
+    public var description: String {
+        switch self {
+        case .root: return "root"
+        case .entry(let id): return id.description
+        case .alert: return "alert"
+        }
+    }
 }
 
 extension NavState {

@@ -1,0 +1,176 @@
+import Testing
+@testable import NavSync
+
+@Suite("Sequencer")
+struct SequencerTests {
+    func main() -> Harness {
+        var h = Harness()
+        h.ok(["op": "setRoot", "route": "main"])
+        return h
+    }
+
+    @Test func doubleBackPopsOnce() {
+        var h = main()
+        h.ok(["op": "push", "route": "detail", "params": ["id": 1]], ["op": "push", "route": "detail", "params": ["id": 2]])
+        let top = h.entries("Home")[2].id.description
+        let base = h.rev
+        // Two devices press Back on the same screen, both having seen `base`.
+        #expect(h.ok(["op": "pop", "from": .string(top)], base: base, client: "phone") == [.applied])
+        #expect(h.ok(["op": "pop", "from": .string(top)], base: base, client: "tablet") == [.superseded])
+        #expect(h.stack("Home") == ["list", "detail"])
+        #expect(h.rev == base + 1)
+        // Under reject, the same stale Back is a conflict: the entry left after base.
+        let e = h.fails(.conflict, ["op": "pop", "from": .string(top)], base: base, reject: true)
+        #expect(e?.rev == base + 1)
+        // A base at or after the removal makes it superseded again.
+        #expect(h.ok(["op": "pop", "from": .string(top)], base: base + 1, reject: true) == [.superseded])
+    }
+
+    @Test func rejectConflictsOnlyWithTouchedCoordinators() {
+        var h = main()
+        let base = h.rev
+        h.ok(["op": "push", "at": "Cart", "route": "detail", "params": ["id": 1]])   // changes Cart only
+        // A command addressed to Search does not touch Cart: no conflict.
+        #expect(h.ok(["op": "push", "at": "Search", "route": "detail", "params": ["id": 2]], base: base, reject: true) == [.applied])
+        // Addressed to Cart: conflict.
+        h.fails(.conflict, ["op": "push", "at": "Cart", "route": "detail", "params": ["id": 3]], base: base, reject: true)
+        // An entry-addressed op touches the coordinator holding the entry.
+        let cartTop = h.entries("Cart")[1].id.description
+        h.fails(.conflict, ["op": "pop", "from": .string(cartTop)], base: base, reject: true)
+        #expect(h.ok(["op": "pop", "from": .string(cartTop)], base: base + 1, reject: true) == [.applied])
+        // Without `at`, an op touches the whole active path: App, Main, Home. None changed since `base`.
+        #expect(h.ok(["op": "push", "route": "detail", "params": ["id": 4]], base: base, reject: true) == [.applied])
+        let afterHome = h.rev
+        h.fails(.conflict, ["op": "push", "route": "detail", "params": ["id": 5]], base: base, reject: true)
+        #expect(h.ok(["op": "push", "route": "detail", "params": ["id": 5]], base: afterHome, reject: true) == [.applied])
+        // A change inside a child is not a change of its parent.
+        #expect(h.ok(["op": "select", "at": "Main", "route": "cart"], base: base, reject: true) == [.applied])
+        // Without base, reject never conflicts; rebase never does.
+        #expect(h.ok(["op": "push", "at": "Cart", "route": "detail", "params": ["id": 6]], reject: true) == [.applied])
+        #expect(h.ok(["op": "push", "at": "Cart", "route": "detail", "params": ["id": 7]], base: base) == [.applied])
+    }
+
+    @Test func rejectChecksEachOpAsItComes() {
+        var h = main()
+        let base = h.rev
+        h.ok(["op": "push", "at": "Cart", "route": "detail", "params": ["id": 1]])
+        // Op 0 is fine; op 1 touches Cart: the conflict names op 1 and nothing applies.
+        let e = h.fails(.conflict, op: 1, ["op": "push", "at": "Search", "route": "detail", "params": ["id": 2]],
+                        ["op": "pop", "at": "Cart"], base: base, reject: true)
+        #expect(e?.message.contains("Cart") == true)
+        // Field errors come before the conflict check; unknown ops too.
+        h.fails(.badParams, ["op": "pop", "at": "Cart", "count": "x"], base: base, reject: true)
+        h.fails(.invalidOp, ["op": "fly", "at": "Cart"], base: base, reject: true)
+        // A coordinator created earlier in the same command never conflicts.
+        #expect(h.ok(["op": "select", "at": "Main", "route": "cart"], ["op": "present", "at": "Cart", "route": "checkout"],
+                     ["op": "push", "route": "payment"], base: base + 1, reject: true) == [.applied, .applied, .applied])
+        // The alert is one more coordinator for alert and respond.
+        let b2 = h.rev
+        h.ok(["op": "alert", "title": "x"])
+        h.fails(.conflict, ["op": "alert", "title": "y"], base: b2, reject: true)
+    }
+
+    @Test func resetChangesEverything() {
+        var h = main()
+        let base = h.rev
+        h.ok(["op": "reset"])
+        h.ok(["op": "setRoot", "route": "main"])
+        let e = h.fails(.conflict, ["op": "setRoot", "at": "root", "route": "login"], base: base, reject: true)
+        #expect(e?.code == .conflict)
+        h.fails(.conflict, ["op": "push", "at": "e7", "route": "detail", "params": ["id": 1]], base: base, reject: true)
+    }
+
+    @Test func baseAndOnConflictAreChecked() {
+        var h = main()
+        var seq = h.seq
+        #expect(seq.submit(["id": 1, "ops": [["op": "popToRoot"]], "base": 5], client: "c") == .failed(NavError(.badRequest, "'base' 5 is ahead of the current revision 1", rev: 1)))
+        guard case .failed(let e1) = seq.submit(["id": 1, "ops": [["op": "popToRoot"]], "base": -1], client: "c") else { Issue.record(); return }
+        #expect(e1.code == .badRequest)
+        guard case .failed(let e2) = seq.submit(["id": 1, "ops": [["op": "popToRoot"]], "base": "1"], client: "c") else { Issue.record(); return }
+        #expect(e2.code == .badRequest)
+        guard case .failed(let e3) = seq.submit(["id": 1, "ops": [["op": "popToRoot"]], "onConflict": "merge"], client: "c") else { Issue.record(); return }
+        #expect(e3.code == .badRequest && e3.message.contains("onConflict"))
+        guard case .failed(let e4) = seq.submit(["ops": [["op": "popToRoot"]]], client: "c") else { Issue.record(); return }
+        #expect(e4.code == .badRequest && e4.message.contains("'id'"))
+        guard case .failed(let e5) = seq.submit(["id": 1.5, "ops": [["op": "popToRoot"]]], client: "c") else { Issue.record(); return }
+        #expect(e5.code == .badRequest)
+        guard case .failed(let e6) = seq.submit(["id": 1, "ops": "pop"], client: "c") else { Issue.record(); return }
+        #expect(e6.code == .badRequest)
+        h.seq = seq
+    }
+
+    @Test func duplicatesGetTheOriginalAck() {
+        var seq = Sequencer(flow: .demo, epoch: "e")
+        let first = seq.submit(["id": "a", "ops": [["op": "setRoot", "route": "main"]]], client: "phone")
+        guard case .applied(let ack, _) = first else { Issue.record(); return }
+        // Same id, different ops: the original ack, nothing applied, no patch.
+        #expect(seq.submit(["id": "a", "ops": [["op": "setRoot", "route": "login"]]], client: "phone") == .duplicate(ack))
+        // Recognised before anything else is validated.
+        #expect(seq.submit(["id": "a", "ops": "garbage", "base": -3], client: "phone") == .duplicate(ack))
+        #expect(seq.rev == 1)
+        // Another client identity, or 5 vs "5", is another command.
+        guard case .applied = seq.submit(["id": "a", "ops": [["op": "setRoot", "route": "main"]]], client: "tablet") else { Issue.record(); return }
+        guard case .applied(let a5, _) = seq.submit(["id": 5, "ops": [["op": "setRoot", "route": "main"]]], client: "phone") else { Issue.record(); return }
+        guard case .applied = seq.submit(["id": "5", "ops": [["op": "setRoot", "route": "main"]]], client: "phone") else { Issue.record(); return }
+        #expect(seq.submit(["id": 5, "ops": []], client: "phone") == .duplicate(a5))
+        // No-op acks are remembered; errors are not, so a retry runs again.
+        guard case .unchanged(let noop) = seq.submit(["id": "n", "ops": [["op": "dismiss"]]], client: "phone") else { Issue.record(); return }
+        #expect(seq.submit(["id": "n", "ops": [["op": "reset"]]], client: "phone") == .duplicate(noop))
+        guard case .failed = seq.submit(["id": "f", "ops": [["op": "push", "route": "nowhere"]]], client: "phone") else { Issue.record(); return }
+        guard case .applied = seq.submit(["id": "f", "ops": [["op": "push", "route": "detail", "params": ["id": 1]]]], client: "phone") else { Issue.record(); return }
+    }
+
+    @Test func idempotencyRemembersAtLeast1024CommandsPerClient() {
+        var seq = Sequencer(flow: .demo, epoch: "e")
+        var acks: [Ack] = []
+        for i in 0..<1100 {
+            guard case .unchanged(let ack) = seq.submit(["id": .int(Int64(i)), "ops": [["op": "dismiss"]]], client: "c") else { Issue.record(); return }
+            acks.append(ack)
+        }
+        #expect(seq.submit(["id": 1099, "ops": [["op": "reset"]]], client: "c") == .duplicate(acks[1099]))
+        #expect(seq.submit(["id": 76, "ops": [["op": "dismiss"]]], client: "c") == .duplicate(acks[76]))
+        guard case .applied = seq.submit(["id": 0, "ops": [["op": "reset"]]], client: "c") else { Issue.record("id 0 should be forgotten"); return }
+        #expect(seq.idempotency.entries[0].acks.count == 1024)
+    }
+
+    @Test func unchangedCommandsMakeNoRevision() {
+        var seq = Sequencer(flow: .demo, epoch: "e")
+        let outcome = seq.submit(["id": 1, "ops": [["op": "dismiss"], ["op": "dismiss", "all": true]]], client: "c")
+        #expect(outcome == .unchanged(Ack(id: .int(1), rev: 0, results: [.noop, .noop])))
+        #expect(seq.rev == 0)
+        #expect(seq.log.patches(since: 0, current: 0) == [])
+    }
+
+    @Test func patchLogGivesTheMissedPatchesInOrder() {
+        var seq = Sequencer(flow: .demo, epoch: "e", logCapacity: 8)
+        _ = seq.submit(["id": 0, "ops": [["op": "setRoot", "route": "main"]]], client: "c")
+        for i in 1...20 {
+            _ = seq.submit(["id": .int(Int64(i)), "ops": [["op": "update", "data": ["n": .int(Int64(i))]]]], client: "c")
+        }
+        #expect(seq.rev == 21)
+        #expect(seq.log.patches(since: 21, current: seq.rev) == [])
+        #expect(seq.log.patches(since: 18, current: seq.rev)?.map(\.rev) == [19, 20, 21])
+        #expect(seq.log.patches(since: 13, current: seq.rev)?.map(\.rev) == Array(14...21))
+        #expect(seq.log.patches(since: 12, current: seq.rev) == nil)
+        #expect(seq.log.patches(since: 22, current: seq.rev) == nil)
+    }
+
+    @Test func forgottenRemovalsStillConflictForOldBases() {
+        var seq = Sequencer(flow: .demo, epoch: "e")
+        seq.removedCapacity = 8
+        _ = seq.submit(["id": 0, "ops": [["op": "setRoot", "route": "main"]]], client: "c")
+        _ = seq.submit(["id": 1, "ops": [["op": "push", "route": "detail", "params": ["id": 1]]]], client: "c")
+        let victim = "e11"
+        for i in 2..<40 {
+            _ = seq.submit(["id": .int(Int64(i)), "ops": [["op": "setStack", "at": "Home", "routes": ["list", "list"]]]], client: "c")
+        }
+        #expect(seq.removedAt.count <= 8)
+        #expect(seq.removedHorizon > 2)
+        guard case .failed(let e) = seq.submit(["id": 99, "ops": [["op": "pop", "from": .string(victim)]], "base": 1, "onConflict": "reject"], client: "c") else {
+            Issue.record(); return
+        }
+        #expect(e.code == .conflict)
+        guard case .unchanged(let ack) = seq.submit(["id": 100, "ops": [["op": "pop", "from": .string(victim)]]], client: "c") else { Issue.record(); return }
+        #expect(ack.results == [.superseded])
+    }
+}
