@@ -1,1 +1,86 @@
-print("bench")
+// navsync-bench: how fast the pure core applies commands, and how big its patches are.
+import Glibc
+// Prints figures; asserts nothing. Run in release mode:
+//
+//     swift run -c release navsync-bench [--commands N]
+//
+// Each workload runs on the demo flow through `Sequencer.submit`, which is everything
+// a session does per command except the network: decode the ops, resolve, apply on a
+// copy, diff to a JSON Patch, update conflict bookkeeping and the idempotency table,
+// append to the patch log. "+encode" also serializes the patch message once, as the
+// server does before broadcasting it.
+import NavSync
+
+var commands = 200_000
+var only: String?
+var args = CommandLine.arguments.dropFirst()
+while let arg = args.popFirst() {
+    switch arg {
+    case "--commands": commands = Int(args.popFirst() ?? "") ?? commands
+    case "--only": only = args.popFirst()
+    case "-h", "--help":
+        print("usage: navsync-bench [--commands N] [--only WORKLOAD-PREFIX]   (default 200000; build with -c release)")
+        exit(0)
+    default:
+        print("navsync-bench: unknown argument '\(arg)' (try --help)")
+        exit(2)
+    }
+}
+
+struct Workload {
+    let name: String
+    /// The ops of command number i.
+    let ops: (Int) -> [JSON]
+}
+
+let push: JSON = ["op": "push", "route": "detail", "params": ["id": 42]]
+let workloads: [Workload] = [
+    Workload(name: "push/pop (simple)") { i in i % 2 == 0 ? [push] : [["op": "pop"]] },
+    Workload(name: "select tab") { i in [["op": "select", "index": .int(Int64(i % 4))]] },
+    Workload(name: "update data") { i in [["op": "update", "data": ["n": .int(Int64(i)), "q": "shoes"]]] },
+    Workload(name: "present+push / dismiss") { i in
+        i % 2 == 0 ? [["op": "present", "route": "settings"], ["op": "push", "route": "about"]] : [["op": "dismiss"]]
+    },
+    Workload(name: "deep link /product/:id") { i in [["op": "open", "url": .string("/product/\(i)?note=x")]] },
+]
+
+/// Runs `count` commands of the workload; returns commands per second and the mean
+/// size of the patch message of an applied command (when `encode`).
+func measure(_ w: Workload, count: Int, encode: Bool) -> (perSecond: Double, patchBytes: Double) {
+    var seq = Sequencer(flow: .demo, epoch: "bench")
+    _ = seq.submit(Command(id: .int(-1), ops: [["op": "setRoot", "route": "main"]]), client: "bench")
+    // Commands are built up front: the figure is the core's, not the benchmark's.
+    let prepared = (0..<count).map { Command(id: .int(Int64($0)), ops: w.ops($0)) }
+    var bytes = 0
+    var applied = 0
+    let elapsed = ContinuousClock().measure {
+        for command in prepared {
+            guard case .applied(_, let patch) = seq.submit(command, client: "bench") else { continue }
+            applied += 1
+            if encode { bytes += ServerMessage.patch(session: "bench", patch).json().encoded().count }
+        }
+    }
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return (Double(count) / seconds, Double(bytes) / Double(max(applied, 1)))
+}
+
+#if DEBUG
+print("warning: debug build; figures are meaningless. Use: swift run -c release navsync-bench")
+#endif
+print("navsync-bench: \(commands) commands per workload, demo flow, one core")
+print("workload                         commands/s   +encode cmds/s   patch msg bytes/cmd")
+for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
+    let plain = measure(w, count: commands, encode: false)
+    let encoded = measure(w, count: commands, encode: true)
+    let name = w.name.padding(toLength: 32, withPad: " ", startingAt: 0)
+    print("\(name) \(String(Int(plain.perSecond)).leftPad(10))   \(String(Int(encoded.perSecond)).leftPad(14))   \(format1(encoded.patchBytes).leftPad(19))")
+}
+
+func format1(_ d: Double) -> String { String(Double(Int(d * 10)) / 10) }
+
+extension String {
+    func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+    func padding(toLength n: Int, withPad pad: String, startingAt: Int) -> String {
+        count >= n ? String(prefix(n)) : self + String(repeating: pad, count: n - count)
+    }
+}

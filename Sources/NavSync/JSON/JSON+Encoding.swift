@@ -53,21 +53,27 @@ extension JSON {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// RFC 8259 section 7: escape the quote, the backslash and control characters.
+    /// Runs of bytes that need no escape are copied whole.
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0x08: out.append(contentsOf: [92, UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [92, UInt8(ascii: "f")])
-            case 0..<0x20:
-                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: out.append(byte)
+        var s = s
+        s.withUTF8 { bytes in
+            var start = 0
+            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+                start = i + 1
+                switch byte {
+                case 0x22: out.append(contentsOf: [92, 34])
+                case 0x5C: out.append(contentsOf: [92, 92])
+                case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
+                case 0x08: out.append(contentsOf: [92, UInt8(ascii: "b")])
+                case 0x0C: out.append(contentsOf: [92, UInt8(ascii: "f")])
+                default: out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         out.append(UInt8(ascii: "\""))
     }

@@ -15,42 +15,90 @@ public enum JSON: Sendable, Hashable {
 }
 
 /// A JSON object that remembers insertion order. Equality ignores order, as JSON does.
+///
+/// Stored as a list of pairs: the objects of the state document and of messages have
+/// a handful of keys, where a linear scan beats hashing. Past `indexThreshold` keys a
+/// hash index is kept as well, so large `data` objects and flows stay O(1) per lookup.
 public struct JSONObject: Sendable, Hashable, Sequence {
-    public private(set) var keys: [String] = []
-    private var values: [String: JSON] = [:]
+    private var pairs: [(key: String, value: JSON)] = []
+    /// Key to position in `pairs`; only kept for objects larger than `indexThreshold`.
+    private var index: [String: Int]?
+
+    static let indexThreshold = 16
 
     public init() {}
 
     public init(_ pairs: [(String, JSON)]) {
+        self.pairs.reserveCapacity(pairs.count)
         for (key, value) in pairs { self[key] = value }
     }
 
-    public var count: Int { keys.count }
-    public var isEmpty: Bool { keys.isEmpty }
+    public var count: Int { pairs.count }
+    public var isEmpty: Bool { pairs.isEmpty }
+    public var keys: [String] { pairs.map(\.key) }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return pairs.firstIndex { $0.key == key }
+    }
 
     /// Setting `nil` removes the key; setting an existing key keeps its place.
     public subscript(key: String) -> JSON? {
-        get { values[key] }
+        get { position(of: key).map { pairs[$0].value } }
         set {
-            if let newValue {
-                if values.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if values.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
+            if let i = position(of: key) {
+                if let newValue {
+                    pairs[i].value = newValue
+                } else {
+                    pairs.remove(at: i)
+                    rebuildIndex()
+                }
+            } else if let newValue {
+                pairs.append((key, newValue))
+                if index != nil { index![key] = pairs.count - 1 } else if pairs.count > Self.indexThreshold { rebuildIndex() }
             }
         }
     }
 
-    public func makeIterator() -> AnyIterator<(key: String, value: JSON)> {
-        var index = 0
-        return AnyIterator {
-            guard index < keys.count else { return nil }
-            defer { index += 1 }
-            return (keys[index], values[keys[index]]!)
-        }
+    private mutating func rebuildIndex() {
+        guard pairs.count > Self.indexThreshold else { index = nil; return }
+        var built: [String: Int] = [:]
+        built.reserveCapacity(pairs.count)
+        for (i, pair) in pairs.enumerated() { built[pair.key] = i }
+        index = built
     }
 
-    public static func == (a: JSONObject, b: JSONObject) -> Bool { a.values == b.values }
-    public func hash(into hasher: inout Hasher) { hasher.combine(values) }
+    public func makeIterator() -> IndexingIterator<[(key: String, value: JSON)]> {
+        pairs.makeIterator()
+    }
+
+    public static func == (a: JSONObject, b: JSONObject) -> Bool {
+        guard a.pairs.count == b.pairs.count else { return false }
+        // Same order (the usual case) compares pair by pair; otherwise key by key.
+        var i = 0
+        while i < a.pairs.count, a.pairs[i].key == b.pairs[i].key {
+            guard a.pairs[i].value == b.pairs[i].value else { return false }
+            i += 1
+        }
+        while i < a.pairs.count {
+            guard let other = b[a.pairs[i].key], other == a.pairs[i].value else { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// Order-insensitive, to agree with `==`.
+    public func hash(into hasher: inout Hasher) {
+        var sum = 0
+        for pair in pairs {
+            var h = Hasher()
+            h.combine(pair.key)
+            h.combine(pair.value)
+            sum &+= h.finalize()
+        }
+        hasher.combine(pairs.count)
+        hasher.combine(sum)
+    }
 }
 
 extension JSON {

@@ -125,7 +125,8 @@ public struct ClientRequest: Sendable {
         }
     }
 
-    /// The message as a client sends it.
+    /// The message as a client sends it. A `command`'s `id` is its command id (the
+    /// idempotency key, echoed by its `ack`), which takes the place of `id`.
     public static func encode(_ message: ClientMessage, id: JSON? = nil) -> JSON {
         var o: JSONObject = ["type": .string(message.type)]
         if let id { o["id"] = id }

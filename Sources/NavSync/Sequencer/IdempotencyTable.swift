@@ -11,6 +11,18 @@ public struct IdempotencyTable: Sendable {
         var order: [CommandID] = []
         var head = 0
         var acks: [CommandID: Ack] = [:]
+
+        mutating func remember(_ ack: Ack, capacity: Int) {
+            if acks.updateValue(ack, forKey: ack.id) == nil { order.append(ack.id) }
+            while acks.count > capacity {
+                acks[order[head]] = nil
+                head += 1
+            }
+            if head > capacity {
+                order.removeFirst(head)
+                head = 0
+            }
+        }
     }
 
     public init(capacity: Int = 1024) { self.capacity = capacity }
@@ -18,15 +30,8 @@ public struct IdempotencyTable: Sendable {
     public func ack(client: String, id: CommandID) -> Ack? { clients[client]?.acks[id] }
 
     public mutating func remember(client: String, _ ack: Ack) {
-        var c = clients[client] ?? ClientAcks()
-        clients[client] = nil
-        if c.acks.updateValue(ack, forKey: ack.id) == nil { c.order.append(ack.id) }
-        while c.acks.count > capacity {
-            c.acks[c.order[c.head]] = nil
-            c.head += 1
-        }
-        if c.head > capacity { c.order.removeFirst(c.head); c.head = 0 }
-        clients[client] = c
+        let capacity = self.capacity
+        clients[client, default: ClientAcks()].remember(ack, capacity: capacity)
     }
 
     /// Every remembered ack, per client, oldest first (for snapshots).

@@ -24,6 +24,7 @@ public struct StateDiff: Sendable {
     }
 
     private mutating func diff(_ a: Coordinator, _ b: Coordinator, at path: String) {
+        if a.selected == b.selected && Self.sameStorage(a.entries, b.entries) { return }
         guard a.type == b.type, a.kind == b.kind else {
             ops.append(PatchOperation(.replace, path, value: b.json))
             noteRemoved(a.entries)
@@ -46,33 +47,52 @@ public struct StateDiff: Sendable {
         }
     }
 
-    /// Removes what left (from the end, so indices stay valid), then walks the new
+    /// The common prefix is diffed in place. When the tails share no entry (a push, a
+    /// pop, a replaced stack) the old tail is removed from the end and the new one
+    /// added; otherwise `diffMoves` handles entries that changed places.
+    private mutating func diffList(_ old: [Entry], _ new: [Entry], at path: String) {
+        var p = 0
+        while p < old.count, p < new.count, old[p].id == new[p].id {
+            if !Self.unchanged(old[p], new[p]) { diff(old[p], new[p], at: path + "/\(p)") }
+            p += 1
+        }
+        if p == old.count && p == new.count { return }
+        let shared = old[p...].contains { o in new[p...].contains { $0.id == o.id } }
+        guard !shared else { return diffMoves(old, new, from: p, at: path) }
+        for i in (p..<old.count).reversed() {
+            ops.append(PatchOperation(.remove, path + "/\(i)"))
+            noteRemoved(old[i])
+        }
+        for j in p..<new.count {
+            ops.append(PatchOperation(.add, path + "/\(j)", value: new[j].json))
+            noteAdded(new[j])
+        }
+    }
+
+    /// The general case, after a common prefix of `start` entries that is done already:
+    /// removes what left (from the end, so indices stay valid), then walks the new
     /// list: an entry already in place is diffed, one further down is moved up, and a
     /// new one is added.
-    private mutating func diffList(_ old: [Entry], _ new: [Entry], at path: String) {
-        if old.count == new.count, zip(old, new).allSatisfy({ $0.id == $1.id }) {
-            for (i, (a, b)) in zip(old, new).enumerated() where a != b { diff(a, b, at: path + "/\(i)") }
-            return
-        }
-        let newIDs = Set(new.map(\.id))
+    private mutating func diffMoves(_ old: [Entry], _ new: [Entry], from start: Int, at path: String) {
+        let newIDs = Set(new[start...].map(\.id))
         var work = old
-        for i in old.indices.reversed() where !newIDs.contains(old[i].id) {
+        for i in (start..<old.count).reversed() where !newIDs.contains(old[i].id) {
             ops.append(PatchOperation(.remove, path + "/\(i)"))
             noteRemoved(old[i])
             work.remove(at: i)
         }
-        for (j, b) in new.enumerated() {
-            if j < work.count, work[j].id == b.id {
-                if work[j] != b { diff(work[j], b, at: path + "/\(j)") }
-            } else if j < work.count, let k = work[j...].firstIndex(where: { $0.id == b.id }) {
+        for j in start..<new.count {
+            if j < work.count, work[j].id == new[j].id {
+                if !Self.unchanged(work[j], new[j]) { diff(work[j], new[j], at: path + "/\(j)") }
+            } else if j < work.count, let k = work[j...].firstIndex(where: { $0.id == new[j].id }) {
                 ops.append(PatchOperation(.move, path + "/\(j)", from: path + "/\(k)"))
                 let moved = work.remove(at: k)
                 work.insert(moved, at: j)
-                if moved != b { diff(moved, b, at: path + "/\(j)") }
+                if !Self.unchanged(moved, new[j]) { diff(moved, new[j], at: path + "/\(j)") }
             } else {
-                ops.append(PatchOperation(.add, path + "/\(j)", value: b.json))
-                noteAdded(b)
-                work.insert(b, at: j)
+                ops.append(PatchOperation(.add, path + "/\(j)", value: new[j].json))
+                noteAdded(new[j])
+                work.insert(new[j], at: j)
             }
         }
     }
@@ -102,6 +122,28 @@ public struct StateDiff: Sendable {
             ops.append(PatchOperation(.remove, path + "/coordinator"))
             noteRemoved(x.entries)
         }
+    }
+
+    /// A command works on a copy of the document, so every subtree it did not touch
+    /// still shares its array storage with the old one: same storage, same contents.
+    /// This keeps the diff proportional to what changed, not to the size of the tree.
+    static func sameStorage(_ a: [Entry], _ b: [Entry]) -> Bool {
+        a.withUnsafeBufferPointer { pa in
+            b.withUnsafeBufferPointer { pb in pa.baseAddress == pb.baseAddress && pa.count == pb.count }
+        }
+    }
+
+    /// Whether an entry that kept its id is unchanged, without comparing whole subtrees
+    /// that share storage.
+    static func unchanged(_ a: Entry, _ b: Entry) -> Bool {
+        switch (a.coordinator, b.coordinator) {
+        case (nil, nil): break
+        case (let x?, let y?):
+            guard x.selected == y.selected, sameStorage(x.entries, y.entries) else { return false }
+        default: return false
+        }
+        return a.data == b.data && a.route == b.route && a.params == b.params && a.hints == b.hints
+            && a.presentation == b.presentation && a.tab == b.tab
     }
 
     private mutating func noteRemoved(_ entries: [Entry]) { for e in entries { noteRemoved(e) } }

@@ -1,0 +1,148 @@
+import Testing
+@testable import NavSync
+
+@Suite("Protocol v1 messages")
+struct ProtocolTests {
+    func decode(_ text: String) -> ClientRequest { ClientRequest(bytes: Array(text.utf8)) }
+
+    func error(_ text: String) -> NavError? {
+        if case .failure(let e) = decode(text).message { return e }
+        return nil
+    }
+
+    @Test func decodesEveryClientMessage() throws {
+        let cases: [(String, ClientMessage)] = [
+            (#"{"type":"hello","name":"tv","role":"viewer","client":"c7"}"#, .hello(.init(name: "tv", role: "viewer", token: nil, client: "c7"))),
+            (#"{"type":"join","session":"demo","since":4,"epoch":"x","create":true,"flow":"shop"}"#,
+             .join(.init(session: "demo", since: 4, epoch: "x", create: true, flow: "shop"))),
+            (#"{"type":"join","session":"demo"}"#, .join(.init(session: "demo", since: nil, epoch: nil, create: false, flow: nil))),
+            (#"{"type":"leave","session":"demo"}"#, .leave(session: "demo")),
+            (#"{"type":"command","session":"demo","id":1,"ops":[]}"#,
+             .command(session: "demo", command: ["type": "command", "session": "demo", "id": 1, "ops": []])),
+            (#"{"type":"sync","session":"demo","since":3,"epoch":"x"}"#, .sync(session: "demo", since: 3, epoch: "x")),
+            (#"{"type":"status","session":"demo","rev":3,"focus":"e4"}"#, .status(session: "demo", rev: 3, focus: "e4")),
+            (#"{"type":"get","session":"demo"}"#, .get(session: "demo")),
+            (#"{"type":"sessions"}"#, .sessions),
+            (#"{"type":"ping","id":"p1"}"#, .ping),
+        ]
+        for (text, expected) in cases {
+            #expect(try decode(text).message.get() == expected, "\(text)")
+        }
+        #expect(decode(#"{"type":"ping","id":"p1"}"#).id == "p1")
+        #expect(decode(#"{"type":"ping","id":7}"#).id == 7)
+    }
+
+    @Test func malformedMessagesSayWhatIsWrong() {
+        let cases: [(String, ErrorCode, String)] = [
+            ("{", .badJSON, "not valid JSON: line 1, column 1"),
+            ("nonsense", .badJSON, "not valid JSON"),
+            ("[1,2]", .badRequest, "a message must be a JSON object, got array"),
+            (#"{"id":1}"#, .badRequest, "missing field 'type'"),
+            (#"{"type":5}"#, .badRequest, "'type' must be a string, got integer"),
+            (#"{"type":"teleport"}"#, .badRequest, "unknown message type 'teleport'"),
+            (#"{"type":"join"}"#, .badRequest, "missing field 'session'"),
+            (#"{"type":"join","session":""}"#, .badRequest, "'session' must be 1-128"),
+            (#"{"type":"join","session":"a b"}"#, .badRequest, "'session' must be 1-128"),
+            (#"{"type":"join","session":"x","since":"3"}"#, .badRequest, "'since' must be an integer, got string"),
+            (#"{"type":"join","session":"x","since":-1}"#, .badRequest, "'since' must be a revision"),
+            (#"{"type":"join","session":"x","create":"yes"}"#, .badRequest, "'create' must be a bool"),
+            (#"{"type":"sync","session":"x","since":3}"#, .badRequest, "missing field 'epoch'"),
+            (#"{"type":"status","session":"x"}"#, .badRequest, "missing field 'rev'"),
+            (#"{"type":"command","session":"x","ops":[]}"#, .badRequest, "missing field 'id'"),
+            (#"{"type":"ping","id":[1]}"#, .badRequest, "'id' must be a string or a number, got array"),
+        ]
+        for (text, code, message) in cases {
+            let e = error(text)
+            #expect(e?.code == code, "\(text) -> \(String(describing: e))")
+            #expect(e?.message.hasPrefix(message) == true, "\(text) -> \(String(describing: e))")
+        }
+        // The request id survives a bad message so the error can carry it.
+        #expect(decode(#"{"type":"join","id":"r9"}"#).id == "r9")
+    }
+
+    @Test func hostileBytesNeverCrash() {
+        var rng = SeededRandom(seed: 42)
+        let seeds = [#"{"type":"command","session":"s","id":1,"ops":[{"op":"push","route":"detail","params":{"id":1}}]}"#,
+                     #"{"type":"join","session":"demo","since":0,"epoch":"x"}"#]
+        for _ in 0..<3000 {
+            var bytes = Array(seeds[Int(rng.next() % 2)].utf8)
+            for _ in 0..<Int(rng.next() % 4 + 1) {
+                let i = Int(rng.next() % UInt64(bytes.count))
+                switch rng.next() % 3 {
+                case 0: bytes[i] = UInt8(truncatingIfNeeded: rng.next())
+                case 1: bytes.remove(at: i)
+                default: bytes.insert(UInt8(truncatingIfNeeded: rng.next()), at: i)
+                }
+                if bytes.isEmpty { bytes = [0x7B] }
+            }
+            let request = ClientRequest(bytes: bytes)
+            if case .success(.command(_, let object)) = request.message {
+                var seq = Sequencer(flow: .demo, epoch: "x")
+                _ = seq.submit(object, client: "c")
+            }
+        }
+    }
+
+    @Test func serverMessagesEncodeAsSpecified() throws {
+        let patch = Patch(rev: 5, by: "c1", cmd: .string("k"), ops: [PatchOperation(.remove, "/root/current/coordinator/tabs/0/coordinator/stack/1")])
+        #expect(ServerMessage.patch(session: "demo", patch).json().encodedString()
+                == #"{"type":"patch","session":"demo","rev":5,"base":4,"by":"c1","cmd":"k","ops":[{"op":"remove","path":"/root/current/coordinator/tabs/0/coordinator/stack/1"}]}"#)
+        #expect(ServerMessage.ack(session: "demo", Ack(id: .int(3), rev: 5, results: [.applied, .superseded])).json().encodedString()
+                == #"{"type":"ack","id":3,"session":"demo","rev":5,"results":["applied","superseded"]}"#)
+        #expect(ServerMessage.error(NavError(.conflict, "Home changed", op: 1, rev: 9)).json(id: "x").encodedString()
+                == #"{"type":"error","id":"x","code":"conflict","message":"Home changed","op":1,"rev":9}"#)
+        let welcome = ServerMessage.welcome(.init(client: "c1", server: "navsyncd/0.1", heartbeat: 30, limits: ProtocolLimits()))
+        #expect(welcome.json(id: 1).encodedString()
+                == #"{"type":"welcome","id":1,"client":"c1","server":"navsyncd/0.1","protocol":1,"heartbeat":30,"limits":{"maxMessage":1048576,"maxOps":64,"maxStackDepth":256,"maxTabs":64}}"#)
+        let joined = ServerMessage.joined(.init(session: "demo", epoch: "ep", rev: 5, flow: ["name": "shop"],
+                                                members: [Member(client: "c1", name: "tv", role: "admin")], catchUp: .patches([patch])))
+        let j = joined.json()
+        #expect(j["patches"]?.arrayValue?.first?["type"] == "patch")
+        #expect(j["members"] == [["client": "c1", "name": "tv", "role": "admin"]])
+        #expect(ServerMessage.presence(session: "demo", .status(client: "c2", rev: 4, focus: "e9")).json().encodedString()
+                == #"{"type":"presence","session":"demo","status":{"client":"c2","rev":4,"focus":"e9"}}"#)
+        #expect(ServerMessage.sessions([SessionSummary(session: "demo", flow: "shop", rev: 2, members: 3)]).json().encodedString()
+                == #"{"type":"sessions","sessions":[{"session":"demo","flow":"shop","rev":2,"members":3}]}"#)
+    }
+
+    @Test func clientMessagesRoundTrip() throws {
+        let messages: [ClientMessage] = [
+            .hello(.init(name: "tv", role: nil, token: "t", client: nil)),
+            .join(.init(session: "demo", since: 3, epoch: "e", create: true, flow: "shop")),
+            .command(session: "demo", command: ["id": 1, "ops": [["op": "pop"]], "base": 2]),
+            .sync(session: "demo", since: 1, epoch: "e"),
+            .status(session: "demo", rev: 1, focus: nil),
+            .sessions, .ping,
+        ]
+        for m in messages {
+            let bytes = ClientRequest.encode(m, id: "r").encoded()
+            let back = ClientRequest(bytes: bytes)
+            if case .command(_, let c) = m { #expect(back.id == c["id"]) } else { #expect(back.id == "r") }
+            switch (m, try back.message.get()) {
+            case (.command(let s1, let c1), .command(let s2, let c2)):
+                #expect(s1 == s2 && c2["ops"] == c1["ops"] && c2["base"] == c1["base"])
+            case (let a, let b): #expect(a == b)
+            }
+        }
+    }
+
+    @Test func operationsRoundTripThroughTheirWireForm() throws {
+        let ops: [Operation] = [
+            Operation(.route(.init("detail", params: ["id": 1], hints: ["transition": "slide"]))),
+            Operation(.present(.init("settings"), style: .cover), at: "Home"),
+            Operation(.pop(count: 2, from: nil)), Operation(.pop(count: 1, from: "e4")),
+            Operation(.popToRoot), Operation(.popToFirst(route: "a")), Operation(.popToLast(route: "a")),
+            Operation(.popTo(entry: "e3")), Operation(.popBefore(route: "a")), Operation(.dismiss(all: true)),
+            Operation(.setRoot(.init("main"))), Operation(.setStack([.init("list"), .init("detail", params: ["id": 1], presentation: .sheet)])),
+            Operation(.restart, at: "root"), Operation(.select(.index(1))), Operation(.select(.route("home"))), Operation(.select(.entry("e3"))),
+            Operation(.setTabs([.init("home"), .init("cart", hints: ["badge": 2])])), Operation(.appendTab(.init("home"))),
+            Operation(.insertTab(.init("home"), index: 0)), Operation(.removeFirst(route: "a")), Operation(.removeLast(route: "a")),
+            Operation(.removeTab(entry: "e3")), Operation(.update(entry: "e3", data: ["a": nil])), Operation(.update(entry: nil, data: ["a": 1])),
+            Operation(.open(url: "/product/4")), Operation(.alert(.init(title: "t", message: "m", buttons: [AlertButton(id: "x", label: "X", role: "cancel")]))),
+            Operation(.respond(alert: "e5", button: "x")), Operation(.reset),
+        ]
+        for op in ops {
+            #expect(try Operation(json: JSON.parse(op.json.encoded())) == op, "\(op.json)")
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Testing
+@testable import NavSync
+
+/// The id-based diff: minimal patches, and regression cases found by the randomized test.
+@Suite("State diff")
+struct StateDiffTests {
+    func patchOf(_ h: inout Harness, _ ops: [JSON]) -> [JSON] {
+        var seq = h.seq
+        guard case .applied(_, let p) = seq.submit(Command(id: .string("diff-\(h.rev)"), ops: ops), client: "d") else {
+            Issue.record("expected a revision"); return []
+        }
+        #expect((try? h.json.applying(p.ops)) == seq.state.json)
+        h.seq = seq
+        return p.ops.map(\.json)
+    }
+
+    @Test func pushAndPopAreOneOpEach() {
+        var h = Harness()
+        h.ok(["op": "setRoot", "route": "main"])
+        #expect(patchOf(&h, [["op": "push", "route": "detail", "params": ["id": 1]]])
+                == [["op": "add", "path": "/root/current/coordinator/tabs/0/coordinator/stack/1",
+                     "value": ["id": "e11", "route": "detail", "params": ["id": 1], "presentation": "push"]]])
+        #expect(patchOf(&h, [["op": "pop"]]) == [["op": "remove", "path": "/root/current/coordinator/tabs/0/coordinator/stack/1"]])
+        #expect(patchOf(&h, [["op": "select", "index": 2]]) == [["op": "replace", "path": "/root/current/coordinator/selected", "value": "e7"]])
+        #expect(patchOf(&h, [["op": "update", "data": ["q": "x"]]]) == [["op": "add", "path": "/root/current/coordinator/tabs/2/coordinator/stack/0/data", "value": ["q": "x"]]])
+        #expect(patchOf(&h, [["op": "update", "data": ["q": "y", "n": 1]]])
+                == [["op": "replace", "path": "/root/current/coordinator/tabs/2/coordinator/stack/0/data/q", "value": "y"],
+                    ["op": "add", "path": "/root/current/coordinator/tabs/2/coordinator/stack/0/data/n", "value": 1]])
+    }
+
+    /// Regression: removing a middle tab and changing a kept tab in one command once
+    /// emitted the kept tab's change twice (the common prefix was diffed twice).
+    @Test func middleRemovalWithAChangeInAKeptTab() {
+        var h = Harness()
+        h.ok(["op": "setRoot", "route": "main"])
+        let ops = patchOf(&h, [["op": "removeLast", "route": "cart"], ["op": "push", "route": "detail", "params": ["id": 1]]])
+        #expect(ops.count == 2)
+        #expect(ops.filter { $0["op"] == "add" }.count == 1)
+    }
+
+    @Test func reorderedTabsAreMovedNotReplaced() {
+        var h = Harness()
+        h.ok(["op": "setRoot", "route": "main"])
+        let ops = patchOf(&h, [["op": "setTabs", "routes": ["profile", "home", "search", "cart"]]])
+        #expect(ops == [["op": "move", "from": "/root/current/coordinator/tabs/3", "path": "/root/current/coordinator/tabs/0"]])
+    }
+
+    @Test func aNewRootEntryReplacesOnlyThatEntry() {
+        var h = Harness()
+        h.ok(["op": "setRoot", "route": "main"])
+        let ops = patchOf(&h, [["op": "setRoot", "route": "login"]])
+        #expect(ops.count == 1 && ops[0]["op"] == "replace" && ops[0]["path"] == "/root/current")
+    }
+}
