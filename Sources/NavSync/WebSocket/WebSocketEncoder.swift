@@ -1,0 +1,42 @@
+/// RFC 6455 frames out. Lengths always take their shortest form (section 5.2).
+public enum WebSocketEncoder {
+    /// One frame. Servers pass no mask (section 5.1: server frames are never masked);
+    /// clients pass a fresh random key for every frame.
+    public static func frame(_ opcode: Opcode, _ payload: [UInt8], fin: Bool = true,
+                             mask: (UInt8, UInt8, UInt8, UInt8)? = nil) -> [UInt8] {
+        var out = header(opcode, length: payload.count, fin: fin, mask: mask)
+        if let m = mask {
+            let key = [m.0, m.1, m.2, m.3]
+            out.reserveCapacity(out.count + payload.count)
+            for (i, b) in payload.enumerated() { out.append(b ^ key[i & 3]) }
+        } else {
+            out.append(contentsOf: payload)
+        }
+        return out
+    }
+
+    public static func header(_ opcode: Opcode, length: Int, fin: Bool = true,
+                              mask: (UInt8, UInt8, UInt8, UInt8)? = nil) -> [UInt8] {
+        var out: [UInt8] = [(fin ? 0x80 : 0) | opcode.rawValue]
+        let maskBit: UInt8 = mask == nil ? 0 : 0x80
+        switch length {
+        case 0...125: out.append(maskBit | UInt8(length))
+        case 126...0xFFFF: out += [maskBit | 126, UInt8(length >> 8), UInt8(length & 0xFF)]
+        default:
+            out.append(maskBit | 127)
+            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: UInt64(length) >> UInt64(shift))) }
+        }
+        if let m = mask { out += [m.0, m.1, m.2, m.3] }
+        return out
+    }
+
+    /// A close frame with a code and a reason (cut to fit the 125-byte control limit on
+    /// a UTF-8 boundary).
+    public static func close(_ code: UInt16, reason: String = "", mask: (UInt8, UInt8, UInt8, UInt8)? = nil) -> [UInt8] {
+        var payload: [UInt8] = [UInt8(code >> 8), UInt8(code & 0xFF)]
+        var r = Array(reason.utf8.prefix(123))
+        while !r.isEmpty && !UTF8Validator.isValid(r) { r.removeLast() }
+        payload += r
+        return frame(.close, payload, mask: mask)
+    }
+}

@@ -1,0 +1,204 @@
+import Testing
+@testable import NavSync
+
+@Suite("HTTP parser and WebSocket handshake")
+struct HTTPTests {
+    func parse(_ text: String, limits: HTTPLimits = HTTPLimits(), byteAtATime: Bool = false) -> [HTTPParser.Result] {
+        var p = HTTPParser(limits: limits)
+        var results: [HTTPParser.Result] = []
+        let bytes = Array(text.utf8)
+        let chunks = byteAtATime ? bytes.map { [$0] } : [bytes]
+        for chunk in chunks {
+            p.feed(chunk)
+            while true {
+                let r = p.next()
+                if r == .needMore { break }
+                results.append(r)
+                if case .failed = r { return results }
+            }
+        }
+        return results
+    }
+
+    func status(_ text: String, limits: HTTPLimits = HTTPLimits()) -> Int? {
+        if case .failed(let e)? = parse(text, limits: limits).first { return e.status }
+        return nil
+    }
+
+    @Test(arguments: [false, true])
+    func pipelinedRequestsWithBodies(byteAtATime: Bool) {
+        let text = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            + "POST /api/sessions/demo/commands HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Type: application/json\r\n\r\n{\"a\":"
+            + "GET /?session=a%20b HTTP/1.0\r\n\r\n"
+        let results = parse(text, byteAtATime: byteAtATime)
+        guard results.count == 3, case .request(let a) = results[0], case .request(let b) = results[1], case .request(let c) = results[2] else {
+            Issue.record("\(results)"); return
+        }
+        #expect(a.method == "GET" && a.path == "/healthz" && a.keepAlive)
+        #expect(b.method == "POST" && b.body == Array("{\"a\":".utf8) && b.header("content-type") == "application/json")
+        #expect(c.minorVersion == 0 && !c.keepAlive && c.query("session") == "a b")
+    }
+
+    @Test func hostileRequests() {
+        // Request line of 9 KiB without an end.
+        #expect(status("GET /" + String(repeating: "a", count: 9000)) == 414)
+        // A 70 KB header.
+        #expect(status("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 70_000) + "\r\n\r\n") == 431)
+        #expect(status("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 70_000)) == 431)
+        // 10,000 headers.
+        #expect(status("GET / HTTP/1.1\r\nHost: x\r\n" + String(repeating: "A: b\r\n", count: 10_000) + "\r\n") == 431)
+        // Bare LF line endings.
+        #expect(status("GET / HTTP/1.1\nHost: x\n\n") == 400)
+        #expect(status("GET / HTTP/1.1\r\nHost: x\n\r\n") == 400)
+        // Request smuggling: both Content-Length and Transfer-Encoding.
+        #expect(status("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n") == 501)
+        // Two different Content-Lengths; a negative one; junk.
+        #expect(status("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1e3\r\n\r\n") == 400)
+        // A body over the limit is refused from its announced length.
+        #expect(status("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n") == 413)
+        // Obsolete folding, space before the colon, a control character, no colon.
+        #expect(status("GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n c\r\n\r\n") == 400)
+        #expect(status("GET / HTTP/1.1\r\nHost : x\r\n\r\n") == 400)
+        #expect(status("GET / HTTP/1.1\r\nHost: x\u{1}y\r\n\r\n") == 400)
+        #expect(status("GET / HTTP/1.1\r\nHost\r\n\r\n") == 400)
+        // Versions and request lines.
+        #expect(status("GET / HTTP/2.0\r\n\r\n") == 505)
+        #expect(status("GET / FTP/1.1\r\n\r\n") == 400)
+        #expect(status("GET  / HTTP/1.1\r\nHost: x\r\n\r\n") == 400)
+        #expect(status("G(T / HTTP/1.1\r\nHost: x\r\n\r\n") == 400)
+        // HTTP/1.1 without Host, or with two.
+        #expect(status("GET / HTTP/1.1\r\n\r\n") == 400)
+        #expect(status("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") == 400)
+    }
+
+    @Test func byteAtATimeHugeHeaderStaysLinear() {
+        // 32 KiB of header one byte at a time: the scan resumes, it does not restart.
+        let text = "GET / HTTP/1.1\r\nHost: x\r\nX: " + String(repeating: "a", count: 32_000) + "\r\n\r\n"
+        let results = parse(text, byteAtATime: true)
+        #expect(results.count == 1)
+    }
+
+    func upgradeRequest(_ extra: String = "", key: String? = "dGhlIHNhbXBsZSBub25jZQ==", version: String? = "13",
+                        method: String = "GET", http: String = "HTTP/1.1") -> HTTPRequest {
+        var text = "\(method) /ws \(http)\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
+        if let key { text += "Sec-WebSocket-Key: \(key)\r\n" }
+        if let version { text += "Sec-WebSocket-Version: \(version)\r\n" }
+        text += extra + "\r\n"
+        guard case .request(let r)? = parse(text).first else { preconditionFailure() }
+        return r
+    }
+
+    func refusal(_ r: HTTPRequest) -> HTTPResponse? {
+        if case .refused(let response) = WebSocketHandshake.accept(r, subprotocols: ["navsync.v1"]) { return response }
+        return nil
+    }
+
+    @Test func handshakeAcceptsAndChoosesTheSubprotocol() {
+        guard case .accepted(let a) = WebSocketHandshake.accept(upgradeRequest("Sec-WebSocket-Protocol: chat, navsync.v1\r\n"), subprotocols: ["navsync.v1"]) else {
+            Issue.record(); return
+        }
+        #expect(a.subprotocol == "navsync.v1")
+        let text = String(decoding: a.response.serialized(keepAlive: true), as: UTF8.self)
+        #expect(text == "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nSec-WebSocket-Protocol: navsync.v1\r\n\r\n")
+        // Offering only other subprotocols: accepted without one.
+        guard case .accepted(let b) = WebSocketHandshake.accept(upgradeRequest("Sec-WebSocket-Protocol: chat\r\n"), subprotocols: ["navsync.v1"]) else {
+            Issue.record(); return
+        }
+        #expect(b.subprotocol == nil && !b.response.headers.contains { $0.0 == "Sec-WebSocket-Protocol" })
+    }
+
+    @Test func handshakeRefusals() {
+        #expect(refusal(upgradeRequest(key: nil))?.status == 400)
+        #expect(refusal(upgradeRequest("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"))?.status == 400)   // two keys
+        #expect(refusal(upgradeRequest(key: "c2hvcnQ="))?.status == 400)                                  // 5 bytes
+        #expect(refusal(upgradeRequest(key: "not base64!!"))?.status == 400)
+        let wrongVersion = refusal(upgradeRequest(version: "8"))
+        #expect(wrongVersion?.status == 426 && wrongVersion?.headers.contains { $0 == ("Sec-WebSocket-Version", "13") } == true)
+        #expect(refusal(upgradeRequest(version: nil))?.status == 426)
+        #expect(refusal(upgradeRequest(method: "POST"))?.status == 405)
+        #expect(refusal(upgradeRequest(http: "HTTP/1.0"))?.status == 400)
+    }
+}
+
+@Suite("Connection machine")
+struct ConnectionMachineTests {
+    let handlers = ConnectionMachine.Handlers(respond: { req in
+        req.path == "/healthz" ? .text(200, "ok\n") : .text(404, "not found\n")
+    })
+
+    static let upgrade = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+
+    func writes(_ actions: [ConnectionMachine.Action]) -> [UInt8] {
+        actions.flatMap { if case .write(let b) = $0 { return b } else { return [] } }
+    }
+
+    @Test func plainHTTPKeepAliveThenClose() {
+        var m = ConnectionMachine(now: 0)
+        let a = m.received(Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8), now: 1, handlers)
+        let text = String(decoding: writes(a), as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("HTTP/1.1 404 Not Found\r\n") && text.contains("Connection: close"))
+        #expect(a.last == .closeSocket(.httpDone))
+    }
+
+    @Test func upgradeThenEchoPingAndCloseHandshake() {
+        var m = ConnectionMachine(now: 0)
+        // The handshake and a first frame arrive in one read.
+        let frame = WebSocketEncoder.frame(.text, Array("hi".utf8), mask: (1, 2, 3, 4))
+        let a = m.received(Array(Self.upgrade.utf8) + frame, now: 1, handlers)
+        #expect(String(decoding: writes(a), as: UTF8.self).hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
+        #expect(a.contains(.text(Array("hi".utf8))))
+        #expect(m.isOpen)
+        #expect(m.received(WebSocketEncoder.frame(.ping, [7], mask: (0, 0, 0, 0)), now: 2, handlers) == [.write([0x8A, 0x01, 0x07])])
+        let closing = m.received(WebSocketEncoder.close(1000, mask: (0, 0, 0, 0)), now: 3, handlers)
+        #expect(closing == [.write([0x88, 0x02, 0x03, 0xE8]), .closeSocket(.closed(code: 1000))])
+    }
+
+    @Test func protocolViolationClosesWithItsCode() {
+        var m = ConnectionMachine(now: 0)
+        _ = m.received(Array(Self.upgrade.utf8), now: 0, handlers)
+        let a = m.received([0x81, 0x05] + Array("Hello".utf8), now: 1, handlers)   // unmasked
+        guard case .write(let bytes)? = a.first else { Issue.record(); return }
+        #expect(Array(bytes.prefix(4)) == [0x88, UInt8(bytes.count - 2), 0x03, 0xEA])   // 1002
+        #expect(a.last == .closeSocket(.closed(code: 1002)))
+    }
+
+    @Test func upgradeElsewhereOrRefusedByTheApp() {
+        var m = ConnectionMachine(now: 0)
+        let a = m.received(Array(Self.upgrade.replacingFirst("/ws", with: "/chat").utf8), now: 0, handlers)
+        #expect(String(decoding: writes(a), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
+        var m2 = ConnectionMachine(now: 0)
+        let refusing = ConnectionMachine.Handlers(respond: { _ in .text(200, "") }, admit: { _ in .text(403, "origin not allowed\n") })
+        let b = m2.received(Array(Self.upgrade.utf8), now: 0, refusing)
+        #expect(String(decoding: writes(b), as: UTF8.self).hasPrefix("HTTP/1.1 403") && b.last == .closeSocket(.httpDone))
+    }
+
+    @Test func timersHandshakeHeartbeatAndCloseWait() {
+        var idle = ConnectionMachine(now: 0)
+        #expect(idle.tick(now: 9_999).isEmpty)
+        #expect(idle.tick(now: 10_000) == [.closeSocket(.handshakeTimeout)])
+
+        var m = ConnectionMachine(now: 0)
+        _ = m.received(Array(Self.upgrade.utf8), now: 0, handlers)
+        #expect(m.tick(now: 29_999).isEmpty)
+        guard case .write(let ping)? = m.tick(now: 30_000).first else { Issue.record(); return }
+        #expect(ping.first == 0x89)
+        #expect(m.tick(now: 45_000).isEmpty)                    // one ping per interval
+        _ = m.received(WebSocketEncoder.frame(.pong, Array("navsync".utf8), mask: (0, 0, 0, 0)), now: 50_000, handlers)
+        #expect(m.tick(now: 79_999).isEmpty)
+        guard case .write? = m.tick(now: 80_000).first else { Issue.record(); return }
+        #expect(m.tick(now: 110_000) == [.closeSocket(.deadPeer)])
+
+        var c = ConnectionMachine(now: 0)
+        _ = c.received(Array(Self.upgrade.utf8), now: 0, handlers)
+        #expect(c.close(code: 1001, reason: "shutting down", now: 1) == [.write(WebSocketEncoder.close(1001, reason: "shutting down"))])
+        #expect(c.received(WebSocketEncoder.frame(.text, [97], mask: (0, 0, 0, 0)), now: 2, handlers).isEmpty)   // ignored while closing
+        #expect(c.tick(now: 5_001) == [.closeSocket(.closeTimeout)])
+        var d = ConnectionMachine(now: 0)
+        _ = d.received(Array(Self.upgrade.utf8), now: 0, handlers)
+        _ = d.close(code: 1001, reason: "", now: 1)
+        #expect(d.received(WebSocketEncoder.close(1001, mask: (0, 0, 0, 0)), now: 2, handlers) == [.closeSocket(.closed(code: 1001))])
+    }
+}
