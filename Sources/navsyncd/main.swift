@@ -1,8 +1,49 @@
+// navsyncd: flags -> configuration -> the server's loop.
 import NavSync
-var s = Sequencer(flow: .demo, epoch: "x")
-print(s.state.json)
-for ops: [JSON] in [[["op": "setRoot", "route": "main"]], [["op": "push", "route": "detail", "params": ["id": 42]]], [["op": "open", "url": "/product/7?note=hi"]], [["op": "open", "url": "app://settings/notifications?on=1"]], [["op":"dismiss"]], [["op":"pop", "from": "e40"]]] {
-  let r = s.submit(Command(id: .int(1 + Int64(s.rev)), ops: ops), client: "c")
-  print(r)
+@preconcurrency import Glibc
+
+func say(_ text: String, to fd: Int32) {
+    let bytes = Array((text + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
 }
-print(s.state.json)
+
+var options: Options
+switch Options.parse(Array(CommandLine.arguments.dropFirst())) {
+case .help:
+    say(Options.usage, to: 1)
+    exit(0)
+case .usageError(let message):
+    say("navsyncd: \(message)\n(try navsyncd --help)", to: 2)
+    exit(2)
+case .run(let o):
+    options = o
+}
+
+let loopback = options.server.host.hasPrefix("127.") || options.server.host == "::1" || options.server.host == "localhost"
+if !loopback && !options.insecure {
+    say("navsyncd: refusing to listen on \(options.server.host) without --auth: anyone who can reach it could drive every session.\nListen on 127.0.0.1, or pass --insecure if this network is trusted.", to: 2)
+    exit(1)
+}
+if options.server.host == "localhost" { options.server.host = "127.0.0.1" }
+
+let application: ServerApplication
+if options.wsEcho {
+    application = EchoApplication()
+} else {
+    say("navsyncd: sessions arrive with the next build; run with --ws-echo for the transport alone", to: 2)
+    exit(1)
+}
+
+let server: Server
+do {
+    server = try Server(configuration: options.server, application: application)
+} catch {
+    say("navsyncd: \(error)", to: 2)
+    exit(1)
+}
+if !loopback { server.logger.warn("listening on \(server.host) with --insecure: every client is admin") }
+say("navsyncd listening on \(server.webSocketURL) (web: \(server.httpURL))", to: 1)
+if options.wsEcho { server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions") }
+server.run()
+server.logger.info("stopped")
+exit(0)

@@ -26,6 +26,14 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     case handshakeTimeout
     case deadPeer
     case closeTimeout
+    /// Decided by the runtime, not the machine:
+    /// the peer closed the TCP connection (possibly mid-frame).
+    case peerGone
+    /// Queued output made no progress for the write timeout.
+    case writeTimeout
+    /// Queued output passed the hard cap.
+    case overflow
+    case ioError(String)
 
     public var description: String {
         switch self {
@@ -34,6 +42,10 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
         case .handshakeTimeout: return "handshake timeout"
         case .deadPeer: return "no answer to ping"
         case .closeTimeout: return "no close reply"
+        case .peerGone: return "peer gone"
+        case .writeTimeout: return "write timeout"
+        case .overflow: return "output queue over its cap"
+        case .ioError(let e): return "i/o error \(e)"
         }
     }
 }
@@ -41,8 +53,9 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
 /// One connection as a state machine: bytes and clock ticks in, actions out; the libuv
 /// shell performs the actions. No sockets, no clock of its own.
 ///
-/// The same port speaks HTTP and WebSocket: requests are answered by `http`, and an
-/// upgrade request is checked by `admit` and then handshaken (RFC 6455 section 4).
+/// The same port speaks HTTP and WebSocket. A request comes out as an action and the
+/// machine waits for the application's answer (`respond` or `admit`), so it never
+/// calls out while it changes (RFC 6455 section 4 for the handshake).
 public struct ConnectionMachine: Sendable {
     public enum State: Sendable {
         /// Reading HTTP requests: before the upgrade, or a plain HTTP keep-alive client.
@@ -57,6 +70,11 @@ public struct ConnectionMachine: Sendable {
     public enum Action: Sendable, Equatable {
         /// Queue these bytes for the socket.
         case write([UInt8])
+        /// A plain HTTP request: answer it with `respond(to:with:now:)`. Parsing of
+        /// pipelined requests waits for the answer.
+        case request(HTTPRequest)
+        /// An upgrade request at `webSocketPath`: answer with `admit(_:refusal:now:)`.
+        case upgradeRequest(HTTPRequest)
         /// The WebSocket opened on this request, with this subprotocol.
         case opened(HTTPRequest, subprotocol: String?)
         /// A whole text or binary message arrived.
@@ -64,17 +82,6 @@ public struct ConnectionMachine: Sendable {
         case binary([UInt8])
         /// Flush what is queued, then close the socket.
         case closeSocket(CloseReason)
-    }
-
-    /// The application's side of HTTP: the answer to a plain request, and, for an
-    /// upgrade request at `webSocketPath`, nil to admit it or a refusal.
-    public struct Handlers {
-        public var respond: (HTTPRequest) -> HTTPResponse
-        public var admit: (HTTPRequest) -> HTTPResponse?
-        public init(respond: @escaping (HTTPRequest) -> HTTPResponse, admit: @escaping (HTTPRequest) -> HTTPResponse? = { _ in nil }) {
-            self.respond = respond
-            self.admit = admit
-        }
     }
 
     public let limits: ConnectionLimits
@@ -100,13 +107,13 @@ public struct ConnectionMachine: Sendable {
 
     // MARK: Events
 
-    public mutating func received(_ bytes: [UInt8], now: Int64, _ handlers: Handlers) -> [Action] {
+    public mutating func received(_ bytes: [UInt8], now: Int64) -> [Action] {
         lastHeard = now
         switch state {
         case .http(var parser):
             parser.feed(bytes)
             state = .http(parser)
-            return serveHTTP(now: now, handlers)
+            return awaiting == nil ? serveHTTP(now: now) : []
         case .open(var decoder):
             let (events, error) = decoder.feed(bytes)
             state = .open(decoder)
@@ -162,48 +169,58 @@ public struct ConnectionMachine: Sendable {
 
     // MARK: HTTP
 
-    private mutating func serveHTTP(now: Int64, _ handlers: Handlers) -> [Action] {
-        var actions: [Action] = []
-        while case .http(var parser) = state {
-            let result = parser.next()
-            state = .http(parser)
-            switch result {
-            case .needMore:
-                return actions
-            case .failed(let e):
-                actions.append(.write(HTTPResponse.error(e).serialized(keepAlive: false)))
-                return actions + finish(.httpDone)
-            case .request(let request):
-                if WebSocketHandshake.isUpgrade(request) {
-                    return actions + upgrade(request, &parser, now: now, handlers)
-                }
-                let response = handlers.respond(request)
-                let keepAlive = request.keepAlive && response.status < 500
-                actions.append(.write(response.serialized(keepAlive: keepAlive, headOnly: request.method == "HEAD")))
-                if !keepAlive { return actions + finish(.httpDone) }
-            }
-        }
-        return actions
+    /// The request whose answer parsing waits for.
+    private var awaiting: HTTPRequest?
+
+    /// The application's answer to a `.request`.
+    public mutating func respond(to request: HTTPRequest, with response: HTTPResponse, now: Int64) -> [Action] {
+        guard case .http = state, awaiting == request else { return [] }
+        awaiting = nil
+        let keepAlive = request.keepAlive && response.status < 500
+        let write = Action.write(response.serialized(keepAlive: keepAlive, headOnly: request.method == "HEAD"))
+        return keepAlive ? [write] + serveHTTP(now: now) : [write] + finish(.httpDone)
     }
 
-    private mutating func upgrade(_ request: HTTPRequest, _ parser: inout HTTPParser, now: Int64, _ handlers: Handlers) -> [Action] {
-        guard request.path == webSocketPath else {
-            return [.write(HTTPResponse.text(404, "no WebSocket endpoint at \(request.path); use \(webSocketPath)\n").serialized(keepAlive: false))]
-                + finish(.httpDone)
-        }
-        if let refusal = handlers.admit(request) {
-            return [.write(refusal.serialized(keepAlive: false))] + finish(.httpDone)
-        }
+    /// The application's decision on an `.upgradeRequest`: nil admits it, and the
+    /// handshake is then checked and answered (RFC 6455 section 4.2.2).
+    public mutating func admit(_ request: HTTPRequest, refusal: HTTPResponse?, now: Int64) -> [Action] {
+        guard case .http(var parser) = state, awaiting == request else { return [] }
+        awaiting = nil
+        if let refusal { return [.write(refusal.serialized(keepAlive: false))] + finish(.httpDone) }
         switch WebSocketHandshake.accept(request, subprotocols: subprotocols) {
-        case .refused(let refusal):
-            return [.write(refusal.serialized(keepAlive: false))] + finish(.httpDone)
+        case .refused(let response):
+            return [.write(response.serialized(keepAlive: false))] + finish(.httpDone)
         case .accepted(let agreement):
             let early = parser.takeRemaining()
             state = .open(WebSocketDecoder(role: .server, maxMessage: limits.maxMessage))
             var actions: [Action] = [.write(agreement.response.serialized(keepAlive: true)),
                                      .opened(request, subprotocol: agreement.subprotocol)]
-            if !early.isEmpty { actions += received(early, now: now, handlers) }
+            if !early.isEmpty { actions += received(early, now: now) }
             return actions
+        }
+    }
+
+    /// Parses the next buffered request, if any, and hands it to the application.
+    private mutating func serveHTTP(now: Int64) -> [Action] {
+        guard case .http(var parser) = state else { return [] }
+        let result = parser.next()
+        state = .http(parser)
+        switch result {
+        case .needMore:
+            return []
+        case .failed(let e):
+            return [.write(HTTPResponse.error(e).serialized(keepAlive: false))] + finish(.httpDone)
+        case .request(let request):
+            guard WebSocketHandshake.isUpgrade(request) else {
+                awaiting = request
+                return [.request(request)]
+            }
+            guard request.path == webSocketPath else {
+                return [.write(HTTPResponse.text(404, "no WebSocket endpoint at \(request.path); use \(webSocketPath)\n").serialized(keepAlive: false))]
+                    + finish(.httpDone)
+            }
+            awaiting = request
+            return [.upgradeRequest(request)]
         }
     }
 

@@ -1,0 +1,46 @@
+/// What runs on top of the transport: answers HTTP, admits upgrades, and handles the
+/// messages of open WebSocket connections. Called on the loop thread only.
+public protocol ServerApplication: AnyObject {
+    func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse
+    /// nil admits the upgrade; a response refuses it (403 for a bad Origin, 401…).
+    func admit(_ request: HTTPRequest, on connection: Connection) -> HTTPResponse?
+    func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?)
+    func received(text: [UInt8], from connection: Connection)
+    func received(binary: [UInt8], from connection: Connection)
+    func closed(_ connection: Connection)
+    /// A broadcast could not be queued because the connection's queue is full.
+    func overflowed(_ connection: Connection)
+}
+
+extension ServerApplication {
+    public func admit(_ request: HTTPRequest, on connection: Connection) -> HTTPResponse? { nil }
+    public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {}
+    public func closed(_ connection: Connection) {}
+    public func overflowed(_ connection: Connection) {}
+}
+
+/// `--ws-echo`: every text and binary message comes back as it came, through the same
+/// listener, codec and connection code as the real server (what conformance suites
+/// such as Autobahn need).
+public final class EchoApplication: ServerApplication {
+    public init() {}
+
+    public func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse {
+        switch request.path {
+        case "/healthz": return .text(200, "ok\n")
+        case "/metrics":
+            var r = HTTPResponse.text(200, connection.server.transportMetrics())
+            r.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
+            return r
+        default: return .text(404, "navsyncd --ws-echo: WebSocket echo at /ws\n")
+        }
+    }
+
+    public func received(text: [UInt8], from connection: Connection) {
+        connection.send(WebSocketEncoder.frame(.text, text))
+    }
+
+    public func received(binary: [UInt8], from connection: Connection) {
+        connection.send(WebSocketEncoder.frame(.binary, binary))
+    }
+}

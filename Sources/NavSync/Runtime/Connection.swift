@@ -1,0 +1,241 @@
+import CUV
+
+/// One client connection: the libuv shell around a `ConnectionMachine`.
+///
+/// Output is queued, never written from inside the code that produced it: the server
+/// flushes every connection with queued output once per loop iteration, all of it in
+/// one `uv_write` (Redis's `handleClientsWithPendingWrites`). One write is in flight at
+/// a time; what arrives meanwhile waits for the next flush, which batches it.
+///
+/// Lifetime (libuv's rules): the `uv_tcp_t` holds a +1 reference to this object from
+/// `uv_tcp_init` until its close callback, where the handle memory is freed. A
+/// connection is never freed inside its own callbacks: `close` only starts `uv_close`.
+public final class Connection {
+    /// Unique per server run, in accept order.
+    public let id: Int
+    /// The peer's address, `127.0.0.1:50312`.
+    public let peer: String
+    /// Free for the application: its per-connection state.
+    public var context: AnyObject?
+
+    /// The server that owns this connection.
+    public unowned let server: Server
+    let tcp: UnsafeMutablePointer<uv_tcp_t>
+    private(set) var machine: ConnectionMachine
+
+    /// Output queued since the last flush.
+    private var pending: [OutgoingBuffer] = []
+    private var pendingBytes = 0
+    /// Bytes handed to libuv and not yet written.
+    private var inFlightBytes = 0
+    private var writing = false
+    /// When queued output last made progress (ms, loop clock).
+    private var lastWriteProgress: Int64 = 0
+    var isQueuedForFlush = false
+
+    /// Why the connection is ending, once it is; output still queued is flushed first.
+    public private(set) var closeReason: CloseReason?
+    private var handleClosed = false
+
+    /// Bytes read from / written to the socket.
+    public private(set) var bytesIn = 0
+    public private(set) var bytesOut = 0
+
+    init(server: Server, id: Int, tcp: UnsafeMutablePointer<uv_tcp_t>, peer: String, now: Int64) {
+        self.server = server
+        self.id = id
+        self.tcp = tcp
+        self.peer = peer
+        machine = ConnectionMachine(limits: server.configuration.connection, now: now)
+    }
+
+    /// Whether the WebSocket is open and not closing: messages may be sent.
+    public var isOpen: Bool { machine.isOpen && closeReason == nil }
+
+    /// Output bytes queued or in flight.
+    public var queuedBytes: Int { pendingBytes + inFlightBytes }
+
+    // MARK: Sending
+
+    /// Queues bytes (a whole frame). Returns false when the queue would pass the hard
+    /// cap; then nothing is queued and the application decides (drop, resync, close).
+    @discardableResult
+    public func send(_ bytes: [UInt8]) -> Bool { send(OutgoingBuffer(bytes)) }
+
+    @discardableResult
+    public func send(_ buffer: OutgoingBuffer) -> Bool {
+        guard !handleClosed else { return false }
+        guard queuedBytes + buffer.count <= server.configuration.maxQueueBytes else { return false }
+        if queuedBytes == 0 { lastWriteProgress = server.now }
+        pending.append(buffer)
+        pendingBytes += buffer.count
+        server.needsFlush(self)
+        return true
+    }
+
+    /// A text message, framed.
+    @discardableResult
+    public func sendText(_ bytes: [UInt8]) -> Bool { send(WebSocketEncoder.frame(.text, bytes)) }
+
+    /// Starts the WebSocket close handshake (or ends an HTTP connection).
+    public func close(code: UInt16, reason: String) {
+        perform(machine.close(code: code, reason: reason, now: server.now))
+    }
+
+    /// Ends the connection without a handshake, after flushing what is queued.
+    public func drop(_ reason: CloseReason) {
+        guard closeReason == nil else { return }
+        closeReason = reason
+        uv_read_stop(UV.stream(tcp))
+        if queuedBytes == 0 { closeHandle() }
+    }
+
+    // MARK: Events from the server
+
+    func start() {
+        let rc = uv_read_start(UV.stream(tcp), { handle, _, buf in
+            let server = Unmanaged<Connection>.fromOpaque(handle!.pointee.data).takeUnretainedValue().server
+            buf!.pointee = uv_buf_init(server.readBuffer.assumingMemoryBound(to: CChar.self), UInt32(server.readBufferSize))
+        }, { stream, nread, buf in
+            let connection = Unmanaged<Connection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
+            connection.didRead(nread, buf!.pointee)
+        })
+        if rc != 0 { drop(.ioError(UV.error(rc))) }
+    }
+
+    private func didRead(_ nread: Int, _ buf: uv_buf_t) {
+        if nread < 0 {
+            // EOF or a reset: the peer is gone, perhaps mid-frame. Nothing to flush to it.
+            closeReason = closeReason ?? (Int32(nread) == UV_EOF.rawValue ? .peerGone : .ioError(UV.error(Int32(nread))))
+            discardOutput()
+            closeHandle()
+            return
+        }
+        guard nread > 0, closeReason == nil else { return }
+        bytesIn += nread
+        server.bytesIn += nread
+        let bytes = Array(UnsafeRawBufferPointer(start: buf.base, count: nread))
+        perform(machine.received(bytes, now: server.now))
+    }
+
+    /// Heartbeats and timeouts; called about once a second.
+    func tick(now: Int64) {
+        guard !handleClosed else { return }
+        if queuedBytes > 0 && now - lastWriteProgress >= server.configuration.writeTimeout {
+            server.logger.warn("#\(id) \(peer): no write progress for \(server.configuration.writeTimeout) ms with \(queuedBytes) bytes queued")
+            closeReason = .writeTimeout
+            discardOutput()
+            closeHandle()
+            return
+        }
+        perform(machine.tick(now: now))
+    }
+
+    private func perform(_ actions: [ConnectionMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .write(let bytes):
+                if !send(bytes) { drop(.overflow) }
+            case .request(let request):
+                let response = server.application.respond(to: request, on: self)
+                server.logger.debug("#\(id) \(peer) \(request.method) \(redactedTarget(request.target)) \(response.status)")
+                perform(machine.respond(to: request, with: response, now: server.now))
+            case .upgradeRequest(let request):
+                let refusal = server.application.admit(request, on: self)
+                perform(machine.admit(request, refusal: refusal, now: server.now))
+            case .opened(let request, let subprotocol):
+                server.logger.info("#\(id) \(peer) websocket open \(redactedTarget(request.target))\(subprotocol.map { " (\($0))" } ?? "")")
+                server.application.opened(self, request: request, subprotocol: subprotocol)
+            case .text(let bytes):
+                if isOpen { server.application.received(text: bytes, from: self) }
+            case .binary(let bytes):
+                if isOpen { server.application.received(binary: bytes, from: self) }
+            case .closeSocket(let reason):
+                drop(reason)
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Hands everything queued to libuv in one write (writev), if no write is in flight.
+    func flush() {
+        isQueuedForFlush = false
+        guard !writing, !pending.isEmpty, !handleClosed else { return }
+        let request = WriteRequest(connection: self, buffers: pending)
+        inFlightBytes = pendingBytes
+        pending = []
+        pendingBytes = 0
+        writing = true
+        let rc = request.bufs.withUnsafeMutableBufferPointer { bufs in
+            uv_write(request.req, UV.stream(tcp), bufs.baseAddress, UInt32(bufs.count)) { req, status in
+                let request = Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).takeRetainedValue()
+                request.connection.didWrite(status)
+            }
+        }
+        if rc != 0 {
+            // A failed call never invokes its callback: release the request here.
+            Unmanaged<WriteRequest>.fromOpaque(request.req.pointee.data).release()
+            writing = false
+            inFlightBytes = 0
+            closeReason = closeReason ?? .ioError(UV.error(rc))
+            closeHandle()
+        }
+    }
+
+    private func didWrite(_ status: Int32) {
+        writing = false
+        bytesOut += inFlightBytes
+        server.bytesOut += inFlightBytes
+        inFlightBytes = 0
+        lastWriteProgress = server.now
+        if status < 0 {
+            closeReason = closeReason ?? .ioError(UV.error(status))
+            discardOutput()
+            closeHandle()
+            return
+        }
+        if !pending.isEmpty {
+            flush()
+        } else if closeReason != nil {
+            closeHandle()
+        }
+    }
+
+    private func discardOutput() {
+        pending = []
+        pendingBytes = 0
+    }
+
+    // MARK: Closing
+
+    private func closeHandle() {
+        guard !handleClosed else { return }
+        handleClosed = true
+        uv_read_stop(UV.stream(tcp))
+        uv_close(UV.handle(tcp)) { handle in
+            let connection = Unmanaged<Connection>.fromOpaque(handle!.pointee.data).takeRetainedValue()
+            connection.tcp.deallocate()
+            connection.server.connectionClosed(connection)
+        }
+    }
+}
+
+/// One `uv_write`: the request and the buffers it points into, kept alive until the
+/// write callback (which takes back the +1 reference stored in `req.data`).
+final class WriteRequest {
+    let req: UnsafeMutablePointer<uv_write_t>
+    let connection: Connection
+    let buffers: [OutgoingBuffer]
+    var bufs: [uv_buf_t]
+
+    init(connection: Connection, buffers: [OutgoingBuffer]) {
+        self.connection = connection
+        self.buffers = buffers
+        req = .allocate(capacity: 1)
+        bufs = buffers.map { uv_buf_init($0.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32($0.count)) }
+        req.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    deinit { req.deallocate() }
+}

@@ -1,0 +1,24 @@
+/// Everything `navsyncd` can be told, with the protocol's documented defaults
+/// (DESIGN.md sections 8 and 12).
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on: an IPv4 or IPv6 literal.
+    public var host = "127.0.0.1"
+    /// TCP port; 0 takes a free one (the start-up line names it).
+    public var port = 7420
+    /// Per-connection limits and timers (message size, handshake, heartbeat).
+    public var connection = ConnectionLimits()
+    /// Hard cap on one connection's queued output, in bytes. Past it a send is
+    /// refused and the application decides (a lagging member is resynced with a
+    /// snapshot; an echo client is dropped). 8 MiB holds thousands of patches.
+    public var maxQueueBytes = 8 << 20
+    /// A connection whose queued output makes no progress this long (ms) is dropped:
+    /// a client that reads nothing cannot hold memory forever.
+    public var writeTimeout: Int64 = 30_000
+    /// How long (ms) shutdown waits for close handshakes before dropping connections.
+    public var shutdownGrace: Int64 = 3_000
+    /// `listen(2)` backlog.
+    public var backlog: Int32 = 511
+    public var logLevel = Logger.Level.info
+
+    public init() {}
+}

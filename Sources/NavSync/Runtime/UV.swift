@@ -1,0 +1,107 @@
+import CUV
+@preconcurrency import Glibc
+
+/// Small helpers around the libuv C API: casts between handle types, error text,
+/// socket addresses.
+enum UV {
+    static func stream<T>(_ p: UnsafeMutablePointer<T>) -> UnsafeMutablePointer<uv_stream_t> {
+        UnsafeMutablePointer<uv_stream_t>(OpaquePointer(p))
+    }
+
+    static func handle<T>(_ p: UnsafeMutablePointer<T>) -> UnsafeMutablePointer<uv_handle_t> {
+        UnsafeMutablePointer<uv_handle_t>(OpaquePointer(p))
+    }
+
+    static func error(_ code: Int32) -> String {
+        "\(String(cString: uv_err_name(code))): \(String(cString: uv_strerror(code)))"
+    }
+
+    /// A listening or peer address, IPv4 or IPv6.
+    struct Address {
+        var storage = sockaddr_storage()
+
+        /// Parses a numeric IPv4 or IPv6 address ("127.0.0.1", "::1", "0.0.0.0").
+        init?(host: String, port: Int) {
+            var storage = sockaddr_storage()
+            let ok: Bool = withUnsafeMutablePointer(to: &storage) { p in
+                if host.contains(":") {
+                    return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { uv_ip6_addr(host, Int32(port), $0) == 0 }
+                }
+                return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) == 0 }
+            }
+            guard ok else { return nil }
+            self.storage = storage
+        }
+
+        init(storage: sockaddr_storage) { self.storage = storage }
+
+        var isIPv6: Bool { Int32(storage.ss_family) == AF_INET6 }
+
+        var port: Int {
+            var s = storage
+            return withUnsafePointer(to: &s) { p in
+                isIPv6 ? p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                       : p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            }
+        }
+
+        var host: String {
+            var s = storage
+            var buffer = [CChar](repeating: 0, count: 64)
+            _ = withUnsafePointer(to: &s) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_ip_name($0, &buffer, buffer.count) }
+            }
+            return String(cString: buffer)
+        }
+
+        /// `127.0.0.1:7420` or `[::1]:7420`.
+        var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+        var isLoopback: Bool {
+            isIPv6 ? host == "::1" : host.hasPrefix("127.")
+        }
+
+        func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {
+            var s = storage
+            return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
+        }
+    }
+}
+
+/// Bytes queued for one or many connections. A broadcast is encoded once into one
+/// buffer and the same buffer is queued on every member (reference counted), so a
+/// patch for 1,000 members costs one serialization and one copy.
+public final class OutgoingBuffer {
+    public let bytes: UnsafeMutableRawBufferPointer
+
+    public init(_ source: [UInt8]) {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(source.count, 1), alignment: 1)
+        source.withUnsafeBytes { src in
+            if let base = src.baseAddress { storage.baseAddress!.copyMemory(from: base, byteCount: src.count) }
+        }
+        bytes = storage
+        count = source.count
+    }
+
+    public let count: Int
+
+    deinit { bytes.deallocate() }
+}
+
+/// Starts a thread that runs `body` (used to run a server's loop beside a test or an
+/// embedding program; the loop then belongs to that thread).
+public func startThread(_ body: sending @escaping () -> Void) {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var tid = pthread_t()
+    let rc = pthread_create(&tid, nil, { arg in
+        let b = Unmanaged<AnyObject>.fromOpaque(arg!).takeRetainedValue() as! Box
+        b.body()
+        return nil
+    }, box)
+    precondition(rc == 0, "pthread_create failed: \(rc)")
+    pthread_detach(tid)
+}

@@ -1,0 +1,146 @@
+@preconcurrency import Glibc
+import Testing
+@testable import NavSync
+
+/// The libuv runtime over real sockets on 127.0.0.1, port 0, with `EchoApplication`.
+@Suite("Loopback: WebSocket echo server", .serialized)
+struct LoopbackTests {
+    @Test func echoesTextAndBinaryAtEverySizeBoundary() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try RawClient(port: server.port)
+        #expect(c.upgrade() == "HTTP/1.1 101 Switching Protocols")
+        for size in [0, 125, 126, 65535, 65536, 1 << 20] {
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            c.sendFrame(.binary, bytes)
+            #expect(c.next() == .binary(bytes), "binary \(size)")
+            let text = [UInt8](repeating: 0x61, count: size)
+            c.sendFrame(.text, text)
+            #expect(c.next() == .text(text), "text \(size)")
+        }
+    }
+
+    @Test func fragmentedMessageWithAPingInside() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try RawClient(port: server.port)
+        c.upgrade()
+        c.sendFrame(.text, Array("frag".utf8), fin: false)
+        c.sendFrame(.ping, Array("mid".utf8))
+        c.sendFrame(.continuation, Array("men".utf8), fin: false)
+        c.sendFrame(.continuation, Array("ted".utf8))
+        #expect(c.next() == .pong(Array("mid".utf8)))
+        #expect(c.next() == .text(Array("fragmented".utf8)))
+        // Byte at a time, header and payload split anywhere.
+        for b in WebSocketEncoder.frame(.text, Array("slow".utf8), mask: (1, 2, 3, 4)) { c.send([b]) }
+        #expect(c.next() == .text(Array("slow".utf8)))
+    }
+
+    @Test func everyViolationClosesWithItsCodeWhileOthersCarryOn() throws {
+        let server = try TestServer { $0.connection.maxMessage = 64 * 1024 }
+        defer { server.stop() }
+        let bystander = try RawClient(port: server.port)
+        bystander.upgrade()
+        let m: (UInt8, UInt8, UInt8, UInt8) = (1, 2, 3, 4)
+        let cases: [(String, [UInt8], UInt16)] = [
+            ("unmasked frame", WebSocketEncoder.frame(.text, [97]), 1002),
+            ("reserved bit", [0xC1, 0x80, 1, 2, 3, 4], 1002),
+            ("reserved opcode", [0x83, 0x80, 1, 2, 3, 4], 1002),
+            ("invalid UTF-8", WebSocketEncoder.frame(.text, [0xFF], mask: m), 1007),
+            ("too large", WebSocketEncoder.header(.binary, length: 64 * 1024 + 1, mask: m), 1009),
+            ("bad close code", WebSocketEncoder.frame(.close, [0x03, 0xE7], mask: m), 1002),
+            ("long ping", WebSocketEncoder.frame(.ping, [UInt8](repeating: 0, count: 126), mask: m), 1002),
+            ("stray continuation", WebSocketEncoder.frame(.continuation, [97], mask: m), 1002),
+            ("non-minimal length", [0x82, 0xFE, 0x00, 0x05, 1, 2, 3, 4], 1002),
+        ]
+        for (name, bytes, code) in cases {
+            let c = try RawClient(port: server.port)
+            c.upgrade()
+            c.send(bytes)
+            #expect(c.closeCode() == .some(code), "\(name)")
+            #expect(c.isClosedByPeer(), "\(name): TCP closed after the close frame")
+            bystander.sendFrame(.text, Array(name.utf8))
+            #expect(bystander.next() == .text(Array(name.utf8)), "bystander after \(name)")
+        }
+    }
+
+    @Test func closeHandshakeEchoesTheCode() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let c = try RawClient(port: server.port)
+        c.upgrade()
+        c.sendFrame(.close, [0x0F, 0xA0, 0x62, 0x79, 0x65])   // 4000 "bye"
+        #expect(c.closeCode() == .some(4000))
+        #expect(c.isClosedByPeer())
+    }
+
+    @Test func aPeerThatVanishesMidFrameIsCleanedUp() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let before = server.metric("navsync_connections") ?? -1
+        do {
+            let c = try RawClient(port: server.port)
+            c.upgrade()
+            c.send(WebSocketEncoder.header(.binary, length: 1000, mask: (1, 2, 3, 4)) + [1, 2, 3])
+        }   // closed here, 997 bytes short
+        do {
+            let c = try RawClient(port: server.port)
+            c.send(Array("GET /ws HTTP/1.1\r\nHost: t\r\nUpg".utf8))   // mid-handshake
+        }
+        #expect(server.eventually { server.metric("navsync_connections") == before })
+    }
+
+    @Test func handshakeTimeoutAndHTTPErrorsOnTheSamePort() throws {
+        let server = try TestServer { $0.connection.handshakeTimeout = 200 }
+        defer { server.stop() }
+        let idle = try RawClient(port: server.port)
+        #expect(idle.isClosedByPeer())   // closed within a tick of the timeout
+        #expect(server.http("GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").hasSuffix("\r\n\r\nok\n"))
+        #expect(server.http("GET / HTTP/1.1\r\nHost: t\r\nX: " + String(repeating: "a", count: 70_000) + "\r\n\r\n").hasPrefix("HTTP/1.1 431 "))
+        let v8 = try RawClient(port: server.port)
+        v8.send(Array("GET /ws HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n".utf8))
+        let head = v8.readHead()
+        #expect(head.hasPrefix("HTTP/1.1 426 ") && head.contains("Sec-WebSocket-Version: 13"))
+        #expect(server.http("GET /elsewhere HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").hasPrefix("HTTP/1.1 404 "))
+    }
+
+    @Test func aClientThatNeverReadsIsDroppedNotBuffered() throws {
+        let server = try TestServer {
+            $0.maxQueueBytes = 256 * 1024
+            $0.writeTimeout = 1_000
+        }
+        defer { server.stop() }
+        let bystander = try RawClient(port: server.port)
+        bystander.upgrade()
+        let hog = try RawClient(port: server.port, timeout: 1)
+        hog.upgrade()
+        // Echoes pile up in the kernel, then in the queue, which is capped.
+        let message = WebSocketEncoder.frame(.binary, [UInt8](repeating: 1, count: 60_000), mask: (1, 2, 3, 4))
+        var flags = fcntl(hog.fd, F_GETFL)
+        flags |= O_NONBLOCK
+        _ = fcntl(hog.fd, F_SETFL, flags)
+        // Send until the server drops the hog (its socket errors) or 10 s pass.
+        let deadline = Date.monotonic + 10
+        while Date.monotonic < deadline {
+            let n = message.withUnsafeBytes { Glibc.send(hog.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno != EAGAIN { break }
+            if n < 0 { usleep(10_000) }
+            if server.metric("navsync_websockets") == 1 { break }
+        }
+        #expect(server.eventually(10) { server.metric("navsync_websockets") == 1 }, "the hog is dropped")
+        #expect((server.metric("navsync_output_queued_bytes") ?? .max) <= 256 * 1024)
+        bystander.sendFrame(.text, Array("still here".utf8))
+        #expect(bystander.next() == .text(Array("still here".utf8)))
+    }
+
+    @Test func shutdownClosesEveryWebSocketWith1001() throws {
+        let server = try TestServer()
+        let a = try RawClient(port: server.port)
+        a.upgrade()
+        let b = try RawClient(port: server.port)
+        b.upgrade()
+        server.running.stopHandle.stop()
+        #expect(a.closeCode() == .some(1001))
+        #expect(b.closeCode() == .some(1001))
+    }
+}
