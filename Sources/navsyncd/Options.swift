@@ -3,6 +3,9 @@ import NavSync
 /// navsyncd's command line (DESIGN.md section 12) -> a ServerConfiguration.
 struct Options {
     var server = ServerConfiguration()
+    var hub = HubConfiguration()
+    /// Queued bytes past which a member stops getting patches until it drains.
+    var lagThreshold = 1 << 20
     var wsEcho = false
     var insecure = false
     var flowsDirectory: String?
@@ -23,6 +26,15 @@ struct Options {
       --handshake-timeout MS  an HTTP connection must finish its request/handshake in this long (default 10000)
       --ping-interval MS      ping a WebSocket silent this long (default 30000)
       --dead-timeout MS       drop a WebSocket silent this long, pings unanswered (default 60000)
+      --max-sessions N        sessions the server holds (default 1000)
+      --max-members N         members of one session (default 10000)
+      --max-ops N             operations in one command (default 64)
+      --rate N                commands per second per connection (default 200)
+      --burst N               commands a connection may send in a burst (default 400)
+      --patch-log N           patches kept per session for catch-up with since (default 1024)
+      --lag-threshold BYTES   a member with this much output queued stops getting patches
+                              and gets a snapshot once it drains (default 1048576)
+      --no-demo-session       do not create the session "demo" at start
       --log-level LEVEL       debug, info, warn, error or off (default info)
       --ws-echo               run only the WebSocket layer: echo every message back
                               (for conformance suites such as Autobahn)
@@ -71,6 +83,7 @@ struct Options {
             case "--max-message":
                 guard let n = number(flag, value(flag), min: 1024), n <= 1 << 30 else { return .usageError("--max-message needs a byte count from 1024 to 1073741824") }
                 o.server.connection.maxMessage = Int(n)
+                o.hub.limits.maxMessage = Int(n)
             case "--max-queue":
                 guard let n = number(flag, value(flag), min: 64 * 1024) else { return .usageError("--max-queue needs a byte count of at least 65536") }
                 o.server.maxQueueBytes = Int(n)
@@ -86,6 +99,28 @@ struct Options {
             case "--dead-timeout":
                 guard let n = number(flag, value(flag), min: 100) else { return .usageError("--dead-timeout needs milliseconds (at least 100)") }
                 o.server.connection.deadTimeout = n
+            case "--max-sessions":
+                guard let n = number(flag, value(flag), min: 1) else { return .usageError("--max-sessions needs a number of at least 1") }
+                o.hub.maxSessions = Int(n)
+            case "--max-members":
+                guard let n = number(flag, value(flag), min: 1) else { return .usageError("--max-members needs a number of at least 1") }
+                o.hub.maxMembers = Int(n)
+            case "--max-ops":
+                guard let n = number(flag, value(flag), min: 1), n <= 10_000 else { return .usageError("--max-ops needs a number from 1 to 10000") }
+                o.hub.limits.model.maxOps = Int(n)
+            case "--rate":
+                guard let n = number(flag, value(flag), min: 1) else { return .usageError("--rate needs commands per second (at least 1)") }
+                o.hub.commandRate = Double(n)
+            case "--burst":
+                guard let n = number(flag, value(flag), min: 1) else { return .usageError("--burst needs a number of at least 1") }
+                o.hub.commandBurst = Int(n)
+            case "--patch-log":
+                guard let n = number(flag, value(flag), min: 1000) else { return .usageError("--patch-log needs a number of at least 1000") }
+                o.hub.patchLog = Int(n)
+            case "--lag-threshold":
+                guard let n = number(flag, value(flag), min: 4096) else { return .usageError("--lag-threshold needs a byte count of at least 4096") }
+                o.lagThreshold = Int(n)
+            case "--no-demo-session": o.hub.demoSession = nil
             case "--log-level":
                 guard let v = value(flag), let level = Logger.Level(name: v) else { return .usageError("--log-level needs debug, info, warn, error or off") }
                 o.server.logLevel = level
@@ -96,6 +131,10 @@ struct Options {
             default:
                 return .usageError("unknown option '\(arg)'")
             }
+        }
+        o.hub.heartbeat = Int(max(1, o.server.connection.pingInterval / 1000))
+        if o.lagThreshold >= o.server.maxQueueBytes {
+            return .usageError("--lag-threshold must be below --max-queue")
         }
         if o.server.connection.deadTimeout <= o.server.connection.pingInterval {
             return .usageError("--dead-timeout must be longer than --ping-interval")

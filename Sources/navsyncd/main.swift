@@ -26,12 +26,21 @@ if !loopback && !options.insecure {
 }
 if options.server.host == "localhost" { options.server.host = "127.0.0.1" }
 
+var flows: [Flow] = []
+if let dir = options.flowsDirectory {
+    do { flows = try FlowDirectory.load(dir) } catch {
+        say("navsyncd: flow refused: \(error)", to: 2)
+        exit(1)
+    }
+}
+
 let application: ServerApplication
 if options.wsEcho {
     application = EchoApplication()
 } else {
-    say("navsyncd: sessions arrive with the next build; run with --ws-echo for the transport alone", to: 2)
-    exit(1)
+    let hub = Hub(configuration: options.hub, flows: flows, newClientID: { "c" + RandomIDs.hex(6) },
+                  newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds)
+    application = SessionServer(hub: hub, lagThreshold: options.lagThreshold)
 }
 
 let server: Server
@@ -43,7 +52,12 @@ do {
 }
 if !loopback { server.logger.warn("listening on \(server.host) with --insecure: every client is admin") }
 say("navsyncd listening on \(server.webSocketURL) (web: \(server.httpURL))", to: 1)
-if options.wsEcho { server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions") }
+if options.wsEcho {
+    server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions")
+} else {
+    server.logger.info("sessions are in memory only: they are lost when navsyncd stops")
+    server.logger.info("flows: \(([Flow.demo] + flows).map(\.name).joined(separator: ", "))\(options.hub.demoSession.map { "; session '\($0)' is ready to join" } ?? "")")
+}
 server.run()
 server.logger.info("stopped")
 exit(0)

@@ -8,15 +8,15 @@ public protocol ServerApplication: AnyObject {
     func received(text: [UInt8], from connection: Connection)
     func received(binary: [UInt8], from connection: Connection)
     func closed(_ connection: Connection)
-    /// A broadcast could not be queued because the connection's queue is full.
-    func overflowed(_ connection: Connection)
+    /// The connection's queued output has all been written.
+    func drained(_ connection: Connection)
 }
 
 extension ServerApplication {
     public func admit(_ request: HTTPRequest, on connection: Connection) -> HTTPResponse? { nil }
     public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {}
     public func closed(_ connection: Connection) {}
-    public func overflowed(_ connection: Connection) {}
+    public func drained(_ connection: Connection) {}
 }
 
 /// `--ws-echo`: every text and binary message comes back as it came, through the same

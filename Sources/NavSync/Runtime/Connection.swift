@@ -199,6 +199,8 @@ public final class Connection {
             flush()
         } else if closeReason != nil {
             closeHandle()
+        } else {
+            server.application.drained(self)
         }
     }
 

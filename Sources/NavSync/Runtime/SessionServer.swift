@@ -1,0 +1,223 @@
+/// navsyncd's application: protocol v1 over WebSocket, and the HTTP API, on top of a
+/// `Hub` (DESIGN.md sections 6–8).
+///
+/// A broadcast is encoded and framed once; the same bytes are queued on every member.
+/// A member whose queue passes `lagThreshold` stops getting patches of that session
+/// and is sent a `snapshot` once its queue has drained: memory stays bounded and the
+/// others are not slowed (section 8).
+public final class SessionServer: ServerApplication {
+    public let hub: Hub
+    /// Queued bytes past which a member is lagging and patches stop being queued for it.
+    public let lagThreshold: Int
+
+    /// Per connection, kept in `Connection.context`.
+    final class ClientState {
+        /// Sessions whose patches this client missed; it gets a snapshot when drained.
+        var lagging: Set<String> = []
+    }
+
+    public init(hub: Hub, lagThreshold: Int = 1 << 20) {
+        self.hub = hub
+        self.lagThreshold = lagThreshold
+    }
+
+    // MARK: WebSocket
+
+    public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {
+        connection.context = ClientState()
+        hub.connect(connection.id, now: connection.server.now)
+    }
+
+    public func received(text: [UInt8], from connection: Connection) {
+        deliver(hub.handle(text: text, from: connection.id, now: connection.server.now), on: connection.server)
+    }
+
+    public func received(binary: [UInt8], from connection: Connection) {
+        connection.close(code: CloseCode.unsupportedData, reason: "protocol navsync.v1 is text only")
+    }
+
+    public func closed(_ connection: Connection) {
+        guard connection.context != nil else { return }
+        deliver(hub.disconnect(connection.id), on: connection.server)
+    }
+
+    public func drained(_ connection: Connection) {
+        guard let state = connection.context as? ClientState, !state.lagging.isEmpty, connection.isOpen else { return }
+        for name in state.lagging.sorted() {
+            guard let s = hub.sessions[name], s.members[connection.id] != nil else { continue }
+            let seq = s.sequencer
+            connection.server.logger.info("#\(connection.id) \(connection.peer) caught up on '\(name)' with a snapshot at rev \(seq.rev)")
+            send(.snapshot(session: name, rev: seq.rev, state: seq.state.json), id: nil, to: connection)
+        }
+        state.lagging = []
+    }
+
+    func deliver(_ deliveries: [Hub.Delivery], on server: Server) {
+        for delivery in deliveries {
+            switch delivery {
+            case .reply(let to, let message, let id):
+                if let connection = server.connections[to] { send(message, id: id, to: connection) }
+            case .broadcast(let session, let message, let except):
+                broadcast(message, to: session, except: except, on: server)
+            }
+        }
+    }
+
+    private func send(_ message: ServerMessage, id: JSON?, to connection: Connection) {
+        guard connection.isOpen else { return }
+        if !connection.sendText(message.json(id: id).encoded()) { connection.drop(.overflow) }
+    }
+
+    private func broadcast(_ message: ServerMessage, to session: String, except: Int?, on server: Server) {
+        let members = hub.members(of: session)
+        guard members.contains(where: { $0 != except }) else { return }
+        let frame = OutgoingBuffer(WebSocketEncoder.frame(.text, message.json().encoded()))
+        let isPatch: Bool
+        if case .patch = message { isPatch = true } else { isPatch = false }
+        for id in members where id != except {
+            guard let connection = server.connections[id], connection.isOpen,
+                  let state = connection.context as? ClientState else { continue }
+            if isPatch {
+                if state.lagging.contains(session) { continue }
+                if connection.queuedBytes > lagThreshold {
+                    state.lagging.insert(session)
+                    server.logger.info("#\(id) \(connection.peer) is lagging on '\(session)' (\(connection.queuedBytes) bytes queued): patches paused until it drains")
+                    continue
+                }
+            }
+            if connection.send(frame) {
+                if isPatch { hub.patchesSent += 1 }
+            } else if isPatch {
+                state.lagging.insert(session)
+            } else {
+                connection.drop(.overflow)
+            }
+        }
+    }
+
+    // MARK: HTTP
+
+    public func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse {
+        let segments = ParsedURL(request.path)?.segments ?? []
+        let isRead = request.method == "GET" || request.method == "HEAD"
+        func only(_ allowed: String, _ body: () -> HTTPResponse) -> HTTPResponse {
+            let ok = allowed == "GET" ? isRead : request.method == allowed
+            guard ok else {
+                var r = HTTPResponse.text(405, "use \(allowed) for \(request.path)\n")
+                r.headers.append(("Allow", allowed == "GET" ? "GET, HEAD" : allowed))
+                return r
+            }
+            return body()
+        }
+        switch Endpoint(segments) {
+        case .index:
+            return only("GET") { .text(200, Self.index(connection.server)) }
+        case .healthz:
+            return only("GET") { .text(200, "ok\n") }
+        case .metrics:
+            return only("GET") {
+                var r = HTTPResponse.text(200, connection.server.transportMetrics() + metrics())
+                r.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
+                return r
+            }
+        case .sessions:
+            return only("GET") { .json(200, ["sessions": .array(hub.sessionSummaries.map(\.json))]) }
+        case .session(let name):
+            return only("GET") {
+                guard let s = hub.sessions[name] else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
+                return .json(200, ["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
+                                   "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
+            }
+        case .commands(let name):
+            return only("POST") { postCommand(request, session: name, server: connection.server) }
+        case nil:
+            return .json(404, ["type": "error", "code": "not_found", "message": .string("no resource at \(request.path)")])
+        }
+    }
+
+    /// The HTTP API's resources (DESIGN.md section 7).
+    enum Endpoint {
+        case index, healthz, metrics, sessions
+        case session(String)
+        case commands(String)
+
+        init?(_ s: [String]) {
+            switch s.count {
+            case 0: self = .index
+            case 1 where s[0] == "healthz": self = .healthz
+            case 1 where s[0] == "metrics": self = .metrics
+            case 2 where s == ["api", "sessions"]: self = .sessions
+            case 3 where s[0] == "api" && s[1] == "sessions": self = .session(s[2])
+            case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "commands": self = .commands(s[2])
+            default: return nil
+            }
+        }
+    }
+
+    /// `POST /api/sessions/NAME/commands`: the body is a command object; the answer is
+    /// its ack (200) or error. `X-Navsync-Client` names the client identity for
+    /// idempotency (default `http`).
+    private func postCommand(_ request: HTTPRequest, session: String, server: Server) -> HTTPResponse {
+        let body: JSON
+        do { body = try JSON.parse(request.body) } catch {
+            return Self.error(NavError(.badJSON, "the body is not valid JSON: \(error)"))
+        }
+        guard let object = body.objectValue else {
+            return Self.error(NavError(.badRequest, "the body must be a command object, got \(body.typeName)"))
+        }
+        let client = request.header("X-Navsync-Client") ?? "http"
+        guard Hub.isValidClientID(client) else {
+            return Self.error(NavError(.badRequest, "X-Navsync-Client must be 1-64 letters, digits or -_.: characters"))
+        }
+        let (patch, answer) = hub.command(session: session, object, client: client, role: .admin)
+        if let patch { deliver([patch], on: server) }
+        if case .error(let e) = answer { return Self.error(e, id: object["id"]) }
+        return .json(200, answer.json())
+    }
+
+    /// Error codes to HTTP statuses for the HTTP API.
+    public static func status(for code: ErrorCode) -> Int {
+        switch code {
+        case .badJSON, .badRequest: return 400
+        case .forbidden: return 403
+        case .unknownSession: return 404
+        case .conflict, .busy: return 409
+        case .tooLarge: return 413
+        case .unknownRoute, .badParams, .invalidOp, .notFound: return 422
+        case .rateLimited: return 429
+        case .full: return 503
+        case .internal: return 500
+        }
+    }
+
+    static func error(_ e: NavError, id: JSON? = nil) -> HTTPResponse {
+        .json(status(for: e.code), ServerMessage.error(e).json(id: id))
+    }
+
+    private func metrics() -> String {
+        var m = PrometheusText()
+        m.gauge("navsync_sessions", "Sessions held.", hub.sessions.count)
+        m.gauge("navsync_members", "Session memberships (a connection in two sessions counts twice).", hub.memberCount)
+        m.counter("navsync_commands_total", "Commands by outcome: applied, unchanged, duplicate, or the error code.",
+                  labelled: hub.commandOutcomes.sorted { $0.key < $1.key }.map { ("result=\"\($0.key)\"", $0.value) })
+        m.counter("navsync_patches_sent_total", "Patch messages queued to members.", hub.patchesSent)
+        let h = hub.applyLatency
+        m.histogram("navsync_command_apply_seconds", "Time to sequence and apply one command.", bounds: LatencyHistogram.bounds,
+                    cumulative: h.cumulative, sum: h.sum, count: h.count)
+        return m.text
+    }
+
+    static func index(_ server: Server) -> String {
+        """
+        navsyncd: one live navigation state per session, shared over WebSocket.
+
+        WebSocket   \(server.webSocketURL)   (protocol navsync.v1)
+        GET  /healthz                       liveness
+        GET  /metrics                       Prometheus metrics
+        GET  /api/sessions                  sessions, as JSON
+        GET  /api/sessions/NAME             one session's state, as JSON
+        POST /api/sessions/NAME/commands    body: a command object; answer: its ack or error
+
+        """
+    }
+}
