@@ -61,8 +61,12 @@ final class RawClient {
     var pendingEvents: [WebSocketDecoder.Event] = []
     var leftover: [UInt8] = []
 
-    init(port: Int, timeout: Int = 5) throws {
+    init(port: Int, timeout: Int = 5, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            // Before connect, so the window is small from the start: a slow reader.
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -149,5 +153,62 @@ final class RawClient {
             if n == 0 { return true }
             if n < 0 { return errno == ECONNRESET }
         }
+    }
+}
+
+extension TestServer {
+    /// A session server (demo session ready) on port 0.
+    static func sessions(_ configure: @escaping @Sendable (inout HubConfiguration) -> Void = { _ in },
+                         lagThreshold: Int = 1 << 20,
+                         server: (inout ServerConfiguration) -> Void = { _ in }) throws -> TestServer {
+        try TestServer(server) {
+            var config = HubConfiguration()
+            configure(&config)
+            var n = 0
+            let hub = Hub(configuration: config, flows: [], newClientID: { n += 1; return "c\(n)" },
+                          newEpoch: { RandomIDs.hex(4) }, clock: monotonicNanoseconds)
+            return SessionServer(hub: hub, lagThreshold: lagThreshold)
+        }
+    }
+}
+
+extension RawClient {
+    func sendJSON(_ message: JSON) { sendFrame(.text, message.encoded()) }
+
+    /// The next text message as JSON (nil at close or timeout).
+    func nextJSON() -> JSON? {
+        while let event = next() {
+            if case .text(let bytes) = event { return try? JSON.parse(bytes) }
+            if case .close = event { return nil }
+        }
+        return nil
+    }
+
+    /// Reads messages until one of the given type.
+    func next(type: String) -> JSON? {
+        while let m = nextJSON() { if m["type"] == .string(type) { return m } }
+        return nil
+    }
+
+    /// A connected, joined client.
+    static func member(_ server: TestServer, session: String = "demo", receiveBuffer: Int32? = nil) throws -> (RawClient, JSON) {
+        let c = try RawClient(port: server.port, receiveBuffer: receiveBuffer)
+        c.upgrade(extra: "Sec-WebSocket-Protocol: navsync.v1\r\n")
+        c.sendJSON(["type": "join", "session": .string(session)])
+        return (c, c.next(type: "joined") ?? nil)
+    }
+}
+
+extension RawClient {
+    /// The text messages that can be read without waiting.
+    func availableJSON() -> [JSON] {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            guard n > 0 else { break }
+            pendingEvents += decoder.feed(Array(buffer[0..<n])).events
+        }
+        defer { pendingEvents = [] }
+        return pendingEvents.compactMap { if case .text(let b) = $0 { return try? JSON.parse(b) } else { return nil } }
     }
 }

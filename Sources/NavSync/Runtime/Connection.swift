@@ -3,7 +3,8 @@ import CUV
 /// One client connection: the libuv shell around a `ConnectionMachine`.
 ///
 /// Output is queued, never written from inside the code that produced it: the server
-/// flushes every connection with queued output once per loop iteration, all of it in
+/// flushes every connection with queued output once per loop iteration, before the
+/// loop blocks, all of it in
 /// one `uv_write` (Redis's `handleClientsWithPendingWrites`). One write is in flight at
 /// a time; what arrives meanwhile waits for the next flush, which batches it.
 ///

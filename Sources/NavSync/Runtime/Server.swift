@@ -6,7 +6,9 @@ public struct ServerError: Error, CustomStringConvertible {
 }
 
 /// The libuv runtime: one loop thread owns the listener, every connection and the
-/// application. Writes are flushed once per loop iteration (a `uv_check_t`), timers
+/// application. Writes are flushed once per loop iteration, just before the loop
+/// blocks (a `uv_prepare_t`, Redis's `beforeSleep`), so output queued in any phase —
+/// reads, timers, close callbacks — leaves before the loop sleeps. Timers
 /// tick every connection once a second, SIGINT/SIGTERM shut down gracefully.
 public final class Server {
     public let configuration: ServerConfiguration
@@ -18,7 +20,7 @@ public final class Server {
 
     let loop: UnsafeMutablePointer<uv_loop_t>
     private let listener: UnsafeMutablePointer<uv_tcp_t>
-    private let check: UnsafeMutablePointer<uv_check_t>
+    private let prepare: UnsafeMutablePointer<uv_prepare_t>
     private let timer: UnsafeMutablePointer<uv_timer_t>
     private let graceTimer: UnsafeMutablePointer<uv_timer_t>
     private let signals: [UnsafeMutablePointer<uv_signal_t>]
@@ -52,7 +54,7 @@ public final class Server {
         loop = .allocate(capacity: 1)
         uv_loop_init(loop)
         listener = .allocate(capacity: 1)
-        check = .allocate(capacity: 1)
+        prepare = .allocate(capacity: 1)
         timer = .allocate(capacity: 1)
         graceTimer = .allocate(capacity: 1)
         signals = [.allocate(capacity: 1), .allocate(capacity: 1)]
@@ -84,9 +86,9 @@ public final class Server {
         host = actual.host
         port = actual.port
 
-        uv_check_init(loop, check)
-        check.pointee.data = me
-        uv_check_start(check) { h in Unmanaged<Server>.fromOpaque(h!.pointee.data).takeUnretainedValue().flushAll() }
+        uv_prepare_init(loop, prepare)
+        prepare.pointee.data = me
+        uv_prepare_start(prepare) { h in Unmanaged<Server>.fromOpaque(h!.pointee.data).takeUnretainedValue().flushAll() }
         uv_timer_init(loop, timer)
         timer.pointee.data = me
         uv_timer_start(timer, { h in Unmanaged<Server>.fromOpaque(h!.pointee.data).takeUnretainedValue().tickAll() }, 1000, 1000)
@@ -109,7 +111,7 @@ public final class Server {
         uv_loop_close(loop)
         loop.deallocate()
         listener.deallocate()
-        check.deallocate()
+        prepare.deallocate()
         timer.deallocate()
         graceTimer.deallocate()
         signals.forEach { $0.deallocate() }
@@ -195,7 +197,7 @@ public final class Server {
         flushList.append(connection)
     }
 
-    /// Once per loop iteration, after I/O: every connection with queued output writes it.
+    /// Once per loop iteration, before it blocks: every connection with queued output writes it.
     private func flushAll() {
         guard !flushList.isEmpty else { return }
         let list = flushList
@@ -240,7 +242,7 @@ public final class Server {
 
     private func finishShutdown() {
         flushAll()
-        for handle in [UV.handle(check), UV.handle(timer), UV.handle(graceTimer), UV.handle(wakeup)] + signals.map({ UV.handle($0) })
+        for handle in [UV.handle(prepare), UV.handle(timer), UV.handle(graceTimer), UV.handle(wakeup)] + signals.map({ UV.handle($0) })
         where uv_is_closing(handle) == 0 {
             uv_close(handle, nil)
         }

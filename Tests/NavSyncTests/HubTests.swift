@@ -1,0 +1,181 @@
+import Testing
+@testable import NavSync
+
+/// The session layer as a value: messages in, deliveries out, no sockets.
+@Suite("Hub")
+struct HubTests {
+    final class Fixture {
+        var n = 0
+        let hub: Hub
+        var now: Int64 = 0
+
+        init(_ configure: (inout HubConfiguration) -> Void = { _ in }) {
+            var config = HubConfiguration()
+            configure(&config)
+            var clients = 0
+            var epochs = 0
+            hub = Hub(configuration: config, flows: [studioFlow], newClientID: { clients += 1; return "c\(clients)" },
+                      newEpoch: { epochs += 1; return "ep\(epochs)" }, clock: { 0 })
+        }
+
+        func connect() -> Int {
+            n += 1
+            hub.connect(n, now: now)
+            return n
+        }
+
+        func send(_ c: Int, _ message: JSON) -> [Hub.Delivery] {
+            hub.handle(text: message.encoded(), from: c, now: now)
+        }
+
+        /// The messages one connection receives from these deliveries, as JSON.
+        func inbox(_ c: Int, _ deliveries: [Hub.Delivery]) -> [JSON] {
+            deliveries.compactMap { d -> JSON? in
+                switch d {
+                case .reply(let to, let m, let id): return to == c ? m.json(id: id) : Optional<JSON>.none
+                case .broadcast(let s, let m, let except):
+                    return except != c && hub.members(of: s).contains(c) ? m.json() : Optional<JSON>.none
+                }
+            }
+        }
+    }
+
+    @Test func helloWelcomeAndResumedIdentity() {
+        let f = Fixture()
+        let a = f.connect()
+        let w = f.inbox(a, f.send(a, ["type": "hello", "name": "tv", "client": "phone-7", "id": 1]))
+        #expect(w == [["type": "welcome", "id": 1, "client": "phone-7", "server": "navsyncd/0.1.0", "protocol": 1, "heartbeat": 30,
+                       "limits": ["maxMessage": 1048576, "maxOps": 64, "maxStackDepth": 256, "maxTabs": 64]]])
+        #expect(f.inbox(a, f.send(a, ["type": "hello"])).first?["code"] == "bad_request")   // not first any more
+        let b = f.connect()
+        #expect(f.inbox(b, f.send(b, ["type": "hello", "client": "bad id!"])).first?["code"] == "bad_request")
+        let c = f.connect()
+        #expect(f.inbox(c, f.send(c, ["type": "ping", "id": "p"])) == [["type": "pong", "id": "p"]])   // hello is optional
+        #expect(f.hub.client(of: c) == "c3")
+    }
+
+    @Test func joinCommandPatchThenAckAndPresence() {
+        let f = Fixture()
+        let a = f.connect(), b = f.connect(), outsider = f.connect()
+        let ja = f.send(a, ["type": "join", "session": "demo", "id": 1])
+        guard let joined = f.inbox(a, ja).first else { Issue.record(); return }
+        #expect(joined["type"] == "joined" && joined["rev"] == 0 && joined["epoch"] == "ep1" && joined["state"] != nil)
+        #expect(joined["flow"]?["name"] == "shop" && joined["members"]?.arrayValue?.count == 1)
+        let jb = f.send(b, ["type": "join", "session": "demo"])
+        #expect(f.inbox(a, jb) == [["type": "presence", "session": "demo", "joined": ["client": "c2", "name": "c2", "role": "admin"]]])
+        #expect(f.inbox(b, jb).first?["members"]?.arrayValue?.count == 2)
+
+        let cmd = f.send(outsider, ["type": "command", "session": "demo", "id": "k1", "ops": [["op": "setRoot", "route": "main"]]])
+        for member in [a, b] {
+            let got = f.inbox(member, cmd)
+            #expect(got.count == 1 && got[0]["type"] == "patch" && got[0]["rev"] == 1 && got[0]["by"] == "c3" && got[0]["cmd"] == "k1")
+        }
+        #expect(f.inbox(outsider, cmd) == [["type": "ack", "id": "k1", "session": "demo", "rev": 1, "results": ["applied"]]])
+        // A member sender gets the patch first, then the ack.
+        let own = f.inbox(a, f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "push", "route": "detail", "params": ["id": 1]]]]))
+        #expect(own.map { $0["type"] } == ["patch", "ack"])
+        // The same command id again: the original ack, no patch.
+        let dup = f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]])
+        #expect(f.inbox(b, dup).isEmpty && f.inbox(a, dup).map { $0["rev"] } == [2])
+
+        let status = f.send(b, ["type": "status", "session": "demo", "rev": 2, "focus": "e11"])
+        #expect(f.inbox(a, status) == [["type": "presence", "session": "demo", "status": ["client": "c2", "rev": 2, "focus": "e11"]]])
+        #expect(f.inbox(b, status).isEmpty)
+        let leave = f.send(b, ["type": "leave", "session": "demo", "id": 3])
+        #expect(f.inbox(a, leave) == [["type": "presence", "session": "demo", "left": "c2"]])
+        #expect(f.inbox(b, leave) == [["type": "left", "id": 3, "session": "demo"]])
+        #expect(f.inbox(a, f.hub.disconnect(outsider)).isEmpty)
+        #expect(f.hub.disconnect(a) == [.broadcast(session: "demo", .presence(session: "demo", .left(client: "c1")), except: nil)])
+        #expect(f.hub.members(of: "demo").isEmpty)
+    }
+
+    @Test func catchUpWithSinceAndEpoch() {
+        let f = Fixture()
+        let a = f.connect()
+        for i in 1...5 { _ = f.send(a, ["type": "command", "session": "demo", "id": .int(Int64(i)), "ops": [["op": "update", "data": ["n": .int(Int64(i))]]]]) }
+        let b = f.connect()
+        let j = f.inbox(b, f.send(b, ["type": "join", "session": "demo", "since": 2, "epoch": "ep1"]))[0]
+        #expect(j["state"] == nil && j["patches"]?.arrayValue?.map { $0["rev"] } == [3, 4, 5])
+        #expect(f.inbox(b, f.send(b, ["type": "join", "session": "demo", "since": 5, "epoch": "ep1"]))[0]["patches"] == [])
+        // Another epoch, or none: the whole state.
+        #expect(f.inbox(b, f.send(b, ["type": "join", "session": "demo", "since": 2, "epoch": "old"]))[0]["state"] != nil)
+        #expect(f.inbox(b, f.send(b, ["type": "join", "session": "demo", "since": 2]))[0]["state"] != nil)
+        let sync = f.inbox(b, f.send(b, ["type": "sync", "session": "demo", "since": 3, "epoch": "ep1", "id": "s"]))
+        #expect(sync.map { $0["type"] } == ["patch", "patch", "synced"] && sync.allSatisfy { $0["id"] == "s" })
+        #expect(sync.last == ["type": "synced", "id": "s", "session": "demo", "rev": 5])
+        let stale = f.inbox(b, f.send(b, ["type": "sync", "session": "demo", "since": 3, "epoch": "gone", "id": "t"]))
+        #expect(stale.count == 1 && stale[0]["type"] == "snapshot" && stale[0]["rev"] == 5 && stale[0]["id"] == "t")
+    }
+
+    @Test func createSessionsFlowsAndLimits() {
+        let f = Fixture { $0.maxSessions = 3; $0.maxMembers = 2 }
+        let a = f.connect()
+        #expect(f.inbox(a, f.send(a, ["type": "join", "session": "lab"]))[0]["code"] == "unknown_session")
+        #expect(f.inbox(a, f.send(a, ["type": "join", "session": "lab", "create": true, "flow": "nope"]))[0]["code"] == "not_found")
+        let j = f.inbox(a, f.send(a, ["type": "join", "session": "lab", "create": true, "flow": "studio"]))[0]
+        #expect(j["type"] == "joined" && j["flow"]?["name"] == "studio")
+        // Joining an existing session ignores create and flow.
+        #expect(f.inbox(a, f.send(a, ["type": "join", "session": "lab", "create": true, "flow": "shop"]))[0]["flow"]?["name"] == "studio")
+        _ = f.send(a, ["type": "join", "session": "x", "create": true])
+        #expect(f.inbox(a, f.send(a, ["type": "join", "session": "y", "create": true]))[0]["code"] == "full")
+        let b = f.connect(), c = f.connect()
+        _ = f.send(b, ["type": "join", "session": "lab"])
+        #expect(f.inbox(c, f.send(c, ["type": "join", "session": "lab"]))[0]["code"] == "full")
+        let list = f.inbox(c, f.send(c, ["type": "sessions"]))[0]["sessions"]
+        #expect(list == [["session": "demo", "flow": "shop", "rev": 0, "members": 0], ["session": "lab", "flow": "studio", "rev": 0, "members": 2],
+                         ["session": "x", "flow": "shop", "rev": 0, "members": 1]])
+    }
+
+    @Test func rateLimitWithBurst() {
+        let f = Fixture { $0.commandRate = 10; $0.commandBurst = 5 }
+        let a = f.connect()
+        func cmd(_ i: Int) -> JSON? { f.inbox(a, f.send(a, ["type": "command", "session": "demo", "id": .int(Int64(i)), "ops": [["op": "dismiss"]]])).last?["type"] }
+        #expect((0..<5).map(cmd) == Array(repeating: "ack", count: 5))
+        #expect(f.inbox(a, f.send(a, ["type": "command", "session": "demo", "id": 99, "ops": [["op": "dismiss"]]]))[0]["code"] == "rate_limited")
+        f.now += 100   // one token back at 10/s
+        #expect(cmd(6) == "ack")
+        #expect(cmd(7) == "error")
+        // Other messages are not limited.
+        #expect(f.inbox(a, f.send(a, ["type": "ping"]))[0]["type"] == "pong")
+        #expect(f.hub.commandOutcomes["rate_limited"] == 2)
+    }
+
+    @Test func rolesAskedForInHello() {
+        let f = Fixture()
+        let v = f.connect()
+        _ = f.send(v, ["type": "hello", "role": "viewer"])
+        #expect(f.inbox(v, f.send(v, ["type": "command", "session": "demo", "id": 1, "ops": [["op": "dismiss"]]]))[0]["code"] == "forbidden")
+        #expect(f.inbox(v, f.send(v, ["type": "join", "session": "new", "create": true]))[0]["code"] == "forbidden")
+        #expect(f.inbox(v, f.send(v, ["type": "join", "session": "demo"]))[0]["type"] == "joined")
+        let c = f.connect()
+        _ = f.send(c, ["type": "hello", "role": "controller"])
+        #expect(f.inbox(c, f.send(c, ["type": "command", "session": "demo", "id": 1, "ops": [["op": "reset"]]]))[0]["code"] == "forbidden")
+        #expect(f.inbox(c, f.send(c, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "dismiss"]]]))[0]["type"] == "ack")
+    }
+
+    @Test func badMessagesGetErrorsAndChangeNothing() {
+        let f = Fixture()
+        let a = f.connect()
+        _ = f.send(a, ["type": "join", "session": "demo"])
+        let before = f.hub.sessions["demo"]!.sequencer.rev
+        let cases: [(JSON, String)] = [
+            (["type": "teleport"], "bad_request"),
+            (["type": "command", "session": "demo", "ops": []], "bad_request"),
+            (["type": "command", "session": "demo", "id": 1, "ops": []], "bad_request"),
+            (["type": "command", "session": "nope", "id": 1, "ops": [["op": "pop"]]], "unknown_session"),
+            (["type": "command", "session": "demo", "id": 1, "ops": [["op": "push", "route": "x"]]], "unknown_route"),
+            (["type": "status", "session": "demo"], "bad_request"),
+            (["type": "status", "session": "nope", "rev": 1], "unknown_session"),
+            (["type": "get", "session": "nope"], "unknown_session"),
+            (["type": "sync", "session": "nope", "since": 0, "epoch": "x"], "unknown_session"),
+        ]
+        for (message, code) in cases {
+            #expect(f.inbox(a, f.send(a, message)).first?["code"] == .string(code), "\(message)")
+        }
+        #expect(f.inbox(a, f.hub.handle(text: Array("{not json".utf8), from: a, now: 0)).first?["code"] == "bad_json")
+        #expect(f.hub.sessions["demo"]!.sequencer.rev == before)
+        // A status from a non-member is refused.
+        let b = f.connect()
+        #expect(f.inbox(b, f.send(b, ["type": "status", "session": "demo", "rev": 0])).first?["code"] == "bad_request")
+    }
+}

@@ -1,0 +1,145 @@
+@preconcurrency import Glibc
+import Testing
+@testable import NavSync
+
+/// Protocol v1 over real sockets on 127.0.0.1, port 0.
+@Suite("Loopback: sessions", .serialized)
+struct SessionLoopbackTests {
+    @Test func everyMemberGetsEveryPatchInOrderAndTheSenderItsAckAfterThePatch() throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        let members = try (0..<4).map { _ in try RawClient.member(server) }
+        for (_, joined) in members { #expect(joined["rev"] == 0) }
+        // Two senders interleave commands.
+        let (a, _) = members[0], (b, _) = members[1]
+        a.sendJSON(["type": "command", "session": "demo", "id": "a0", "ops": [["op": "setRoot", "route": "main"]]])
+        for i in 1...20 {
+            let sender = i % 2 == 0 ? a : b
+            sender.sendJSON(["type": "command", "session": "demo", "id": .string("k\(i)"), "ops": [["op": "update", "data": ["n": .int(Int64(i))]]]])
+        }
+        for (client, joined) in members {
+            var state = joined["state"]!
+            var revs: [Int64] = []
+            var ackAfterPatch = true
+            var seenOwn: Set<String> = []
+            while revs.count < 21, let m = client.nextJSON() {
+                if m["type"] == "patch" {
+                    revs.append(m["rev"]!.intValue!)
+                    state = try state.applying(m["ops"]!.arrayValue!.map { try PatchOperation(json: $0) })
+                    seenOwn.insert(m["cmd"]!.description)
+                } else if m["type"] == "ack" {
+                    ackAfterPatch = ackAfterPatch && seenOwn.contains(m["id"]!.description)
+                }
+            }
+            #expect(revs == Array(1...21))
+            #expect(ackAfterPatch)
+            client.sendJSON(["type": "get", "session": "demo", "id": "g"])
+            let snapshot = client.next(type: "snapshot")
+            #expect(snapshot?["rev"] == 21 && snapshot?["state"]?.normalized == state.normalized)
+        }
+    }
+
+    @Test func presenceAndDisconnectWhileOthersCarryOn() throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        let (a, _) = try RawClient.member(server)
+        do {
+            let (b, _) = try RawClient.member(server)
+            #expect(a.next(type: "presence")?["joined"]?["client"] == "c2")
+            b.sendJSON(["type": "status", "session": "demo", "rev": 0, "focus": "e1"])
+            #expect(a.next(type: "presence")?["status"] == ["client": "c2", "rev": 0, "focus": "e1"])
+        }   // b vanishes without a close frame
+        #expect(a.next(type: "presence")?["left"] == "c2")
+        a.sendJSON(["type": "ping", "id": 1])
+        #expect(a.next(type: "pong")?["id"] == 1)
+    }
+
+    @Test func binaryMessagesCloseWith1003() throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        let (c, _) = try RawClient.member(server)
+        c.sendFrame(.binary, [1, 2, 3])
+        #expect(c.closeCode() == .some(1003))
+    }
+
+    @Test func aFloodIsRateLimitedAndOthersCarryOn() throws {
+        let server = try TestServer.sessions { $0.commandRate = 50; $0.commandBurst = 100 }
+        defer { server.stop() }
+        let (flooder, _) = try RawClient.member(server)
+        let (calm, _) = try RawClient.member(server)
+        var batch: [UInt8] = []
+        for i in 0..<1000 {
+            let command: JSON = ["type": "command", "session": "demo", "id": .int(Int64(i)), "ops": [["op": "dismiss"]]]
+            batch += WebSocketEncoder.frame(.text, command.encoded(), mask: (1, 2, 3, 4))
+        }
+        flooder.send(batch)
+        var acks = 0, limited = 0
+        while acks + limited < 1000, let m = flooder.nextJSON() {
+            if m["type"] == "ack" { acks += 1 }
+            if m["code"] == "rate_limited" { limited += 1 }
+        }
+        #expect(acks >= 100 && acks < 200 && limited == 1000 - acks, "acks \(acks), limited \(limited)")
+        calm.sendJSON(["type": "command", "session": "demo", "id": "calm", "ops": [["op": "setRoot", "route": "login"]]])
+        #expect(calm.next(type: "ack")?["id"] == "calm")
+        #expect(server.metric("navsync_websockets") == 2)
+    }
+
+    @Test func aSlowReaderIsResyncedWithASnapshotAndSlowsNobody() throws {
+        let server = try TestServer.sessions({ $0.commandRate = 1e6; $0.commandBurst = 1_000_000 }, lagThreshold: 512 * 1024)
+        defer { server.stop() }
+        let (slow, slowJoined) = try RawClient.member(server, receiveBuffer: 4096)
+        let (fast, fastJoined) = try RawClient.member(server)
+        let (publisher, _) = try RawClient.member(server)
+        _ = fast.next(type: "presence")
+        _ = slowJoined
+        publisher.sendJSON(["type": "command", "session": "demo", "id": "root", "ops": [["op": "setRoot", "route": "main"]]])
+        // 10,000 patches of about 1 KB (more than kernel buffers hold), 64 commands in
+        // flight. The fast member is read all along and must get every patch in order.
+        let filler = String(repeating: "x", count: 1000)
+        var state = fastJoined["state"]!
+        var last: Int64 = 0
+        var fastSnapshots = 0
+        func readFast(_ messages: [JSON]) throws {
+            for m in messages {
+                if m["type"] == "snapshot" { fastSnapshots += 1 }
+                guard m["type"] == "patch" else { continue }
+                #expect(m["rev"]!.intValue! == last + 1)
+                last = m["rev"]!.intValue!
+                state = try state.applying(m["ops"]!.arrayValue!.map { try PatchOperation(json: $0) })
+            }
+        }
+        var sent = 0, acked = 0
+        while acked < 10_000 {
+            while sent < 10_000 && sent - acked < 64 {
+                publisher.sendJSON(["type": "command", "session": "demo", "id": .int(Int64(sent)),
+                                    "ops": [["op": "update", "data": ["n": .int(Int64(sent)), "filler": .string(filler + String(sent))]]]])
+                sent += 1
+            }
+            guard let m = publisher.nextJSON() else { break }
+            if m["type"] == "ack" && m["id"]?.intValue != nil { acked += 1 }
+            try readFast(fast.availableJSON())
+        }
+        #expect(acked == 10_000)
+        while last < 10_001, let m = fast.nextJSON() { try readFast([m]) }
+        #expect(last == 10_001 && fastSnapshots == 0, "the fast member got every patch and no snapshot")
+        // The server held at most about the lag threshold for the slow one.
+        #expect((server.metric("navsync_output_queued_bytes") ?? .max) < 1 << 20)
+        // The slow one reads now: some patches, then a snapshot at the newest revision.
+        var slowState = slowJoined["state"]!
+        var slowRev: Int64 = 0
+        var snapshots = 0
+        while slowRev < 10_001, let m = slow.nextJSON() {
+            if m["type"] == "patch" {
+                #expect(m["rev"]!.intValue! == slowRev + 1)
+                slowRev = m["rev"]!.intValue!
+                slowState = try slowState.applying(m["ops"]!.arrayValue!.map { try PatchOperation(json: $0) })
+            } else if m["type"] == "snapshot" {
+                snapshots += 1
+                slowRev = m["rev"]!.intValue!
+                slowState = m["state"]!
+            }
+        }
+        #expect(snapshots >= 1)
+        #expect(slowRev == 10_001 && slowState.normalized == state.normalized)
+    }
+}
