@@ -79,13 +79,16 @@ final class RawClient {
 
     deinit { Glibc.close(fd) }
 
-    func send(_ bytes: [UInt8]) {
+    /// Sends everything; false if the connection failed first (EPIPE, reset).
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return }
+            if n <= 0 { return false }
             offset += n
         }
+        return true
     }
 
     /// One recv: nil at EOF, error or timeout.

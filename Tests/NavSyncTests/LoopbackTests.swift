@@ -64,6 +64,22 @@ struct LoopbackTests {
         }
     }
 
+    /// Regression: failing a connection while the peer is still sending used to close
+    /// the socket with unread input, and the RST could destroy the close frame.
+    @Test func thePeerReadsOurCloseFrameEvenWhileItKeepsSending() throws {
+        let server = try TestServer { $0.connection.maxMessage = 64 * 1024 }
+        defer { server.stop() }
+        for _ in 0..<5 {
+            let c = try RawClient(port: server.port)
+            c.upgrade()
+            // Announces 4 MiB (over the limit) and keeps sending payload after the refusal:
+            // every byte must still be accepted (no EPIPE), and the close frame read.
+            let accepted = c.send(WebSocketEncoder.header(.binary, length: 4 << 20, mask: (1, 2, 3, 4)) + [UInt8](repeating: 0, count: 2 << 20))
+            #expect(accepted)
+            #expect(c.closeCode() == .some(1009))
+        }
+    }
+
     @Test func closeHandshakeEchoesTheCode() throws {
         let server = try TestServer()
         defer { server.stop() }

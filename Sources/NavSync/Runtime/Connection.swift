@@ -37,6 +37,10 @@ public final class Connection {
     /// Why the connection is ending, once it is; output still queued is flushed first.
     public private(set) var closeReason: CloseReason?
     private var handleClosed = false
+    /// After our last bytes are flushed and our side is shut down, input is read and
+    /// discarded until the peer closes or this time (ms) passes: closing a socket with
+    /// unread input sends a RST, which can destroy the close frame we just sent.
+    private var lingerUntil: Int64?
 
     /// Bytes read from / written to the socket.
     public private(set) var bytesIn = 0
@@ -83,12 +87,30 @@ public final class Connection {
         perform(machine.close(code: code, reason: reason, now: server.now))
     }
 
-    /// Ends the connection without a handshake, after flushing what is queued.
+    /// Ends the connection: flushes what is queued, then closes after a linger.
     public func drop(_ reason: CloseReason) {
         guard closeReason == nil else { return }
         closeReason = reason
-        uv_read_stop(UV.stream(tcp))
-        if queuedBytes == 0 { closeHandle() }
+        if queuedBytes == 0 { linger() }
+    }
+
+    /// Closes at once, dropping queued output: for a peer that cannot be served
+    /// (its queue is over the cap, the socket failed, shutdown's grace is over).
+    public func abort(_ reason: CloseReason) {
+        closeReason = closeReason ?? reason
+        discardOutput()
+        closeHandle()
+    }
+
+    /// Shuts down our side (FIN after the queued bytes) and waits for the peer's EOF.
+    private func linger() {
+        guard lingerUntil == nil, !handleClosed else { return }
+        lingerUntil = server.now + server.configuration.lingerTimeout
+        let req = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        if uv_shutdown(req, UV.stream(tcp), { req, _ in req!.deallocate() }) != 0 {
+            req.deallocate()
+            closeHandle()
+        }
     }
 
     // MARK: Events from the server
@@ -101,7 +123,7 @@ public final class Connection {
             let connection = Unmanaged<Connection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
             connection.didRead(nread, buf!.pointee)
         })
-        if rc != 0 { drop(.ioError(UV.error(rc))) }
+        if rc != 0 { abort(.ioError(UV.error(rc))) }
     }
 
     private func didRead(_ nread: Int, _ buf: uv_buf_t) {
@@ -112,6 +134,7 @@ public final class Connection {
             closeHandle()
             return
         }
+        // While closing, input is read and dropped (see `lingerUntil`).
         guard nread > 0, closeReason == nil else { return }
         bytesIn += nread
         server.bytesIn += nread
@@ -122,6 +145,10 @@ public final class Connection {
     /// Heartbeats and timeouts; called about once a second.
     func tick(now: Int64) {
         guard !handleClosed else { return }
+        if let deadline = lingerUntil {
+            if now >= deadline { closeHandle() }
+            return
+        }
         if queuedBytes > 0 && now - lastWriteProgress >= server.configuration.writeTimeout {
             server.logger.warn("#\(id) \(peer): no write progress for \(server.configuration.writeTimeout) ms with \(queuedBytes) bytes queued")
             closeReason = .writeTimeout
@@ -136,7 +163,7 @@ public final class Connection {
         for action in actions {
             switch action {
             case .write(let bytes):
-                if !send(bytes) { drop(.overflow) }
+                if !send(bytes) { abort(.overflow) }
             case .request(let request):
                 let response = server.application.respond(to: request, on: self)
                 server.logger.debug("#\(id) \(peer) \(request.method) \(redactedTarget(request.target)) \(response.status)")
@@ -199,7 +226,7 @@ public final class Connection {
         if !pending.isEmpty {
             flush()
         } else if closeReason != nil {
-            closeHandle()
+            linger()
         } else {
             server.application.drained(self)
         }
@@ -215,6 +242,7 @@ public final class Connection {
     private func closeHandle() {
         guard !handleClosed else { return }
         handleClosed = true
+        lingerUntil = nil
         uv_read_stop(UV.stream(tcp))
         uv_close(UV.handle(tcp)) { handle in
             let connection = Unmanaged<Connection>.fromOpaque(handle!.pointee.data).takeRetainedValue()

@@ -236,7 +236,7 @@ public final class Server {
         if connections.isEmpty { return finishShutdown() }
         uv_timer_start(graceTimer, { h in
             let server = Unmanaged<Server>.fromOpaque(h!.pointee.data).takeUnretainedValue()
-            for connection in Array(server.connections.values) { connection.drop(.closeTimeout) }
+            for connection in Array(server.connections.values) { connection.abort(.closeTimeout) }
         }, UInt64(configuration.shutdownGrace), 0)
     }
 

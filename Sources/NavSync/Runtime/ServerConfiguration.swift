@@ -14,6 +14,9 @@ public struct ServerConfiguration: Sendable {
     /// A connection whose queued output makes no progress this long (ms) is dropped:
     /// a client that reads nothing cannot hold memory forever.
     public var writeTimeout: Int64 = 30_000
+    /// How long (ms) a closing connection keeps reading (and dropping) input after its
+    /// last bytes went out, so the peer reads our close frame instead of a reset.
+    public var lingerTimeout: Int64 = 2_000
     /// How long (ms) shutdown waits for close handshakes before dropping connections.
     public var shutdownGrace: Int64 = 3_000
     /// `listen(2)` backlog.

@@ -65,7 +65,7 @@ public final class SessionServer: ServerApplication {
 
     private func send(_ message: ServerMessage, id: JSON?, to connection: Connection) {
         guard connection.isOpen else { return }
-        if !connection.sendText(message.json(id: id).encoded()) { connection.drop(.overflow) }
+        if !connection.sendText(message.json(id: id).encoded()) { connection.abort(.overflow) }
     }
 
     private func broadcast(_ message: ServerMessage, to session: String, except: Int?, on server: Server) {
@@ -90,7 +90,7 @@ public final class SessionServer: ServerApplication {
             } else if isPatch {
                 state.lagging.insert(session)
             } else {
-                connection.drop(.overflow)
+                connection.abort(.overflow)
             }
         }
     }
