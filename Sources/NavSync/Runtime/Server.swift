@@ -208,6 +208,20 @@ public final class Server {
     private func tickAll() {
         let now = self.now
         for connection in Array(connections.values) { connection.tick(now: now) }
+        trimHeapIfIdle(now: now)
+    }
+
+    /// When did the heap last go back to the system.
+    private var lastTrim: Int64 = 0
+
+    /// A burst (thousands of joins, a catch-up) frees its buffers when written, but
+    /// glibc keeps the pages: hand them back once nothing is queued, at most every 2 s.
+    /// This is what keeps an idle server's memory near what its connections hold.
+    private func trimHeapIfIdle(now: Int64) {
+        guard now - lastTrim >= 2_000, flushList.isEmpty,
+              !connections.values.contains(where: { $0.queuedBytes > 0 }) else { return }
+        lastTrim = now
+        malloc_trim(0)
     }
 
     func connectionClosed(_ connection: Connection) {

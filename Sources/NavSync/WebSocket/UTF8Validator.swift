@@ -16,7 +16,20 @@ public struct UTF8Validator: Sendable {
 
     /// Feeds bytes; false at the first byte that cannot be valid UTF-8.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        for byte in bytes where !feed(byte) { return false }
+        var i = 0
+        let n = bytes.count
+        while i < n {
+            // ASCII fast path: eight bytes with no high bit set need no state.
+            if remaining == 0 && i + 8 <= n {
+                let v = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if v & 0x8080_8080_8080_8080 == 0 {
+                    i += 8
+                    continue
+                }
+            }
+            guard feed(bytes[i]) else { return false }
+            i += 1
+        }
         return true
     }
 

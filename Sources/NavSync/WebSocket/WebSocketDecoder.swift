@@ -154,20 +154,43 @@ public struct WebSocketDecoder: Sendable {
         state = .payload(Header(fin: fin, opcode: opcode, mask: mask, length: Int(length)), remaining: Int(length), maskOffset: 0)
     }
 
+    /// Appends payload bytes to the message (or control payload), unmasking them in
+    /// place and checking text as it goes: one copy, no temporary arrays.
     private mutating func consume(_ chunk: UnsafeRawBufferPointer, _ header: Header, _ maskOffset: Int) {
-        var bytes = Array(chunk)
+        let isControl = header.opcode.isControl
+        let start = isControl ? control.count : message.count
+        if isControl { control.append(contentsOf: chunk) } else { message.append(contentsOf: chunk) }
         if let m = header.mask {
-            let key = [m.0, m.1, m.2, m.3]
-            for i in bytes.indices { bytes[i] ^= key[(maskOffset + i) & 3] }
+            let key = UInt32(m.0) | UInt32(m.1) << 8 | UInt32(m.2) << 16 | UInt32(m.3) << 24
+            if isControl {
+                control.withUnsafeMutableBytes { Self.unmask(UnsafeMutableRawBufferPointer(rebasing: $0[start...]), key, maskOffset) }
+            } else {
+                message.withUnsafeMutableBytes { Self.unmask(UnsafeMutableRawBufferPointer(rebasing: $0[start...]), key, maskOffset) }
+            }
         }
-        if header.opcode.isControl {
-            control.append(contentsOf: bytes)
-            return
+        if !isControl && messageOpcode == .text {
+            let ok = message.withUnsafeBytes { utf8.feed(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            if !ok { fail(.invalidUTF8) }
         }
-        if messageOpcode == .text {
-            guard bytes.withUnsafeBytes({ utf8.feed($0) }) else { return fail(.invalidUTF8) }
+    }
+
+    /// XORs with the masking key (RFC 6455 section 5.3), eight bytes at a time.
+    static func unmask(_ bytes: UnsafeMutableRawBufferPointer, _ key: UInt32, _ offset: Int) {
+        guard !bytes.isEmpty else { return }
+        // The key rotated so that byte 0 of `bytes` lines up with key byte `offset`.
+        let rotated = offset == 0 ? key : (key >> (8 * UInt32(offset))) | (key << (32 - 8 * UInt32(offset)))
+        let wide = UInt64(rotated) | UInt64(rotated) << 32
+        var i = 0
+        let base = bytes.baseAddress!
+        while i + 8 <= bytes.count {
+            let v = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            base.storeBytes(of: v ^ wide, toByteOffset: i, as: UInt64.self)
+            i += 8
         }
-        message.append(contentsOf: bytes)
+        while i < bytes.count {
+            bytes[i] ^= UInt8(truncatingIfNeeded: rotated >> (8 * UInt32(i & 3)))
+            i += 1
+        }
     }
 
     private mutating func finishFrame(_ header: Header, _ events: inout [Event]) {

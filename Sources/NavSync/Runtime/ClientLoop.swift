@@ -1,0 +1,119 @@
+import CUV
+@preconcurrency import Glibc
+
+/// A libuv loop for clients (navclient, the load generator, embedders): WebSocket
+/// connections whose output is flushed once per iteration before the loop blocks, and
+/// repeating timers. One thread owns it.
+public final class ClientLoop {
+    let loop: UnsafeMutablePointer<uv_loop_t>
+    private let prepare: UnsafeMutablePointer<uv_prepare_t>
+    var flushList: [WebSocketClient] = []
+    let readBuffer: UnsafeMutableRawPointer
+    let readBufferSize = 256 * 1024
+    /// Masking keys and handshake nonces (RFC 6455 section 5.3: unpredictable).
+    var random = SystemRandomNumberGenerator()
+    private var timers: [Timer] = []
+    /// Connections with an open handle, kept alive until their close callback.
+    var clients: [ObjectIdentifier: WebSocketClient] = [:]
+
+    public init() {
+        loop = .allocate(capacity: 1)
+        uv_loop_init(loop)
+        prepare = .allocate(capacity: 1)
+        uv_prepare_init(loop, prepare)
+        readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
+        prepare.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_prepare_start(prepare) { h in
+            let me = Unmanaged<ClientLoop>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            let list = me.flushList
+            me.flushList.removeAll(keepingCapacity: true)
+            for client in list { client.flush() }
+        }
+        uv_unref(UV.handle(prepare))   // the flush hook alone does not keep the loop running
+    }
+
+    /// Call `shutdown()` first. If handles are still open here, running the loop would
+    /// call back into a half-destroyed object, so the loop's memory is left as it is.
+    deinit {
+        guard clients.isEmpty && timers.isEmpty else { return }
+        uv_close(UV.handle(prepare), nil)
+        uv_run(loop, UV_RUN_NOWAIT)
+        uv_loop_close(loop)
+        loop.deallocate()
+        prepare.deallocate()
+        readBuffer.deallocate()
+    }
+
+    /// Cancels every timer, closes every connection at once, and runs the loop until
+    /// their close callbacks are done. The loop can then be released.
+    public func shutdown() {
+        for t in timers { t.cancel() }
+        for c in Array(clients.values) { c.abort() }
+        uv_run(loop, UV_RUN_DEFAULT)
+    }
+
+    /// Runs until `stop()` or until nothing is left to do.
+    public func run() {
+        signal(SIGPIPE, SIG_IGN)
+        uv_run(loop, UV_RUN_DEFAULT)
+    }
+
+    /// Ends `run()` after the current iteration.
+    public func stop() { uv_stop(loop) }
+
+    /// Monotonic milliseconds of the loop clock.
+    public var now: Int64 { Int64(uv_now(loop)) }
+
+    /// Calls `body` every `interval` ms until the returned timer is cancelled.
+    @discardableResult
+    public func every(_ interval: Int64, _ body: @escaping () -> Void) -> Timer {
+        let t = Timer(self, interval: interval, repeating: true, body)
+        timers.append(t)
+        return t
+    }
+
+    /// Calls `body` once after `delay` ms.
+    @discardableResult
+    public func after(_ delay: Int64, _ body: @escaping () -> Void) -> Timer {
+        let t = Timer(self, interval: delay, repeating: false, body)
+        timers.append(t)
+        return t
+    }
+
+    func forget(_ timer: Timer) { timers.removeAll { $0 === timer } }
+
+    public final class Timer {
+        let handle: UnsafeMutablePointer<uv_timer_t>
+        let body: () -> Void
+        let repeating: Bool
+        unowned let owner: ClientLoop
+        private var cancelled = false
+
+        init(_ owner: ClientLoop, interval: Int64, repeating: Bool, _ body: @escaping () -> Void) {
+            self.owner = owner
+            self.body = body
+            self.repeating = repeating
+            handle = .allocate(capacity: 1)
+            uv_timer_init(owner.loop, handle)
+            handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            uv_timer_start(handle, { h in
+                let t = Unmanaged<Timer>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+                t.body()
+                if !t.repeating { t.cancel() }
+            }, UInt64(max(interval, 0)), repeating ? UInt64(max(interval, 1)) : 0)
+        }
+
+        /// Stops the timer; its memory goes in the close callback.
+        public func cancel() {
+            guard !cancelled else { return }
+            cancelled = true
+            uv_timer_stop(handle)
+            handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+            uv_close(UV.handle(handle)) { h in
+                let t = Unmanaged<Timer>.fromOpaque(h!.pointee.data).takeRetainedValue()
+                t.handle.deallocate()
+            }
+            owner.forget(self)
+        }
+    }
+}

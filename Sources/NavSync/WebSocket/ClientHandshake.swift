@@ -1,0 +1,108 @@
+/// Where a client connects: `ws://HOST:PORT/PATH`, or a bare `HOST:PORT`
+/// (DESIGN.md section 12). `wss://` is refused: navsync speaks plain TCP and is meant
+/// for loopback or behind a TLS-terminating proxy.
+public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    /// Path and query, `/ws` by default.
+    public var target: String
+
+    public static let `default` = WebSocketURL(host: "127.0.0.1", port: 7420, target: "/ws")
+
+    public init(host: String, port: Int, target: String) {
+        self.host = host
+        self.port = port
+        self.target = target
+    }
+
+    public init?(_ text: String) {
+        var rest = Substring(text)
+        if rest.hasPrefix("ws://") { rest = rest.dropFirst(5) } else if rest.contains("://") { return nil }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[..<slash]
+        target = slash < rest.endIndex ? String(rest[slash...]) : "/ws"
+        var hostPart: Substring
+        var portPart: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") { portPart = after.dropFirst() } else if !after.isEmpty { return nil }
+        } else if let colon = authority.lastIndex(of: ":") {
+            hostPart = authority[..<colon]
+            portPart = authority[authority.index(after: colon)...]
+        } else {
+            hostPart = authority
+        }
+        if hostPart.isEmpty || hostPart == "localhost" { hostPart = "127.0.0.1" }
+        host = String(hostPart)
+        if let portPart {
+            guard let p = Int(portPart), (1...65535).contains(p) else { return nil }
+            port = p
+        } else {
+            port = 7420
+        }
+    }
+
+    public var description: String { "ws://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target)" }
+}
+
+/// The client side of the opening handshake (RFC 6455 section 4.1).
+public enum ClientHandshake {
+    /// The upgrade request, with a key made of 16 random bytes.
+    public static func request(_ url: WebSocketURL, key: String, subprotocol: String? = "navsync.v1",
+                               headers: [(String, String)] = []) -> [UInt8] {
+        var text = "GET \(url.target) HTTP/1.1\r\nHost: \(url.host.contains(":") ? "[\(url.host)]" : url.host):\(url.port)\r\n"
+        text += "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
+        if let subprotocol { text += "Sec-WebSocket-Protocol: \(subprotocol)\r\n" }
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        return Array((text + "\r\n").utf8)
+    }
+
+    public static func key<R: RandomNumberGenerator>(using rng: inout R) -> String {
+        Base64.encode((0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })
+    }
+
+    public enum Result: Sendable, Equatable {
+        /// More bytes are needed.
+        case needMore
+        /// Upgraded; `remaining` are frame bytes that came with the response.
+        case accepted(subprotocol: String?, remaining: [UInt8])
+        /// Refused: the status and the response body's first line, or what was wrong.
+        case refused(status: Int, reason: String)
+    }
+
+    /// Checks the server's response: 101, `Upgrade: websocket`, and the accept value
+    /// for our key (section 4.1, items 1–4 of the client's checks).
+    public static func response(_ buffer: [UInt8], key: String) -> Result {
+        guard let end = buffer.firstRange(of: [13, 10, 13, 10]) else {
+            return buffer.count > 16 * 1024 ? .refused(status: 0, reason: "response head too large") : .needMore
+        }
+        let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
+        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2)
+        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/1."), let status = Int(statusLine[1]) else {
+            return .refused(status: 0, reason: "not an HTTP response")
+        }
+        var headers: [(String, String)] = []
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers.append((line[..<colon].lowercased(), String(line[line.index(after: colon)...]).trimmingCharacters()))
+        }
+        func header(_ name: String) -> String? { headers.first { $0.0 == name }?.1 }
+        guard status == 101 else {
+            let body = String(decoding: buffer[end.upperBound...], as: UTF8.self)
+            let reason = body.split(separator: "\n").first.map(String.init) ?? String(statusLine.count > 2 ? statusLine[2] : "")
+            return .refused(status: status, reason: reason)
+        }
+        guard header("upgrade")?.lowercased() == "websocket" else { return .refused(status: 101, reason: "no 'Upgrade: websocket'") }
+        guard header("sec-websocket-accept") == WebSocketHandshake.acceptValue(forKey: key) else {
+            return .refused(status: 101, reason: "wrong Sec-WebSocket-Accept")
+        }
+        return .accepted(subprotocol: header("sec-websocket-protocol"), remaining: Array(buffer[end.upperBound...]))
+    }
+}
+
+extension String {
+    func trimmingCharacters() -> String { Substring(self).trimmingSpaces }
+}

@@ -1,0 +1,473 @@
+import Foundation
+import NavSync
+
+/// `navclient bench`: a load generator on the client runtime. N members in M sessions
+/// read every patch; one publisher per session keeps K commands in flight (or sends at
+/// a fixed rate). Prints deliveries per second, latency percentiles, errors, and the
+/// server's CPU and memory when given its pid.
+struct Bench {
+    var url = WebSocketURL.default
+    var clients = 100
+    var sessions = 1
+    var inFlight = 64
+    var rate: Double?
+    var commands: Int?
+    var duration: Double = 10
+    var pid: Int32?
+    var idle: Int?
+    /// With --idle: also join sessions (idle-0 … idle-9), not only connect.
+    var idleJoin = false
+    var json = false
+
+    static let usage = """
+    usage: navclient bench [URL] [options]
+
+    Load generator: --clients members in --sessions sessions (bench-1, bench-2, ...) read
+    every patch while one publisher per session sends commands: setRoot main, then
+    push and pop of a detail screen, alternating (each one revision and one patch).
+
+      --clients N        members, spread over the sessions (default 100)
+      --sessions N       sessions (default 1)
+      --in-flight K      commands each publisher keeps unanswered (default 64)
+      --rate R           commands per second per publisher instead of a window
+      --commands N       stop after N commands per publisher
+      --duration S       stop after S seconds (default 10)
+      --pid PID          the server's pid: report its CPU time and resident memory
+      --idle N           instead: open N idle connections and report server memory per connection
+      --join             with --idle: each connection also joins one of 10 sessions
+      --json             print the result as one JSON object
+
+    exit codes: 0 done, 1 the server could not be reached or refused, 2 bad usage
+    """
+
+    static func parse(_ args: [String]) -> Result<Bench, UsageError> {
+        var b = Bench()
+        var rest = args[...]
+        func int(_ flag: String) throws(UsageError) -> Int {
+            guard let v = rest.popFirst(), let n = Int(v), n >= 0 else { throw UsageError("\(flag) needs a whole number") }
+            return n
+        }
+        do throws(UsageError) {
+            while let arg = rest.popFirst() {
+                switch arg {
+                case "--clients": b.clients = try int(arg)
+                case "--sessions": b.sessions = max(1, try int(arg))
+                case "--in-flight": b.inFlight = max(1, try int(arg))
+                case "--rate": b.rate = Double(try int(arg))
+                case "--commands": b.commands = try int(arg)
+                case "--duration":
+                    guard let v = rest.popFirst(), let d = Double(v), d > 0 else { throw UsageError("--duration needs seconds") }
+                    b.duration = d
+                case "--pid": b.pid = Int32(try int(arg))
+                case "--idle": b.idle = try int(arg)
+                case "--join": b.idleJoin = true
+                case "--json": b.json = true
+                case "-h", "--help": throw UsageError.help
+                default:
+                    guard !arg.hasPrefix("-"), let u = WebSocketURL(arg) else { throw UsageError("unknown argument '\(arg)'") }
+                    b.url = u
+                }
+            }
+        } catch {
+            return .failure(error)
+        }
+        return .success(b)
+    }
+
+    func run() -> Int32 {
+        raiseFileLimit()
+        return idle.map(runIdle) ?? runLoad()
+    }
+
+    // MARK: Load
+
+    /// What the member thread observes: deliveries, and per command how many members
+    /// still miss its patch, then when the last one got it.
+    final class MemberStats {
+        var deliveries = 0
+        /// Per command (slot = command id × sessions + session, in a ring): members that
+        /// got its patch so far, and when the last one did. A ring of 2^20 slots holds
+        /// far more commands than are ever outstanding.
+        var received = [Int32](repeating: 0, count: ringSize)
+        var lastArrival = [UInt64](repeating: 0, count: ringSize)
+        var errors: [String: Int] = [:]
+        static let ringSize = 1 << 20
+    }
+
+    /// What the publisher thread observes: when each command went out, its ack latency.
+    final class PublisherStats: @unchecked Sendable {
+        var sent: [String: [Int64: UInt64]] = [:]
+        var ackLatencies: [UInt64] = []
+        var acked = 0
+        var errors: [String: Int] = [:]
+        var failure: String?
+    }
+
+    /// Members read on the main thread's loop; publishers run on a loop of their own, so
+    /// a new command goes out as soon as an ack comes back, while members still read
+    /// the previous patches (the server and the readers then work at the same time).
+    func runLoad() -> Int32 {
+        let loop = ClientLoop()
+        let stats = MemberStats()
+        var members: [WebSocketClient] = []
+        var joined = 0
+        var failure: String?
+        let sessionNames = (1...sessions).map { "bench-\($0)" }
+        var membersPerSession: [String: Int] = [:]
+        for i in 0..<clients { membersPerSession[sessionNames[i % sessions], default: 0] += 1 }
+        var started: UInt64 = 0
+        var serverBefore = ProcessStats.read(pid)
+        let publisherStats = PublisherStats()
+        let publishersDone = DispatchSemaphore(value: 0)
+
+        func startPublishers() {
+            started = monotonicNanoseconds()
+            serverBefore = ProcessStats.read(pid)
+            let bench = self
+            startThread {
+                let ploop = ClientLoop()
+                let publishers = sessionNames.map { Publisher(loop: ploop, url: bench.url, session: $0, bench: bench, stats: publisherStats) }
+                publishers.forEach { $0.start() }
+                ploop.after(Int64(bench.duration * 1000)) {
+                    publishers.forEach { $0.stop() }
+                    ploop.after(100) { ploop.stop() }
+                }
+                // Optimized builds may release `publishers` after its last use above.
+                withExtendedLifetime(publishers) {
+                    ploop.run()
+                    ploop.shutdown()
+                }
+                publishersDone.signal()
+            }
+            // Members keep reading a little longer than the publishers send.
+            loop.after(Int64(duration * 1000) + 1_000) {
+                for m in members { m.close() }
+                loop.after(200) { loop.stop() }
+            }
+        }
+
+        for i in 0..<clients {
+            let sessionIndex = Int64(i % sessions)
+            let session = sessionNames[i % sessions]
+            let expected = membersPerSession[session]!
+            let m = WebSocketClient(loop: loop, url: url)
+            m.onOpen = { m.send(text: Array(#"{"type":"join","session":"\#(session)","create":true}"#.utf8)) }
+            m.onText = { bytes in
+                if let id = Bench.patchCommand(bytes) {
+                    stats.deliveries += 1
+                    guard id >= 0 else { return }
+                    let slot = Int((id &* Int64(sessions) &+ sessionIndex) & Int64(MemberStats.ringSize - 1))
+                    stats.received[slot] += 1
+                    if stats.received[slot] == Int32(expected) { stats.lastArrival[slot] = monotonicNanoseconds() }
+                    return
+                }
+                if Bench.isPresence(bytes) { return }
+                guard let message = try? JSON.parse(bytes) else { return }
+                if message["type"] == "joined" {
+                    joined += 1
+                    if joined == clients { startPublishers() }
+                } else if message["type"] == "error" {
+                    stats.errors[message["code"]?.stringValue ?? "?", default: 0] += 1
+                    if failure == nil, joined < clients { failure = "join refused: \(message["message"]?.stringValue ?? "")"; loop.stop() }
+                }
+            }
+            m.onClose = { _, reason in
+                if started == 0 && failure == nil { failure = reason; loop.stop() }
+            }
+            members.append(m)
+            m.connect()
+        }
+        if clients == 0 { startPublishers() }
+
+        var lastDeliveries = 0
+        loop.every(1000) {
+            guard started > 0 else {
+                progress("connecting: \(joined)/\(clients) members joined")
+                return
+            }
+            let elapsed = Double(monotonicNanoseconds() - started) / 1e9
+            progress(String(format: "%5.1fs  deliveries %9d/s", elapsed, stats.deliveries - lastDeliveries))
+            lastDeliveries = stats.deliveries
+        }
+        loop.run()
+        loop.shutdown()
+        if let failure {
+            Stderr.line("navclient bench: \(failure)")
+            return 1
+        }
+        publishersDone.wait()
+        if let f = publisherStats.failure {
+            Stderr.line("navclient bench: publisher: \(f)")
+            return 1
+        }
+        let elapsed = Double(monotonicNanoseconds() - started) / 1e9
+        let serverAfter = ProcessStats.read(pid)
+        // Command -> last member: the last member's arrival minus the send time.
+        var lastMember: [UInt64] = []
+        for (index, session) in sessionNames.enumerated() {
+            for (id, sent) in publisherStats.sent[session] ?? [:] {
+                let slot = Int((id &* Int64(sessions) &+ Int64(index)) & Int64(MemberStats.ringSize - 1))
+                let arrival = stats.lastArrival[slot]
+                if arrival > sent { lastMember.append(arrival &- sent) }
+            }
+        }
+        var errors = publisherStats.errors
+        for (k, v) in stats.errors { errors[k, default: 0] += v }
+        report(deliveries: stats.deliveries, acked: publisherStats.acked, errors: errors, ack: Percentiles(publisherStats.ackLatencies),
+               last: Percentiles(lastMember), elapsed: elapsed, before: serverBefore, after: serverAfter)
+        return 0
+    }
+
+    /// The command id of a patch message, found without parsing the whole message: the
+    /// server writes `"cmd":` among the first fields. -1 for a patch without one, nil for
+    /// any other message.
+    static func patchCommand(_ bytes: [UInt8]) -> Int64? {
+        bytes.withUnsafeBufferPointer { b -> Int64? in
+            guard startsWith(b, patchPrefix) else { return nil }
+            // memchr jumps from quote to quote; only a quote can start `"cmd":`.
+            let window = min(b.count, 512) - cmdKey.count
+            var i = patchPrefix.count
+            var at: Int?
+            while i < window, let q = memchr(b.baseAddress! + i, 0x22, window - i) {
+                let k = UnsafeRawPointer(q) - UnsafeRawPointer(b.baseAddress!)
+                if startsWith(UnsafeBufferPointer(rebasing: b[k...]), cmdKey) { at = k; break }
+                i = k + 1
+            }
+            guard let at else { return -1 }
+            var j = at + cmdKey.count
+            var value: Int64 = 0
+            var digits = 0
+            while j < b.count, b[j] >= 48, b[j] <= 57 {
+                value = value &* 10 &+ Int64(b[j] - 48)
+                j += 1
+                digits += 1
+            }
+            return digits > 0 ? value : -1
+        }
+    }
+
+    /// Presence floods every member at join time; members skip it unparsed.
+    static func isPresence(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { startsWith($0, presencePrefix) }
+    }
+
+    static let patchPrefix = Array(#"{"type":"patch""#.utf8)
+    static let presencePrefix = Array(#"{"type":"presence""#.utf8)
+    static let cmdKey = Array(#""cmd":"#.utf8)
+
+    static func startsWith(_ b: UnsafeBufferPointer<UInt8>, _ prefix: [UInt8]) -> Bool {
+        guard b.count >= prefix.count else { return false }
+        for k in 0..<prefix.count where b[k] != prefix[k] { return false }
+        return true
+    }
+
+    /// One publisher: commands in a window of `inFlight`, or at a fixed rate.
+    final class Publisher {
+        let client: WebSocketClient
+        let session: String
+        let bench: Bench
+        let stats: PublisherStats
+        unowned let loop: ClientLoop
+        var next: Int64 = 0
+        var inFlight = 0
+        var stopped = false
+        var sentAt: [Int64: UInt64] = [:]
+
+        init(loop: ClientLoop, url: WebSocketURL, session: String, bench: Bench, stats: PublisherStats) {
+            self.loop = loop
+            client = WebSocketClient(loop: loop, url: url)
+            self.session = session
+            self.bench = bench
+            self.stats = stats
+        }
+
+        func start() {
+            client.onOpen = { [weak self] in
+                guard let self else { return }
+                if let rate = bench.rate {
+                    // Every 10 ms, as many commands as the rate has accumulated since.
+                    var owed = 0.0
+                    loop.every(10) { [weak self] in
+                        owed += rate / 100
+                        while owed >= 1 { self?.send(); owed -= 1 }
+                    }
+                } else {
+                    fill()
+                }
+            }
+            client.onText = { [weak self] bytes in
+                guard let self, let m = try? JSON.parse(bytes), let id = m["id"]?.intValue else { return }
+                if let sent = sentAt[id] {
+                    stats.ackLatencies.append(monotonicNanoseconds() &- sent)
+                    inFlight -= 1
+                }
+                if m["type"] == "ack" { stats.acked += 1 } else { stats.errors[m["code"]?.stringValue ?? "?", default: 0] += 1 }
+                if bench.rate == nil { fill() }
+            }
+            client.onClose = { [weak self] _, reason in
+                guard let self, !stopped else { return }
+                stats.failure = reason
+                loop.stop()
+            }
+            client.connect()
+        }
+
+        func stop() {
+            stopped = true
+            stats.sent[session] = sentAt
+            client.close()
+        }
+
+        private func fill() {
+            while !stopped && inFlight < bench.inFlight && (bench.commands.map { next < Int64($0) } ?? true) { send() }
+        }
+
+        private func send() {
+            guard !stopped, bench.commands.map({ next < Int64($0) }) ?? true else { return }
+            // The first command opens the main screen; then push and pop alternate.
+            let op = next == 0 ? #"{"op":"setRoot","route":"main"}"#
+                : next % 2 == 1 ? #"{"op":"push","route":"detail","params":{"id":7}}"# : #"{"op":"pop"}"#
+            let text = #"{"type":"command","session":"\#(session)","id":\#(next),"ops":[\#(op)]}"#
+            sentAt[next] = monotonicNanoseconds()
+            client.send(text: Array(text.utf8))
+            next += 1
+            inFlight += 1
+        }
+    }
+
+    func report(deliveries: Int, acked: Int, errors: [String: Int], ack: Percentiles, last: Percentiles,
+                elapsed: Double, before: ProcessStats?, after: ProcessStats?) {
+        let perSecond = Double(deliveries) / elapsed
+        var cpuPerMillion: Double?
+        if let before, let after, deliveries > 0 {
+            cpuPerMillion = (after.cpuSeconds - before.cpuSeconds) / (Double(deliveries) / 1e6)
+        }
+        if json {
+            var o: JSONObject = ["clients": .int(Int64(clients)), "sessions": .int(Int64(sessions)), "seconds": .double(elapsed),
+                                 "deliveries": .int(Int64(deliveries)), "deliveriesPerSecond": .double(perSecond),
+                                 "commands": .int(Int64(acked)), "errors": .int(Int64(errors.values.reduce(0, +))),
+                                 "ackLatencyMs": ack.json, "lastMemberLatencyMs": last.json]
+            if let cpuPerMillion { o["serverCpuSecondsPerMillionDeliveries"] = .double(cpuPerMillion) }
+            if let after { o["serverRssKiB"] = .int(Int64(after.rssKiB)) }
+            print(JSON.object(o).encodedString())
+            return
+        }
+        print("navclient bench: \(clients) members in \(sessions) session(s), \(rate.map { "\(Int($0)) commands/s" } ?? "\(inFlight) in flight") per publisher, \(String(format: "%.1f", elapsed)) s")
+        print(String(format: "  deliveries        %d (%.0f/s)", deliveries, perSecond))
+        print(String(format: "  commands acked    %d (%.0f/s)", acked, Double(acked) / elapsed))
+        print("  errors            \(errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        print("  command -> ack          \(ack.text)")
+        print("  command -> last member  \(last.text)")
+        if let after {
+            if let cpuPerMillion { print(String(format: "  server CPU        %.3f s per million deliveries", cpuPerMillion)) }
+            print("  server RSS        \(after.rssKiB) KiB")
+        }
+    }
+
+    // MARK: Idle connections
+
+    func runIdle(_ count: Int) -> Int32 {
+        let loop = ClientLoop()
+        let before = ProcessStats.read(pid)
+        var joined = 0
+        var failures = 0
+        var clients: [WebSocketClient] = []
+        var lastReason = ""
+        // Memory is read 3 s after the last connection is in: the server hands memory
+        // freed after the join burst back to the system once it is idle.
+        func check() { if joined + failures == count { loop.after(3_000) { loop.stop() } } }
+        for i in 0..<count {
+            let c = WebSocketClient(loop: loop, url: url)
+            let join = idleJoin
+            c.onOpen = {
+                let message = join ? #"{"type":"join","session":"idle-\#(i % 10)","create":true}"# : #"{"type":"hello","name":"idle"}"#
+                c.send(text: Array(message.utf8))
+            }
+            c.onText = { bytes in
+                if Bench.isPresence(bytes) { return }
+                let type = (try? JSON.parse(bytes))?["type"]
+                if type == "joined" || type == "welcome" { joined += 1; check() }
+            }
+            c.onClose = { _, reason in failures += 1; lastReason = reason; check() }
+            clients.append(c)
+            c.connect()
+        }
+        loop.every(1000) { progress("idle: \(joined)/\(count) joined, \(failures) failed") }
+        loop.run()
+        let after = ProcessStats.read(pid)
+        print("navclient bench --idle: \(joined) idle connections \(idleJoin ? "joined" : "open"), \(failures) failed\(failures > 0 ? " (\(lastReason))" : "")")
+        if let before, let after, joined > 0 {
+            let perConnection = Double(after.rssKiB - before.rssKiB) * 1024 / Double(joined)
+            print(String(format: "  server RSS %d KiB -> %d KiB: %.1f KiB per connection", before.rssKiB, after.rssKiB, perConnection / 1024))
+        }
+        loop.shutdown()
+        return failures > 0 && joined == 0 ? 1 : 0
+    }
+}
+
+/// p50/p90/p99/max of nanosecond samples, shown in milliseconds.
+struct Percentiles {
+    let p50, p90, p99, max: Double
+    let count: Int
+
+    init(_ samples: [UInt64]) {
+        let sorted = samples.sorted()
+        count = sorted.count
+        func at(_ q: Double) -> Double {
+            guard !sorted.isEmpty else { return 0 }
+            return Double(sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))]) / 1e6
+        }
+        p50 = at(0.5); p90 = at(0.9); p99 = at(0.99)
+        self.max = Double(sorted.last ?? 0) / 1e6
+    }
+
+    var text: String { String(format: "p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms  (%d samples)", p50, p90, p99, max, count) }
+    var json: JSON { ["p50": .double(p50), "p90": .double(p90), "p99": .double(p99), "max": .double(max)] }
+}
+
+/// CPU time and resident memory of a process, from /proc.
+struct ProcessStats {
+    let cpuSeconds: Double
+    let rssKiB: Int
+
+    static func read(_ pid: Int32?) -> ProcessStats? {
+        guard let pid, let stat = FlowDirectory.readFile("/proc/\(pid)/stat"), let status = FlowDirectory.readFile("/proc/\(pid)/status") else { return nil }
+        // Fields after the ")" of the command name: utime is 14th, stime 15th overall.
+        let text = String(decoding: stat, as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let rss = String(decoding: status, as: UTF8.self).split(separator: "\n")
+            .first { $0.hasPrefix("VmRSS:") }.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+        return ProcessStats(cpuSeconds: (utime + stime) / ticks, rssKiB: rss)
+    }
+}
+
+func progress(_ line: String) {
+    let bytes = Array("\r\u{1B}[K\(line)".utf8)
+    guard isatty(2) != 0 else { return }
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+enum Stderr {
+    static func line(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+}
+
+/// Raises the soft open-files limit to the hard one: thousands of connections.
+func raiseFileLimit() {
+    var limit = rlimit()
+    if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+struct UsageError: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+    static let help = UsageError("")
+}
