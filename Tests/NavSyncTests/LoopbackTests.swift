@@ -20,6 +20,22 @@ struct LoopbackTests {
         }
     }
 
+    @Test func listensOnIPv6Loopback() throws {
+        let server = try TestServer { $0.host = "::1" }
+        defer { server.stop() }
+        #expect(server.running.host == "::1")
+        let c = try RawClient(port: server.port, ipv6: true)
+        #expect(c.upgrade() == "HTTP/1.1 101 Switching Protocols")
+        c.sendFrame(.text, Array("six".utf8))
+        #expect(c.next() == .text(Array("six".utf8)))
+    }
+
+    @Test func refusesAnAddressThatIsNotOne() {
+        var config = ServerConfiguration()
+        config.host = "not-an-address"
+        #expect(throws: ServerError.self) { try Server.startInBackground(configuration: config) { EchoApplication() } }
+    }
+
     @Test func fragmentedMessageWithAPingInside() throws {
         let server = try TestServer()
         defer { server.stop() }

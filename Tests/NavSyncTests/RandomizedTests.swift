@@ -15,39 +15,13 @@ struct SeededRandom: RandomNumberGenerator {
 }
 
 /// A second flow, unlike the demo: a stack at the root, tabs inside a stack entry,
-/// recursion through non-initial routes, a root coordinator that is not the tree's root.
+/// recursion through non-initial routes, a root coordinator that is not the tree's
+/// root. The same file serves the integration tests (`navsyncd --flows`).
 let studioFlow: Flow = {
-    let text = #"""
-    {
-      "name": "studio",
-      "root": "Projects",
-      "coordinators": {
-        "Projects": { "kind": "stack", "initial": "list",
-          "routes": { "list": {}, "project": { "params": { "id": "int" }, "coordinator": "Workspace" },
-                      "folder": { "params": { "path": "string" }, "coordinator": "Folder" },
-                      "share": { "coordinator": "Share", "presentation": "sheet" } } },
-        "Workspace": { "kind": "tabs", "initial": ["editor", { "route": "preview", "params": { "zoom": 1.5 } }],
-          "routes": { "editor": { "coordinator": "Editor", "tab": { "title": "Edit" } },
-                      "preview": { "params": { "zoom": "number?" }, "tab": { "title": "Preview" } },
-                      "history": { "params": { "limit": "int?" } } } },
-        "Editor": { "kind": "root", "initial": "blank",
-          "routes": { "blank": {}, "file": { "params": { "name": "string", "dirty": "bool?" } },
-                      "folder": { "params": { "path": "string" }, "coordinator": "Folder" } } },
-        "Folder": { "kind": "stack", "initial": "contents",
-          "routes": { "contents": {}, "folder": { "params": { "path": "string" }, "coordinator": "Folder" },
-                      "file": { "params": { "name": "string" } }, "share": { "coordinator": "Share", "presentation": "cover" } } },
-        "Share": { "kind": "stack", "initial": "options", "routes": { "options": {}, "confirm": { "params": { "to": "string" } } } }
-      },
-      "links": {
-        "/p/:id": [ { "op": "setStack", "at": "root", "routes": [ "list", { "route": "project", "params": { "id": ":id" } } ] } ],
-        "/p/:id/file/:name": [
-          { "op": "setStack", "at": "root", "routes": [ "list", { "route": "project", "params": { "id": ":id" } } ] },
-          { "op": "select", "route": "editor" },
-          { "op": "setRoot", "at": "Editor", "route": "file", "params": { "name": ":name", "dirty": ":dirty" } } ]
-      }
-    }
-    """#
-    return try! Flow.load(bytes: Array(text.utf8), file: "studio.json")
+    let path = #filePath.split(separator: "/").dropLast(3).joined(separator: "/")   // the repository root
+    let file = "/" + path + "/tests/integration/flows/studio.json"
+    guard let bytes = FlowDirectory.readFile(file) else { preconditionFailure("cannot read \(file)") }
+    return try! Flow.load(bytes: bytes, file: file)
 }()
 
 /// Generates plausible and hostile commands from the current state.

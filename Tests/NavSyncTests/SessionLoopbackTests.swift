@@ -54,6 +54,44 @@ struct SessionLoopbackTests {
         #expect(a.next(type: "pong")?["id"] == 1)
     }
 
+    @Test func catchUpDuplicatesConflictsAndBadInputOverTheWire() throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        let (a, joined) = try RawClient.member(server)
+        let epoch = joined["epoch"]!
+        for i in 1...3 {
+            a.sendJSON(["type": "command", "session": "demo", "id": .int(Int64(i)), "ops": [["op": "update", "data": ["n": .int(Int64(i))]]]])
+            #expect(a.next(type: "ack")?["rev"] == .int(Int64(i)))
+        }
+        // A newcomer catching up from rev 1 of the same epoch gets patches, not the state.
+        let b = try RawClient(port: server.port)
+        b.upgrade()
+        b.sendJSON(["type": "join", "session": "demo", "since": 1, "epoch": epoch])
+        let caughtUp = b.next(type: "joined")
+        #expect(caughtUp?["state"] == nil && caughtUp?["patches"]?.arrayValue?.map { $0["rev"] } == [2, 3])
+        // Another epoch: the whole state.
+        b.sendJSON(["type": "sync", "session": "demo", "since": 1, "epoch": "other", "id": "s"])
+        #expect(b.next(type: "snapshot")?["rev"] == 3)
+        // A duplicate command id: the original ack again, no new revision.
+        a.sendJSON(["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]])
+        #expect(a.next(type: "ack") == ["type": "ack", "id": 2, "session": "demo", "rev": 2, "results": ["applied"]])
+        // reject with a stale base on the changed screen: conflict with the current rev.
+        a.sendJSON(["type": "command", "session": "demo", "id": 9, "base": 1, "onConflict": "reject", "ops": [["op": "update", "data": ["n": 0]]]])
+        let conflict = a.next(type: "error")
+        #expect(conflict?["code"] == "conflict" && conflict?["rev"] == 3 && conflict?["id"] == 9)
+        // Bad input: an error each, the connection stays, nothing changes.
+        a.sendFrame(.text, Array("not json".utf8))
+        #expect(a.next(type: "error")?["code"] == "bad_json")
+        a.sendJSON(["type": "teleport", "id": 1])
+        #expect(a.next(type: "error")?["code"] == "bad_request")
+        a.sendJSON(["type": "join"])
+        #expect(a.next(type: "error")?["code"] == "bad_request")
+        a.sendJSON(["type": "command", "session": "nope", "id": 5, "ops": [["op": "pop"]]])
+        #expect(a.next(type: "error")?["code"] == "unknown_session")
+        a.sendJSON(["type": "get", "session": "demo", "id": "g"])
+        #expect(a.next(type: "snapshot")?["rev"] == 3)
+    }
+
     @Test func binaryMessagesCloseWith1003() throws {
         let server = try TestServer.sessions()
         defer { server.stop() }

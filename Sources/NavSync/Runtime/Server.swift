@@ -181,7 +181,7 @@ public final class Server {
         connectionsAccepted += 1
         tcp.pointee.data = Unmanaged.passRetained(connection).toOpaque()
         connections[connection.id] = connection
-        logger.debug("#\(connection.id) \(peer) connected")
+        logger.info("#\(connection.id) \(peer) connected")
         if shuttingDown {
             connection.drop(.closed(code: CloseCode.goingAway))
             return
@@ -227,11 +227,7 @@ public final class Server {
     func connectionClosed(_ connection: Connection) {
         connections[connection.id] = nil
         let reason = connection.closeReason.map { "\($0)" } ?? "closed"
-        if connection.machine.isOpen || connection.closeReason.map({ if case .closed = $0 { return true } else { return false } }) == true {
-            logger.info("#\(connection.id) \(connection.peer) closed: \(reason) (in \(connection.bytesIn) B, out \(connection.bytesOut) B)")
-        } else {
-            logger.debug("#\(connection.id) \(connection.peer) closed: \(reason)")
-        }
+        logger.info("#\(connection.id) \(connection.peer) closed: \(reason) (in \(connection.bytesIn) B, out \(connection.bytesOut) B)")
         application.closed(connection)
         if shuttingDown && connections.isEmpty { finishShutdown() }
     }
