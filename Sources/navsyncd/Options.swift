@@ -54,14 +54,37 @@ struct Options {
         case usageError(String)
     }
 
+    /// A flag that takes a whole number in a range.
+    struct NumericFlag: Sendable {
+        let range: ClosedRange<Int64>
+        /// What the number is, for the usage error: "milliseconds", "a byte count".
+        let unit: String
+        let apply: @Sendable (inout Options, Int64) -> Void
+    }
+
+    static let numericFlags: [String: NumericFlag] = [
+        "--port": NumericFlag(range: 0...65535, unit: "a port number") { $0.server.port = Int($1) },
+        "--max-message": NumericFlag(range: 1024...(1 << 30), unit: "a byte count") {
+            $0.server.connection.maxMessage = Int($1)
+            $0.hub.limits.maxMessage = Int($1)
+        },
+        "--max-queue": NumericFlag(range: 65536...(1 << 40), unit: "a byte count") { $0.server.maxQueueBytes = Int($1) },
+        "--write-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.writeTimeout = $1 },
+        "--handshake-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.handshakeTimeout = $1 },
+        "--ping-interval": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.pingInterval = $1 },
+        "--dead-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.deadTimeout = $1 },
+        "--max-sessions": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.hub.maxSessions = Int($1) },
+        "--max-members": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.hub.maxMembers = Int($1) },
+        "--max-ops": NumericFlag(range: 1...10_000, unit: "a number") { $0.hub.limits.model.maxOps = Int($1) },
+        "--rate": NumericFlag(range: 1...100_000_000, unit: "commands per second") { $0.hub.commandRate = Double($1) },
+        "--burst": NumericFlag(range: 1...100_000_000, unit: "a number") { $0.hub.commandBurst = Int($1) },
+        "--patch-log": NumericFlag(range: 1000...10_000_000, unit: "a number") { $0.hub.patchLog = Int($1) },
+        "--lag-threshold": NumericFlag(range: 4096...(1 << 40), unit: "a byte count") { $0.lagThreshold = Int($1) },
+    ]
+
     static func parse(_ arguments: [String]) -> ParseResult {
         var o = Options()
         var args = arguments[...]
-        func value(_ flag: String) -> String? { args.popFirst() }
-        func number(_ flag: String, _ text: String?, min: Int64 = 0) -> Int64? {
-            guard let text, let n = Int64(text), n >= min else { return nil }
-            return n
-        }
         while let arg = args.popFirst() {
             // --flag=value is accepted too.
             var flag = arg
@@ -69,65 +92,29 @@ struct Options {
                 flag = String(arg[..<eq])
                 args.insert(String(arg[arg.index(after: eq)...]), at: args.startIndex)
             }
+            if let spec = numericFlags[flag] {
+                guard let text = args.popFirst(), let n = Int64(text), spec.range.contains(n) else {
+                    return .usageError("\(flag) needs \(spec.unit) from \(spec.range.lowerBound) to \(spec.range.upperBound)")
+                }
+                spec.apply(&o, n)
+                continue
+            }
             switch flag {
             case "-h", "--help": return .help
             case "--host":
-                guard let v = value(flag), !v.isEmpty else { return .usageError("--host needs an address") }
+                guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--host needs an address") }
                 o.server.host = v.hasPrefix("[") && v.hasSuffix("]") ? String(v.dropFirst().dropLast()) : v
-            case "--port":
-                guard let n = number(flag, value(flag)), n <= 65535 else { return .usageError("--port needs a number from 0 to 65535") }
-                o.server.port = Int(n)
             case "--flows":
-                guard let v = value(flag) else { return .usageError("--flows needs a directory") }
+                guard let v = args.popFirst() else { return .usageError("--flows needs a directory") }
                 o.flowsDirectory = v
-            case "--max-message":
-                guard let n = number(flag, value(flag), min: 1024), n <= 1 << 30 else { return .usageError("--max-message needs a byte count from 1024 to 1073741824") }
-                o.server.connection.maxMessage = Int(n)
-                o.hub.limits.maxMessage = Int(n)
-            case "--max-queue":
-                guard let n = number(flag, value(flag), min: 64 * 1024) else { return .usageError("--max-queue needs a byte count of at least 65536") }
-                o.server.maxQueueBytes = Int(n)
-            case "--write-timeout":
-                guard let n = number(flag, value(flag), min: 100) else { return .usageError("--write-timeout needs milliseconds (at least 100)") }
-                o.server.writeTimeout = n
-            case "--handshake-timeout":
-                guard let n = number(flag, value(flag), min: 100) else { return .usageError("--handshake-timeout needs milliseconds (at least 100)") }
-                o.server.connection.handshakeTimeout = n
-            case "--ping-interval":
-                guard let n = number(flag, value(flag), min: 100) else { return .usageError("--ping-interval needs milliseconds (at least 100)") }
-                o.server.connection.pingInterval = n
-            case "--dead-timeout":
-                guard let n = number(flag, value(flag), min: 100) else { return .usageError("--dead-timeout needs milliseconds (at least 100)") }
-                o.server.connection.deadTimeout = n
-            case "--max-sessions":
-                guard let n = number(flag, value(flag), min: 1) else { return .usageError("--max-sessions needs a number of at least 1") }
-                o.hub.maxSessions = Int(n)
-            case "--max-members":
-                guard let n = number(flag, value(flag), min: 1) else { return .usageError("--max-members needs a number of at least 1") }
-                o.hub.maxMembers = Int(n)
-            case "--max-ops":
-                guard let n = number(flag, value(flag), min: 1), n <= 10_000 else { return .usageError("--max-ops needs a number from 1 to 10000") }
-                o.hub.limits.model.maxOps = Int(n)
-            case "--rate":
-                guard let n = number(flag, value(flag), min: 1) else { return .usageError("--rate needs commands per second (at least 1)") }
-                o.hub.commandRate = Double(n)
-            case "--burst":
-                guard let n = number(flag, value(flag), min: 1) else { return .usageError("--burst needs a number of at least 1") }
-                o.hub.commandBurst = Int(n)
-            case "--patch-log":
-                guard let n = number(flag, value(flag), min: 1000) else { return .usageError("--patch-log needs a number of at least 1000") }
-                o.hub.patchLog = Int(n)
-            case "--lag-threshold":
-                guard let n = number(flag, value(flag), min: 4096) else { return .usageError("--lag-threshold needs a byte count of at least 4096") }
-                o.lagThreshold = Int(n)
-            case "--no-demo-session": o.hub.demoSession = nil
             case "--log-level":
-                guard let v = value(flag), let level = Logger.Level(name: v) else { return .usageError("--log-level needs debug, info, warn, error or off") }
+                guard let v = args.popFirst(), let level = Logger.Level(name: v) else { return .usageError("--log-level needs debug, info, warn, error or off") }
                 o.server.logLevel = level
+            case "--no-demo-session": o.hub.demoSession = nil
             case "--ws-echo": o.wsEcho = true
             case "--insecure": o.insecure = true
             case "--data", "--fsync", "--auth", "--allow-origin":
-                return .usageError("\(flag) is not available in this build yet (see README: what is built so far)")
+                return .usageError("\(flag) is not available in this build yet (see README: what is built)")
             default:
                 return .usageError("unknown option '\(arg)'")
             }
