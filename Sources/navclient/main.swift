@@ -4,20 +4,41 @@ import Foundation
 import NavSync
 
 let usage = """
-usage: navclient <command> [URL] [options]
+usage: navclient [URL] [options]                   interactive: the live tree and a prompt
+       navclient exec [URL] [options] COMMAND...   run commands in order, stop at the first error
+       navclient watch [URL] [options]             print the tree on every change (--json: every message)
+       navclient get [URL] [options]               print the state once (--json: as JSON)
+       navclient sessions [URL] [--json]           list the server's sessions
+       navclient bench [URL] [options]             load generator (navclient bench --help)
 
-commands:
-  bench      load generator: members, publishers, latency percentiles (navclient bench --help)
+options:
+\(CommonOptions.help)
 
-URL is ws://HOST:PORT/ws or HOST:PORT (default ws://127.0.0.1:7420/ws).
+COMMANDs are what the prompt takes: push detail id=42, back, pop 2, present settings,
+select index=1, open /product/42, alert "Sure?", respond ok, update q=shoes, help.
+Without a subcommand and with standard input not a terminal, commands are read from it,
+one per line.
+
+exit codes: 0 done, 1 a command failed, 2 bad usage, 3 the server could not be reached
+or refused the session.
 """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first else {
-    Stderr.line(usage)
-    exit(2)
+let subcommands = ["exec", "watch", "get", "sessions", "bench", "help"]
+let command = arguments.first.flatMap { subcommands.contains($0) ? $0 : nil }
+if command != nil { arguments.removeFirst() }
+
+func common(_ arguments: [String]) -> CommonOptions {
+    switch CommonOptions.parse(arguments) {
+    case .success(let o): return o
+    case .failure(let e) where e.message.isEmpty:
+        print(usage)
+        exit(Exit.ok)
+    case .failure(let e):
+        Stderr.line("navclient: \(e.message)\n(try navclient --help)")
+        exit(Exit.usage)
+    }
 }
-arguments.removeFirst()
 
 switch command {
 case "bench":
@@ -25,15 +46,33 @@ case "bench":
     case .success(let bench): exit(bench.run())
     case .failure(let e) where e.message.isEmpty:
         print(Bench.usage)
-        exit(0)
+        exit(Exit.ok)
     case .failure(let e):
         Stderr.line("navclient bench: \(e.message)\n(try navclient bench --help)")
-        exit(2)
+        exit(Exit.usage)
     }
-case "-h", "--help", "help":
+case "help":
     print(usage)
-    exit(0)
+    exit(Exit.ok)
+case "exec":
+    let o = common(arguments)
+    guard !o.rest.isEmpty else {
+        Stderr.line("navclient exec: give at least one command, e.g. navclient exec 'push detail id=42'")
+        exit(Exit.usage)
+    }
+    exit(Scripted.exec(o, commands: o.rest))
+case "watch":
+    exit(Scripted.watch(common(arguments)))
+case "get":
+    exit(Scripted.get(common(arguments)))
+case "sessions":
+    exit(Scripted.sessions(common(arguments)))
 default:
-    Stderr.line("navclient: unknown command '\(command)'\n\n\(usage)")
-    exit(2)
+    let o = common(arguments)
+    if !o.rest.isEmpty {
+        Stderr.line("navclient: unknown command '\(o.rest[0])'\n(try navclient --help)")
+        exit(Exit.usage)
+    }
+    if let interactive = Interactive(o) { exit(interactive.run()) }
+    exit(Scripted.stdinScript(o))
 }

@@ -41,6 +41,8 @@ public final class SessionClient {
     public private(set) var clientID: String?
     public private(set) var isJoined = false
     public var onEvent: ((Event) -> Void)?
+    /// Every message from the server, as it came (for `navclient watch --json`).
+    public var onMessage: ((JSON) -> Void)?
 
     unowned let loop: ClientLoop
     private var socket: WebSocketClient?
@@ -157,6 +159,7 @@ public final class SessionClient {
 
     private func received(_ bytes: [UInt8]) {
         guard let message = try? JSON.parse(bytes), let type = message["type"]?.stringValue else { return }
+        onMessage?(message)
         switch type {
         case "welcome":
             clientID = message["client"]?.stringValue

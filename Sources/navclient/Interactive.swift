@@ -1,0 +1,157 @@
+import Foundation
+import NavSync
+
+/// The interactive client: the session's tree drawn live, a status line, recent
+/// messages, and a prompt with line editing, history and tab completion.
+final class Interactive {
+    let loop = ClientLoop()
+    let terminal: Terminal
+    var options: CommonOptions
+    var client: SessionClient!
+    var editor = LineEditor()
+    var messages: [(text: String, error: Bool)] = []
+    var connection = "connecting…"
+    var quitting = false
+
+    init?(_ options: CommonOptions) {
+        guard let t = Terminal(loop: loop) else { return nil }
+        terminal = t
+        self.options = options
+    }
+
+    func run() -> Int32 {
+        terminal.onInput = { [unowned self] bytes in keys(bytes) }
+        terminal.onResize = { [unowned self] in draw() }
+        terminal.start()
+        terminal.write("\u{1B}[?1049h")   // the alternate screen, as full-screen programs use
+        join(options.session)
+        loop.run()
+        terminal.write("\u{1B}[?1049l")
+        terminal.stop()
+        client.stop()
+        loop.shutdown()
+        return Exit.ok
+    }
+
+    func join(_ session: String) {
+        client?.stop()
+        options.session = session
+        var s = options.sessionOptions(reconnect: true)
+        s.create = true
+        let c = SessionClient(loop: loop, options: s)
+        client = c
+        c.onEvent = { [unowned self, weak c] event in
+            guard let c, c === client else { return }
+            switch event {
+            case .state:
+                c.reportStatus()
+            case .presence: break
+            case .connection(let up, let reason):
+                connection = up ? "connected" : "reconnecting (\(reason))"
+            case .error(let e):
+                say(describe(e), error: true)
+            }
+            draw()
+        }
+        c.start()
+        draw()
+    }
+
+    func say(_ text: String, error: Bool = false) {
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) { messages.append((String(line), error)) }
+        if messages.count > 200 { messages.removeFirst(messages.count - 200) }
+    }
+
+    // MARK: Input
+
+    func keys(_ bytes: [UInt8]) {
+        for action in editor.feed(bytes) {
+            switch action {
+            case .redraw: break
+            case .submit(let line): submit(line)
+            case .complete(let before):
+                let choices = CommandLanguage.completions(before, flow: client.flow, state: client.state)
+                let shown = editor.complete(with: choices)
+                if !shown.isEmpty { say(shown.joined(separator: "  ")) }
+            case .interrupt: break
+            case .endOfInput: quit()
+            }
+        }
+        if !quitting { draw() }
+    }
+
+    func submit(_ line: String) {
+        let command: ClientCommand?
+        do {
+            command = try CommandLanguage.parse(line, flow: client.flow, state: client.state)
+        } catch {
+            return say("\(line): \(error)", error: true)
+        }
+        guard let command else { return }
+        switch command {
+        case .ops(let ops):
+            say("> \(line)")
+            client.send(ops) { [weak self] result in
+                switch result {
+                case .success(let ack): self?.say("  \(describe(ack))")
+                case .failure(let e): self?.say("  \(describe(e))", error: true)
+                }
+                self?.draw()
+            }
+        case .quit: quit()
+        case .join(let name):
+            guard ClientRequest.isValidSessionName(name) else { return say("'\(name)' is not a session name", error: true) }
+            say("joining \(name)")
+            join(name)
+        case .sessions:
+            client.request(["type": "sessions"]) { [weak self] reply in
+                for s in reply["sessions"]?.arrayValue ?? [] {
+                    self?.say("  \(s["session"]?.stringValue ?? "?")  flow \(s["flow"]?.stringValue ?? "?")  rev \(s["rev"]?.description ?? "?")  members \(s["members"]?.description ?? "?")")
+                }
+                self?.draw()
+            }
+        case .members:
+            for m in client.members {
+                say("  \(m.client)  \(m.name)  \(m.role)\(m.rev.map { "  shows rev \($0)" } ?? "")\(m.client == client.clientID ? "  (you)" : "")")
+            }
+        case .get:
+            say((client.state ?? .null).encodedString())
+        case .help(let name):
+            say(name.flatMap(CommandLanguage.usage) ?? (["commands (Tab completes commands and routes):"] + CommandLanguage.commands.map { "  " + $0.usage }).joined(separator: "\n"))
+        }
+    }
+
+    func quit() {
+        quitting = true
+        loop.stop()
+    }
+
+    // MARK: Drawing
+
+    /// Redraws the whole screen: tree, status line, messages, prompt.
+    func draw() {
+        let (columns, rows) = terminal.size
+        func fit(_ s: String) -> String { s.count > columns ? String(s.prefix(columns - 1)) + "…" : s }
+        var out = "\u{1B}[?25l\u{1B}[H\u{1B}[2J"
+        let tree = client.state.map { TreeRenderer.render($0, flow: client.flow) } ?? []
+        let messageRows = min(6, max(2, rows / 4))
+        let treeRows = max(1, rows - messageRows - 3)
+        for line in tree.prefix(treeRows) {
+            out += (line.active ? "\u{1B}[1;36m" : "\u{1B}[2m") + fit(line.text) + "\u{1B}[0m\r\n"
+        }
+        if tree.count > treeRows { out += "\u{1B}[2m… \(tree.count - treeRows) more lines\u{1B}[0m\r\n" }
+        out += "\u{1B}[\(rows - messageRows - 1);1H"
+        let up = client.isJoined
+        let status = "\(up ? "●" : "○") \(connection)  session \(options.session)  rev \(client.rev)  members \(client.members.count)"
+            + (client.clientID.map { "  you \($0)" } ?? "") + (client.unacknowledged > 0 ? "  unacknowledged \(client.unacknowledged)" : "")
+        out += "\u{1B}[7m" + fit(status).padding(toLength: columns, withPad: " ", startingAt: 0) + "\u{1B}[0m\r\n"
+        for m in messages.suffix(messageRows) {
+            out += (m.error ? "\u{1B}[31m" : "") + fit(m.text) + "\u{1B}[0m\r\n"
+        }
+        let prompt = "navsync \(options.session)> "
+        out += "\u{1B}[\(rows);1H\u{1B}[K" + prompt + editor.text
+        let cursorColumn = prompt.count + editor.cursor + 1
+        out += "\u{1B}[\(rows);\(cursorColumn)H\u{1B}[?25h"
+        terminal.write(out)
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import NavSync
+
+/// The non-interactive fronts: `exec`, `get`, `sessions`, `watch`, and commands read from
+/// standard input when it is not a terminal.
+enum Scripted {
+    /// Runs each command in order; stops at the first error (message on stderr, exit 1).
+    static func exec(_ o: CommonOptions, commands: [String]) -> Int32 {
+        let loop = ClientLoop()
+        let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: false))
+        var remaining = commands[...]
+        var code = Exit.ok
+        func finish(_ c: Int32) {
+            code = c
+            client.stop()
+            loop.after(50) { loop.stop() }
+        }
+        func next() {
+            guard let line = remaining.popFirst() else { return finish(Exit.ok) }
+            run(line, client: client, options: o) { ok in
+                if ok { next() } else { finish(Exit.commandFailed) }
+            }
+        }
+        var started = false
+        client.onEvent = { event in
+            switch event {
+            case .connection(true, _) where !started:
+                started = true
+                next()
+            case .connection(false, let reason) where !started:
+                Stderr.line("navclient: \(reason)")
+                finish(Exit.unreachable)
+            case .error(let e) where !started:
+                started = true   // what follows (the close) is not news
+                Stderr.line("navclient: \(describe(e))")
+                finish(Exit.unreachable)
+            default: break
+            }
+        }
+        client.start()
+        loop.run()
+        loop.shutdown()
+        return code
+    }
+
+    /// Commands from standard input, one per line, until EOF; errors are reported and
+    /// the next line runs. Exit 1 if any failed.
+    static func stdinScript(_ o: CommonOptions) -> Int32 {
+        var lines: [String] = []
+        while let line = readLine() { lines.append(line) }
+        let loop = ClientLoop()
+        let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: false))
+        var remaining = lines[...]
+        var failed = false
+        var code = Exit.ok
+        func next() {
+            guard let line = remaining.popFirst() else {
+                code = failed ? Exit.commandFailed : Exit.ok
+                client.stop()
+                loop.after(50) { loop.stop() }
+                return
+            }
+            run(line, client: client, options: o) { ok in
+                if !ok { failed = true }
+                next()
+            }
+        }
+        var started = false
+        client.onEvent = { event in
+            switch event {
+            case .connection(true, _) where !started:
+                started = true
+                next()
+            case .connection(false, let reason) where !started:
+                Stderr.line("navclient: \(reason)")
+                code = Exit.unreachable
+                loop.stop()
+            case .error(let e) where !started:
+                started = true
+                Stderr.line("navclient: \(describe(e))")
+                code = Exit.unreachable
+                loop.stop()
+            default: break
+            }
+        }
+        client.start()
+        loop.run()
+        loop.shutdown()
+        return code
+    }
+
+    /// One command line: parse, send, report. `done(true)` on success.
+    static func run(_ line: String, client: SessionClient, options o: CommonOptions, done: @escaping (Bool) -> Void) {
+        let command: ClientCommand?
+        do {
+            command = try CommandLanguage.parse(line, flow: client.flow, state: client.state)
+        } catch {
+            Stderr.line("navclient: \(line): \(error)")
+            return done(false)
+        }
+        switch command {
+        case nil:
+            done(true)
+        case .ops(let ops)?:
+            client.send(ops) { result in
+                switch result {
+                case .success(let ack):
+                    printLine(o.json ? ServerMessage.ack(session: o.session, ack).json().encodedString() : "\(line) -> \(describe(ack))")
+                    done(true)
+                case .failure(let e):
+                    Stderr.line("navclient: \(line): \(describe(e))")
+                    done(false)
+                }
+            }
+        case .get?:
+            printLine(o.json ? (client.state ?? .null).encodedString() : TreeRenderer.plain(client.state ?? .null, flow: client.flow))
+            done(true)
+        case .members?:
+            for m in client.members {
+                printLine(o.json ? m.json.encodedString() : "\(m.client)  \(m.name)  \(m.role)\(m.rev.map { "  rev \($0)" } ?? "")")
+            }
+            done(true)
+        case .sessions?:
+            client.request(["type": "sessions"]) { reply in
+                printSessions(reply, json: o.json)
+                done(true)
+            }
+        case .help(let name)?:
+            printLine(name.flatMap(CommandLanguage.usage) ?? CommandLanguage.commands.map(\.usage).joined(separator: "\n"))
+            done(true)
+        case .join?:
+            Stderr.line("navclient: join works in the interactive client; use --session NAME here")
+            done(false)
+        case .quit?:
+            done(true)
+        }
+    }
+
+    static func printSessions(_ reply: JSON, json: Bool) {
+        let list = reply["sessions"]?.arrayValue ?? []
+        if json {
+            printLine(JSON.array(list).encodedString())
+            return
+        }
+        if list.isEmpty { printLine("(no sessions)") }
+        for s in list {
+            printLine("\(s["session"]?.stringValue ?? "?")  flow \(s["flow"]?.stringValue ?? "?")  rev \(s["rev"]?.description ?? "?")  members \(s["members"]?.description ?? "?")")
+        }
+    }
+
+    /// `get`: the state once, as a tree or JSON.
+    static func get(_ o: CommonOptions) -> Int32 {
+        exec(o, commands: ["get"])
+    }
+
+    /// `sessions`: the list once; no session is joined.
+    static func sessions(_ o: CommonOptions) -> Int32 {
+        let loop = ClientLoop()
+        let socket = WebSocketClient(loop: loop, url: o.url)
+        var code = Exit.unreachable
+        socket.onOpen = { socket.send(text: Array(#"{"type":"sessions","id":1}"#.utf8)) }
+        socket.onText = { bytes in
+            guard let reply = try? JSON.parse(bytes), reply["type"] == "sessions" else { return }
+            printSessions(reply, json: o.json)
+            code = Exit.ok
+            socket.close()
+            loop.after(50) { loop.stop() }
+        }
+        socket.onClose = { _, reason in
+            if code != Exit.ok { Stderr.line("navclient: \(reason)") }
+            loop.stop()
+        }
+        socket.connect()
+        loop.run()
+        loop.shutdown()
+        return code
+    }
+
+    /// `watch`: the tree again on every change (or every server message as a JSON line
+    /// with --json), reconnecting as needed, until interrupted.
+    static func watch(_ o: CommonOptions) -> Int32 {
+        let loop = ClientLoop()
+        let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: true))
+        var everJoined = false
+        if o.json {
+            client.onMessage = { printLine($0.encodedString()) }
+        }
+        client.onEvent = { event in
+            switch event {
+            case .state where !o.json:
+                printLine("--- \(o.session) rev \(client.rev)")
+                printLine(TreeRenderer.plain(client.state ?? .null, flow: client.flow))
+            case .connection(let up, let reason):
+                if up { everJoined = true }
+                if !o.json { Stderr.line("navclient: \(reason)") }
+            case .error(let e):
+                Stderr.line("navclient: \(describe(e))")
+                if !everJoined { loop.stop() }
+            default: break
+            }
+        }
+        client.start()
+        loop.run()
+        loop.shutdown()
+        return everJoined ? Exit.ok : Exit.unreachable
+    }
+}
