@@ -466,8 +466,3 @@ func raiseFileLimit() {
     }
 }
 
-struct UsageError: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
-    static let help = UsageError("")
-}

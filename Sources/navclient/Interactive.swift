@@ -6,14 +6,14 @@ import NavSync
 final class Interactive {
     let loop = ClientLoop()
     let terminal: Terminal
-    var options: CommonOptions
+    var options: ClientOptions
     var client: SessionClient!
     var editor = LineEditor()
     var messages: [(text: String, error: Bool)] = []
     var connection = "connecting…"
     var quitting = false
 
-    init?(_ options: CommonOptions) {
+    init?(_ options: ClientOptions) {
         guard let t = Terminal(loop: loop) else { return nil }
         terminal = t
         self.options = options

@@ -5,7 +5,7 @@ import NavSync
 /// standard input when it is not a terminal.
 enum Scripted {
     /// Runs each command in order; stops at the first error (message on stderr, exit 1).
-    static func exec(_ o: CommonOptions, commands: [String]) -> Int32 {
+    static func exec(_ o: ClientOptions, commands: [String]) -> Int32 {
         let loop = ClientLoop()
         let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: false))
         var remaining = commands[...]
@@ -45,7 +45,7 @@ enum Scripted {
 
     /// Commands from standard input, one per line, until EOF; errors are reported and
     /// the next line runs. Exit 1 if any failed.
-    static func stdinScript(_ o: CommonOptions) -> Int32 {
+    static func stdinScript(_ o: ClientOptions) -> Int32 {
         var lines: [String] = []
         while let line = readLine() { lines.append(line) }
         let loop = ClientLoop()
@@ -90,7 +90,7 @@ enum Scripted {
     }
 
     /// One command line: parse, send, report. `done(true)` on success.
-    static func run(_ line: String, client: SessionClient, options o: CommonOptions, done: @escaping (Bool) -> Void) {
+    static func run(_ line: String, client: SessionClient, options o: ClientOptions, done: @escaping (Bool) -> Void) {
         let command: ClientCommand?
         do {
             command = try CommandLanguage.parse(line, flow: client.flow, state: client.state)
@@ -149,12 +149,12 @@ enum Scripted {
     }
 
     /// `get`: the state once, as a tree or JSON.
-    static func get(_ o: CommonOptions) -> Int32 {
+    static func get(_ o: ClientOptions) -> Int32 {
         exec(o, commands: ["get"])
     }
 
     /// `sessions`: the list once; no session is joined.
-    static func sessions(_ o: CommonOptions) -> Int32 {
+    static func sessions(_ o: ClientOptions) -> Int32 {
         let loop = ClientLoop()
         let socket = WebSocketClient(loop: loop, url: o.url)
         var code = Exit.unreachable
@@ -178,7 +178,7 @@ enum Scripted {
 
     /// `watch`: the tree again on every change (or every server message as a JSON line
     /// with --json), reconnecting as needed, until interrupted.
-    static func watch(_ o: CommonOptions) -> Int32 {
+    static func watch(_ o: ClientOptions) -> Int32 {
         let loop = ClientLoop()
         let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: true))
         var everJoined = false

@@ -12,7 +12,7 @@ usage: navclient [URL] [options]                   interactive: the live tree an
        navclient bench [URL] [options]             load generator (navclient bench --help)
 
 options:
-\(CommonOptions.help)
+\(ClientOptions.help)
 
 COMMANDs are what the prompt takes: push detail id=42, back, pop 2, present settings,
 select index=1, open /product/42, alert "Sure?", respond ok, update q=shoes, help.
@@ -28,8 +28,8 @@ let subcommands = ["exec", "watch", "get", "sessions", "bench", "help"]
 let command = arguments.first.flatMap { subcommands.contains($0) ? $0 : nil }
 if command != nil { arguments.removeFirst() }
 
-func common(_ arguments: [String]) -> CommonOptions {
-    switch CommonOptions.parse(arguments) {
+func common(_ arguments: [String]) -> ClientOptions {
+    switch ClientOptions.parse(arguments) {
     case .success(let o): return o
     case .failure(let e) where e.message.isEmpty:
         print(usage)

@@ -71,6 +71,12 @@ public enum CommandLanguage {
         }
         var words = try tokenize(String(trimmed))
         let name = words.removeFirst()
+        // A URL may hold '=' and spaces: `open` takes the rest of the line as it is.
+        if name == "open" {
+            let url = String(trimmed.drop { $0 != " " }.drop { $0 == " " })
+            guard !url.isEmpty else { throw CommandError("usage: \(usage("open")!)") }
+            return .ops([["op": "open", "url": .string(url)]])
+        }
         var positional: [String] = []
         var fields: [(String, String)] = []
         for w in words {
@@ -231,7 +237,8 @@ public enum CommandLanguage {
         // Param keys of the chosen route.
         let route = words[1]
         let keys = (flow.types(declaring: route).first?.routes[route]?.paramOrder ?? []).map { $0 + "=" }
-        return keys.filter { $0.hasPrefix(current) && !words.contains { $0.hasPrefix($0) && $0 != current } }
+        let typed = Set(words.dropFirst(2).compactMap { $0.split(separator: "=").first.map { String($0) + "=" } })
+        return keys.filter { $0.hasPrefix(current) && !typed.contains($0) }
     }
 
     /// Routes declared by the coordinators on the active path, deepest first.

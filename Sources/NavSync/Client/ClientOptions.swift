@@ -1,0 +1,78 @@
+/// navclient's shared flags (DESIGN.md section 12), parsed as a value.
+public struct ClientOptions: Sendable, Equatable {
+    public var url = WebSocketURL.default
+    public var session = "demo"
+    public var name = "navclient"
+    public var token: String?
+    public var json = false
+    public var create = false
+    public var flow: String?
+    /// Arguments that are neither the URL nor a flag (the commands of `exec`).
+    public var rest: [String] = []
+
+    public static let help = """
+      URL                ws://HOST:PORT/ws or HOST:PORT (default ws://127.0.0.1:7420/ws)
+      --session NAME     the session (default demo)
+      --create           create the session if it does not exist
+      --flow NAME        the flow of a session created with --create
+      --name NAME        the name others see for this client (default navclient)
+      --token TOKEN      an access token, for servers with an auth file
+      --json             machine-readable output
+    """
+
+    public static func parse(_ args: [String]) -> Result<ClientOptions, UsageError> {
+        var o = ClientOptions()
+        var rest = args[...]
+        var sawURL = false
+        while let arg = rest.popFirst() {
+            func value() -> String? { rest.popFirst() }
+            switch arg {
+            case "--session":
+                guard let v = value(), ClientRequest.isValidSessionName(v) else { return .failure(UsageError("--session needs a name (letters, digits, -_.:)")) }
+                o.session = v
+            case "--name":
+                guard let v = value() else { return .failure(UsageError("--name needs a name")) }
+                o.name = v
+            case "--token":
+                guard let v = value() else { return .failure(UsageError("--token needs a token")) }
+                o.token = v
+            case "--flow":
+                guard let v = value() else { return .failure(UsageError("--flow needs a flow name")) }
+                o.flow = v
+            case "--json": o.json = true
+            case "--create": o.create = true
+            case "-h", "--help": return .failure(.help)
+            default:
+                if arg.hasPrefix("--") { return .failure(UsageError("unknown option '\(arg)'")) }
+                // The first word that looks like ws://… or HOST:PORT is the URL; commands are the rest.
+                if !sawURL && o.rest.isEmpty && !arg.contains(" ") && (arg.hasPrefix("ws://") || arg.contains(":")),
+                   let url = WebSocketURL(arg) {
+                    o.url = url
+                    sawURL = true
+                } else {
+                    o.rest.append(arg)
+                }
+            }
+        }
+        return .success(o)
+    }
+
+    public func sessionOptions(reconnect: Bool) -> SessionClient.Options {
+        var s = SessionClient.Options()
+        s.url = url
+        s.session = session
+        s.name = name
+        s.create = create
+        s.flow = flow
+        s.reconnect = reconnect
+        return s
+    }
+}
+
+
+/// A usage mistake on the command line; an empty message asks for the help text.
+public struct UsageError: Error, Sendable, Equatable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public static let help = UsageError("")
+}

@@ -1,0 +1,147 @@
+import Testing
+@testable import NavSync
+
+@Suite("navclient: options, command language, tree, line editor")
+struct ClientTests {
+    func state(_ h: Harness) -> JSON { h.json }
+
+    func main() -> Harness {
+        var h = Harness()
+        h.ok(["op": "setRoot", "route": "main"])
+        return h
+    }
+
+    func parse(_ line: String, _ h: Harness) throws -> ClientCommand? {
+        try CommandLanguage.parse(line, flow: .demo, state: h.json)
+    }
+
+    @Test func optionsAndURLs() throws {
+        let o = try ClientOptions.parse(["10.0.0.5:9000", "--session", "lab", "--json", "push detail id=1", "back"]).get()
+        #expect(o.url == WebSocketURL(host: "10.0.0.5", port: 9000, target: "/ws") && o.session == "lab" && o.json)
+        #expect(o.rest == ["push detail id=1", "back"])
+        #expect(try ClientOptions.parse(["alert \"Note: x\""]).get().rest == ["alert \"Note: x\""])
+        #expect(try ClientOptions.parse(["ws://[::1]:7420/ws?token=t"]).get().url == WebSocketURL(host: "::1", port: 7420, target: "/ws?token=t"))
+        #expect(WebSocketURL("localhost:8000") == WebSocketURL(host: "127.0.0.1", port: 8000, target: "/ws"))
+        #expect(WebSocketURL("wss://x") == nil && WebSocketURL("host:99999") == nil)
+        guard case .failure(let e) = ClientOptions.parse(["--session", "bad name"]) else { Issue.record(); return }
+        #expect(e.message.contains("--session"))
+        guard case .failure(let e2) = ClientOptions.parse(["--frob"]) else { Issue.record(); return }
+        #expect(e2.message == "unknown option '--frob'")
+        guard case .failure(let help) = ClientOptions.parse(["-h"]) else { Issue.record(); return }
+        #expect(help == .help)
+    }
+
+    @Test func commandsBecomeOperationsTypedByTheFlow() throws {
+        let h = main()
+        #expect(try parse("push detail id=42 note=\"gift wrap\"", h) == .ops([["op": "route", "route": "detail", "params": ["id": 42, "note": "gift wrap"]]]))
+        #expect(try parse("route reviews id=1 rating=4.5", h) == .ops([["op": "route", "route": "reviews", "params": ["id": 1, "rating": 4.5]]]))
+        #expect(try parse("present settings style=cover", h) == .ops([["op": "present", "route": "settings", "style": "cover"]]))
+        #expect(try parse("push about at=Settings hints.transition=fade", h) == .ops([["op": "route", "route": "about", "at": "Settings", "hints": ["transition": "fade"]]]))
+        #expect(try parse("pop 2", h) == .ops([["op": "pop", "count": 2]]))
+        #expect(try parse("pop from=e11", h) == .ops([["op": "pop", "from": "e11"]]))
+        #expect(try parse("select index=1", h) == .ops([["op": "select", "index": 1]]))
+        #expect(try parse("select 2", h) == .ops([["op": "select", "index": 2]]))
+        #expect(try parse("select cart", h) == .ops([["op": "select", "route": "cart"]]))
+        #expect(try parse("select e5", h) == .ops([["op": "select", "entry": "e5"]]))
+        #expect(try parse("setRoot main", h) == .ops([["op": "setRoot", "route": "main"]]))
+        #expect(try parse("jumpTo list detail", h) == .ops([["op": "setStack", "routes": ["list", "detail"]]]))
+        #expect(try parse("dismiss all", h) == .ops([["op": "dismiss", "all": true]]))
+        #expect(try parse("open /product/42?note=x", h) == .ops([["op": "open", "url": "/product/42?note=x"]]))
+        #expect(try parse("update q=shoes page=2 old=null", h) == .ops([["op": "update", "data": ["q": "shoes", "page": 2, "old": nil]]]))
+        #expect(try parse("alert Delete this? message=Really", h) == .ops([["op": "alert", "title": "Delete this?", "message": "Really"]]))
+        #expect(try parse(#"{"op":"reset"}"#, h) == .ops([["op": "reset"]]))
+        #expect(try parse("  # a comment", h) == nil && parse("", h) == nil)
+        #expect(try parse("join lab", h) == .join("lab") && parse("help push", h) == .help("push") && parse("exit", h) == .quit)
+    }
+
+    @Test func commandErrorsArePlain() {
+        let h = main()
+        let cases: [(String, String)] = [
+            ("push detail id=abc", "id must be a whole number, got 'abc'"),
+            ("push", "usage: push ROUTE"),
+            ("push detail 42", "unexpected '42': params are written key=value"),
+            ("pop zero", "pop takes a count of 1 or more, got 'zero'"),
+            ("pop sideways=1", "'pop' has no field 'sideways'"),
+            ("teleport", "unknown command 'teleport' (try help)"),
+            ("alert \"unclosed", "a quote is not closed"),
+            ("respond ok", "no alert is shown"),
+            ("back", "nothing to go back from"),
+            ("{nope", "that is not valid JSON"),
+        ]
+        for (line, message) in cases {
+            do {
+                _ = try CommandLanguage.parse(line, flow: .demo, state: h.json)
+                Issue.record("\(line) parsed")
+            } catch {
+                #expect(error.message.hasPrefix(message), "\(line): \(error.message)")
+            }
+        }
+    }
+
+    @Test func backAndRespondUseTheState() throws {
+        var h = main()
+        h.ok(["op": "push", "route": "detail", "params": ["id": 1]], ["op": "present", "route": "settings"], ["op": "push", "route": "about"])
+        // The deepest stack that can pop: Settings, whose top is `about`.
+        let top = h.entries("Settings")[1].id.description
+        #expect(try parse("back", h) == .ops([["op": "pop", "from": .string(top)]]))
+        h.ok(["op": "alert", "title": "Sure?"])
+        let alert = h.json["alert"]!["id"]!
+        #expect(try parse("respond ok", h) == .ops([["op": "respond", "alert": alert, "button": "ok"]]))
+    }
+
+    @Test func completionOffersCommandsRoutesAndParams() {
+        let h = main()
+        #expect(CommandLanguage.completions("po", flow: .demo, state: h.json) == ["pop", "popToRoot", "popToFirst", "popToLast", "popTo", "popBefore"])
+        // Routes declared by coordinators on the active path (Home, Main, App), deepest first.
+        let routes = CommandLanguage.completions("push ", flow: .demo, state: h.json)
+        #expect(Array(routes.prefix(3)) == ["list", "category", "detail"] && routes.contains("profile") && routes.contains("login"))
+        #expect(CommandLanguage.completions("push de", flow: .demo, state: h.json) == ["detail"])
+        #expect(CommandLanguage.completions("push detail ", flow: .demo, state: h.json) == ["id=", "note="])
+        #expect(CommandLanguage.completions("sessions ", flow: .demo, state: h.json).isEmpty)
+    }
+
+    @Test func treeShowsKindsRoutesParamsAndTheActivePath() {
+        var h = main()
+        h.ok(["op": "push", "route": "detail", "params": ["id": 42]], ["op": "alert", "title": "Saved"])
+        let lines = TreeRenderer.render(h.json, flow: .demo)
+        #expect(lines[0] == .init(text: "App (root)", active: true))
+        #expect(lines[1] == .init(text: "└─ main e2", active: true))
+        #expect(lines.contains(.init(text: "   ├─ home e3  (selected)", active: true)))
+        #expect(lines.contains(.init(text: "   │  ├─ list \"Products\" e4", active: false)))
+        #expect(lines.contains(.init(text: "   │  └─ detail id=42 \"Product 42\" e11 push", active: true)))
+        #expect(lines.contains(.init(text: "   ├─ search e5", active: false)))
+        #expect(lines.last == .init(text: "alert e12 \"Saved\" [ok]", active: true))
+        #expect(TreeRenderer.title("Product {id} of {cat}", ["id": 4]) == "Product 4 of ")
+    }
+
+    @Test func lineEditorKeys() {
+        var e = LineEditor()
+        _ = e.feed(Array("push detial".utf8))
+        _ = e.feed([0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44])          // ← ←: "push deti|al"
+        _ = e.feed([0x7F])                                         // backspace: "push det|al"
+        _ = e.feed([0x1B, 0x5B, 0x43])                             // →: "push deta|l"
+        _ = e.feed(Array("i".utf8))
+        #expect(e.text == "push detail" && e.cursor == 10)
+        _ = e.feed([0x01])                                         // Ctrl-A
+        #expect(e.cursor == 0)
+        #expect(e.feed([0x0D]) == [.submit("push detail")])
+        #expect(e.text.isEmpty)
+        _ = e.feed(Array("back".utf8))
+        _ = e.feed([0x0D])
+        _ = e.feed([0x1B, 0x5B, 0x41])                             // ↑: the last line
+        #expect(e.text == "back")
+        _ = e.feed([0x1B, 0x5B, 0x41])
+        #expect(e.text == "push detail")
+        _ = e.feed([0x1B, 0x5B, 0x42, 0x1B, 0x5B, 0x42])           // ↓ ↓: back to an empty line
+        #expect(e.text.isEmpty)
+        _ = e.feed(Array("push de".utf8))
+        #expect(e.feed([0x09]) == [.complete("push de")])
+        #expect(e.complete(with: ["detail"]).isEmpty && e.text == "push detail ")
+        _ = e.feed([0x17])                                         // Ctrl-W: the last word
+        #expect(e.text == "push ")
+        _ = e.feed(Array("é".utf8))
+        #expect(e.text == "push é")
+        _ = e.feed([0x15])                                         // Ctrl-U
+        #expect(e.feed([0x04]) == [.endOfInput])
+    }
+}
