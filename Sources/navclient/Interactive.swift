@@ -47,7 +47,8 @@ final class Interactive {
                 c.reportStatus()
             case .presence: break
             case .connection(let up, let reason):
-                connection = up ? "connected" : "reconnecting (\(reason))"
+                connection = up ? "connected" : "reconnecting"
+                say(up ? reason : "connection lost: \(reason); reconnecting", error: !up)
             case .error(let e):
                 say(describe(e), error: true)
             }
@@ -64,8 +65,15 @@ final class Interactive {
 
     // MARK: Input
 
+    /// Keys one at a time: a completion or a submitted line must take effect before the
+    /// next key of the same read (tmux and paste deliver many keys at once).
     func keys(_ bytes: [UInt8]) {
-        for action in editor.feed(bytes) {
+        for byte in bytes where !quitting { key(byte) }
+        if !quitting { draw() }
+    }
+
+    func key(_ byte: UInt8) {
+        for action in editor.feed([byte]) {
             switch action {
             case .redraw: break
             case .submit(let line): submit(line)
@@ -77,7 +85,6 @@ final class Interactive {
             case .endOfInput: quit()
             }
         }
-        if !quitting { draw() }
     }
 
     func submit(_ line: String) {
@@ -142,8 +149,9 @@ final class Interactive {
         if tree.count > treeRows { out += "\u{1B}[2m… \(tree.count - treeRows) more lines\u{1B}[0m\r\n" }
         out += "\u{1B}[\(rows - messageRows - 1);1H"
         let up = client.isJoined
-        let status = "\(up ? "●" : "○") \(connection)  session \(options.session)  rev \(client.rev)  members \(client.members.count)"
-            + (client.clientID.map { "  you \($0)" } ?? "") + (client.unacknowledged > 0 ? "  unacknowledged \(client.unacknowledged)" : "")
+        let status = "\(up ? "●" : "○") \(connection)  session \(options.session)  rev \(client.rev)"
+            + (client.unacknowledged > 0 ? "  unacknowledged \(client.unacknowledged)" : "")
+            + "  members \(client.members.count)" + (client.clientID.map { "  you \($0)" } ?? "")
         out += "\u{1B}[7m" + fit(status).padding(toLength: columns, withPad: " ", startingAt: 0) + "\u{1B}[0m\r\n"
         for m in messages.suffix(messageRows) {
             out += (m.error ? "\u{1B}[31m" : "") + fit(m.text) + "\u{1B}[0m\r\n"

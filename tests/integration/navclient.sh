@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# navclient as people and scripts use it: the interactive client driven through tmux
+# (send-keys, capture-pane) while another client changes the session; exec, watch
+# --json and get with their exit codes; reconnecting across a server restart with a
+# command in flight, applied exactly once.
+. "$(dirname "$0")/lib.sh"
+
+start_navsyncd navclient
+NC="$NAVCLIENT"
+screen() { tmux capture-pane -t nc -p; }
+wait_screen() {   # wait_screen TEXT: until the tmux pane shows TEXT (5 s at most)
+    for _ in $(seq 1 50); do screen | grep -qF -- "$1" && return 0; sleep 0.1; done
+    screen >"$OUT/navclient-screen.txt"; return 1
+}
+
+# --- exec, get, watch --json, sessions: scripts and exit codes
+check "exec runs commands in order, exit 0" bash -c "'$NC' exec '$WS_URL' 'setRoot main' 'push detail id=42' | grep -q 'push detail id=42 -> rev 2: applied'"
+check "exec stops at a refused command, exit 1" bash -c "'$NC' exec '$WS_URL' 'push nowhere' 'push detail id=1' 2>'$OUT/exec-err.txt'; [ \$? -eq 1 ] && grep -q unknown_route '$OUT/exec-err.txt'"
+check "exec refuses a mistyped param before sending, exit 1" bash -c "'$NC' exec '$WS_URL' 'push detail id=abc' 2>&1; [ \$? -eq 1 ]"
+check "get prints the tree" bash -c "'$NC' get '$WS_URL' | grep -q 'detail id=42'"
+check "get --json prints the state" bash -c "'$NC' get '$WS_URL' --json | '$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"root\"][\"type\"]==\"App\"'"
+check "an unknown session, exit 3" bash -c "'$NC' get '$WS_URL' --session nope 2>/dev/null; [ \$? -eq 3 ]"
+check "no server, exit 3" bash -c "'$NC' get 127.0.0.1:1 2>/dev/null; [ \$? -eq 3 ]"
+check "bad usage, exit 2" bash -c "'$NC' exec 2>/dev/null; [ \$? -eq 2 ]"
+check "sessions lists demo" bash -c "'$NC' sessions '$WS_URL' | grep -q '^demo '"
+check "commands from a pipe" bash -c "printf 'select cart\nselect home\n' | '$NC' '$WS_URL' | grep -q 'select home -> rev'"
+"$NC" watch "$WS_URL" --json >"$OUT/watch.jsonl" 2>/dev/null &
+watcher=$!
+sleep 0.5
+"$NC" exec "$WS_URL" 'update q=watched' >/dev/null
+sleep 0.5
+kill $watcher; wait $watcher 2>/dev/null || true
+check "watch --json prints each message as a JSON line" bash -c "head -1 '$OUT/watch.jsonl' | grep -q '\"type\":\"welcome\"' && grep -q '\"type\":\"patch\".*watched' '$OUT/watch.jsonl'"
+
+# --- the interactive client in tmux
+tmux kill-session -t nc 2>/dev/null || true
+tmux new-session -d -s nc -x 110 -y 34 "'$NC' '$WS_URL' --session demo --name tmux"
+check "the tree and the status line are drawn" wait_screen "session demo"
+tmux send-keys -t nc 'push rev' Tab 'id=7' Enter
+check "a typed push (Tab-completed) reaches the server" wait_screen "reviews id=7"
+check "and is acknowledged on screen" wait_screen "push reviews id=7"
+"$NC" exec "$WS_URL" 'push detail id=99 note=fromelsewhere' >/dev/null
+check "a change by another client shows" wait_screen "note=fromelsewhere"
+tmux send-keys -t nc 'back' Enter
+check "back pops for everyone" bash -c "for i in \$(seq 1 30); do '$NC' get '$WS_URL' | grep -q fromelsewhere || exit 0; sleep 0.1; done; exit 1"
+tmux send-keys -t nc 'push nowhere' Enter
+check "an unknown route shows an error, the prompt stays" wait_screen "unknown_route"
+check "the prompt is still there" wait_screen "navsync demo>"
+
+# --- reconnect: the server restarts; a command typed meanwhile is applied exactly once
+port="${WS_URL##*:}"; port="${port%%/*}"
+stop_navsyncd TERM
+check "the client notices the server is gone" wait_screen "reconnecting"
+tmux send-keys -t nc 'open /product/5' Enter
+check "the command waits, unacknowledged" wait_screen "unacknowledged 1"
+"$NAVSYNCD" --port "$port" --log-level warn >"$OUT/navclient-restart.out" 2>"$OUT/navclient-restart.log" &
+NAVSYNCD_PID=$!
+check "it reconnects by itself and shows the new epoch's state" wait_screen "● connected"
+check "the resent command is acknowledged" wait_screen "rev 1: applied"
+check "and applied exactly once" bash -c "'$NC' get '$WS_URL' --json | '$PY' -c 'import json,sys; d=json.load(sys.stdin); home=d[\"root\"][\"current\"][\"coordinator\"][\"tabs\"][0][\"coordinator\"][\"stack\"]; assert [e[\"route\"] for e in home]==[\"list\",\"detail\"], home'"
+check "the server saw one command" bash -c "curl -s '${HTTP_URL}metrics' | grep -qx 'navsync_commands_total{result=\"applied\"} 1'"
+screen >"$OUT/navclient-screen.txt"
+tmux send-keys -t nc C-d
+sleep 0.3
+tmux kill-session -t nc 2>/dev/null || true
+stop_navsyncd
+finish
