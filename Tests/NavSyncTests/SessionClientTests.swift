@@ -1,0 +1,81 @@
+import Dispatch
+import Testing
+@testable import NavSync
+
+@Suite("SessionClient and the README's examples", .serialized)
+struct SessionClientTests {
+    /// The README's "Library use" example, as written there.
+    @Test func readmeLibraryExample() throws {
+        let flow = try Flow("shop", root: "App") {
+            CoordinatorType("App", .root, initial: "login") {
+                Route("login")
+                Route("main", opens: "Main")
+            }
+            CoordinatorType("Main", .tabs, initial: ["home"]) {
+                Route("home", opens: "Home", tab: ["title": "Home"])
+            }
+            CoordinatorType("Home", .stack, initial: "list") {
+                Route("list")
+                Route("detail", params: [("id", "int")], title: "Product {id}")
+            }
+        }
+        var session = Sequencer(flow: flow, epoch: "e1")
+        let outcome = session.submit(Command(id: .int(1), operations: [
+            Operation(.setRoot(.init("main"))),
+            Operation(.route(.init("detail", params: ["id": 42]))),
+        ]), client: "me")
+        guard case .applied(let ack, let patch) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(ack.rev == 1 && ack.results == [.applied, .applied])
+        #expect(try NavDocument(flow: flow).state.json.applying(patch.ops) == session.state.json)
+    }
+
+    final class Box: @unchecked Sendable {
+        var acks: [Ack] = []
+        var errors: [NavError] = []
+        var mirror: JSON?
+        var rev = 0
+        let done = DispatchSemaphore(value: 0)
+    }
+
+    /// The Swift API against a real server: send operations, get acks and errors, and a
+    /// mirror equal to the server's state.
+    @Test func sendsOperationsAndMirrorsTheSession() throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        let box = Box()
+        let port = server.port
+        startThread {
+            let loop = ClientLoop()
+            var options = SessionClient.Options()
+            options.url = WebSocketURL(host: "127.0.0.1", port: port, target: "/ws")
+            let client = SessionClient(loop: loop, options: options)
+            var sent = false
+            client.onEvent = { event in
+                guard case .connection(true, _) = event, !sent else { return }
+                sent = true
+                client.send([Operation(.setRoot(.init("main"))), Operation(.route(.init("detail", params: ["id": 42])))]) { r in
+                    if case .success(let a) = r { box.acks.append(a) }
+                }
+                client.send([["op": "push", "route": "nowhere"]]) { r in
+                    if case .failure(let e) = r { box.errors.append(e) }
+                    // Answered in order: the mirror has seen revision 1 by now.
+                    box.mirror = client.state
+                    box.rev = client.rev
+                    client.stop()
+                    loop.after(50) { loop.stop() }
+                }
+            }
+            client.start()
+            withExtendedLifetime(client) { loop.run() }
+            loop.shutdown()
+            box.done.signal()
+        }
+        #expect(box.done.wait(timeout: .now() + 10) == .success)
+        #expect(box.acks.map(\.rev) == [1] && box.acks.first?.results == [.applied, .applied])
+        #expect(box.errors.map(\.code) == [.unknownRoute])
+        let c = try RawClient(port: server.port)
+        c.upgrade()
+        c.sendJSON(["type": "get", "session": "demo"])
+        #expect(c.next(type: "snapshot")?["state"]?.normalized == box.mirror?.normalized && box.rev == 1)
+    }
+}
