@@ -30,8 +30,8 @@ struct Bench {
       --sessions N       sessions (default 1)
       --in-flight K      commands each publisher keeps unanswered (default 64)
       --rate R           commands per second per publisher instead of a window
-      --commands N       stop after N commands per publisher
-      --duration S       stop after S seconds (default 10)
+      --commands N       send N commands per publisher, and end once all are answered
+      --duration S       stop after S seconds at the latest (default 10)
       --pid PID          the server's pid: report its CPU time and resident memory
       --idle N           instead: open N idle connections and report server memory per connection
       --join             with --idle: each connection also joins one of 10 sessions
@@ -119,6 +119,7 @@ struct Bench {
         var serverBefore = ProcessStats.read(pid)
         let publisherStats = PublisherStats()
         let publishersDone = DispatchSemaphore(value: 0)
+        let publishersFinished = Flag()
 
         func startPublishers() {
             started = monotonicNanoseconds()
@@ -127,6 +128,15 @@ struct Bench {
             startThread {
                 let ploop = ClientLoop()
                 let publishers = sessionNames.map { Publisher(loop: ploop, url: bench.url, session: $0, bench: bench, stats: publisherStats) }
+                // With --commands, the run ends once every command is answered.
+                let total = bench.commands.map { $0 * publishers.count }
+                for p in publishers {
+                    p.onAnswered = {
+                        guard let total, publisherStats.acked + publisherStats.errors.values.reduce(0, +) >= total else { return }
+                        publishers.forEach { $0.stop() }
+                        ploop.after(100) { ploop.stop() }
+                    }
+                }
                 publishers.forEach { $0.start() }
                 ploop.after(Int64(bench.duration * 1000)) {
                     publishers.forEach { $0.stop() }
@@ -137,13 +147,22 @@ struct Bench {
                     ploop.run()
                     ploop.shutdown()
                 }
+                publishersFinished.value = true
                 publishersDone.signal()
             }
-            // Members keep reading a little longer than the publishers send.
-            loop.after(Int64(duration * 1000) + 1_000) {
-                for m in members { m.close() }
-                loop.after(200) { loop.stop() }
+            // Members keep reading a second after the publishers stop (at the duration,
+            // or once --commands are all answered).
+            var closing = false
+            func close() {
+                guard !closing else { return }
+                closing = true
+                loop.after(1_000) {
+                    for m in members { m.close() }
+                    loop.after(200) { loop.stop() }
+                }
             }
+            loop.after(Int64(duration * 1000)) { close() }
+            loop.every(100) { if publishersFinished.value { close() } }
         }
 
         for i in 0..<clients {
@@ -272,6 +291,8 @@ struct Bench {
         var inFlight = 0
         var stopped = false
         var sentAt: [Int64: UInt64] = [:]
+        /// Called after each ack or error.
+        var onAnswered: (() -> Void)?
 
         init(loop: ClientLoop, url: WebSocketURL, session: String, bench: Bench, stats: PublisherStats) {
             self.loop = loop
@@ -303,6 +324,7 @@ struct Bench {
                 }
                 if m["type"] == "ack" { stats.acked += 1 } else { stats.errors[m["code"]?.stringValue ?? "?", default: 0] += 1 }
                 if bench.rate == nil { fill() }
+                onAnswered?()
             }
             client.onClose = { [weak self] _, reason in
                 guard let self, !stopped else { return }
@@ -313,6 +335,7 @@ struct Bench {
         }
 
         func stop() {
+            guard !stopped else { return }
             stopped = true
             stats.sent[session] = sentAt
             client.close()
@@ -402,6 +425,16 @@ struct Bench {
         }
         loop.shutdown()
         return failures > 0 && joined == 0 ? 1 : 0
+    }
+}
+
+/// A flag one thread sets and another polls.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var set = false
+    var value: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return set }
+        set { lock.lock(); set = newValue; lock.unlock() }
     }
 }
 

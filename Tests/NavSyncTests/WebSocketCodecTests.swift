@@ -159,6 +159,22 @@ struct WebSocketCodecTests {
         for v in invalid { #expect(!UTF8Validator.isValid(v), "\(v)") }
     }
 
+    @Test func clientHandshake() {
+        var rng = SeededRandom(seed: 7)
+        let key = ClientHandshake.key(using: &rng)
+        var again = SeededRandom(seed: 7)
+        #expect(key == ClientHandshake.key(using: &again) && Base64.decode(key)?.count == 16)
+        let url = WebSocketURL(host: "127.0.0.1", port: 7420, target: "/ws?x=1")
+        #expect(String(decoding: ClientHandshake.request(url, key: "dGhlIHNhbXBsZSBub25jZQ=="), as: UTF8.self)
+                == "GET /ws?x=1 HTTP/1.1\r\nHost: 127.0.0.1:7420\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: navsync.v1\r\n\r\n")
+        let ok = Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nSec-WebSocket-Protocol: navsync.v1\r\n\r\n".utf8)
+        #expect(ClientHandshake.response(ok + [0x81, 0x00], key: "dGhlIHNhbXBsZSBub25jZQ==") == .accepted(subprotocol: "navsync.v1", remaining: [0x81, 0x00]))
+        #expect(ClientHandshake.response(Array(ok.prefix(30)), key: "dGhlIHNhbXBsZSBub25jZQ==") == .needMore)
+        #expect(ClientHandshake.response(ok, key: "AAAAAAAAAAAAAAAAAAAAAA==") == .refused(status: 101, reason: "wrong Sec-WebSocket-Accept"))
+        let refused = Array("HTTP/1.1 403 Forbidden\r\nContent-Length: 19\r\n\r\norigin not allowed\n".utf8)
+        #expect(ClientHandshake.response(refused, key: "x") == .refused(status: 403, reason: "origin not allowed"))
+    }
+
     @Test func sha1AndBase64() {
         #expect(SHA1.hash(Array("abc".utf8)) == [0xa9, 0x99, 0x3e, 0x36, 0x47, 0x06, 0x81, 0x6a, 0xba, 0x3e, 0x25, 0x71, 0x78, 0x50, 0xc2, 0x6c, 0x9c, 0xd0, 0xd8, 0x9d])
         #expect(Base64.encode(SHA1.hash([])) == "2jmj7l5rSw0yVb/vlWAYkK/YBwk=")

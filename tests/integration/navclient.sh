@@ -32,6 +32,8 @@ sleep 0.5
 kill $watcher; wait $watcher 2>/dev/null || true
 check "watch --json prints each message as a JSON line" bash -c "head -1 '$OUT/watch.jsonl' | grep -q '\"type\":\"welcome\"' && grep -q '\"type\":\"patch\".*watched' '$OUT/watch.jsonl'"
 
+check "bench: N members in M sessions, a count of commands, JSON figures" bash -c "'$NC' bench '$WS_URL' --clients 6 --sessions 2 --commands 300 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"deliveries\"]==1800 and r[\"errors\"]==0 and r[\"commands\"]==600, r'"
+
 # --- the interactive client in tmux
 tmux kill-session -t nc 2>/dev/null || true
 tmux new-session -d -s nc -x 110 -y 34 "'$NC' '$WS_URL' --session demo --name tmux"

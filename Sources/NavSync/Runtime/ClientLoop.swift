@@ -10,13 +10,16 @@ public final class ClientLoop {
     var flushList: [WebSocketClient] = []
     let readBuffer: UnsafeMutableRawPointer
     let readBufferSize = 256 * 1024
-    /// Masking keys and handshake nonces (RFC 6455 section 5.3: unpredictable).
-    var random = SystemRandomNumberGenerator()
+    /// Masking keys, handshake nonces and reconnect jitter (RFC 6455 section 5.3 wants
+    /// masking keys unpredictable: the default is the system's generator; tests may
+    /// pass a seeded one).
+    var random: any RandomNumberGenerator
     private var timers: [Timer] = []
     /// Connections with an open handle, kept alive until their close callback.
     var clients: [ObjectIdentifier: WebSocketClient] = [:]
 
-    public init() {
+    public init(random: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
+        self.random = random
         loop = .allocate(capacity: 1)
         uv_loop_init(loop)
         prepare = .allocate(capacity: 1)

@@ -161,7 +161,7 @@ public final class WebSocketClient {
     }
 
     private func mask() -> (UInt8, UInt8, UInt8, UInt8) {
-        let r = owner.random.next()
+        let r: UInt64 = owner.random.next()
         return (UInt8(truncatingIfNeeded: r), UInt8(truncatingIfNeeded: r >> 8), UInt8(truncatingIfNeeded: r >> 16), UInt8(truncatingIfNeeded: r >> 24))
     }
 
