@@ -4,11 +4,25 @@ import NavSync
 /// The non-interactive fronts: `exec`, `get`, `sessions`, `watch`, and commands read from
 /// standard input when it is not a terminal.
 enum Scripted {
-    /// Runs each command in order; stops at the first error (message on stderr, exit 1).
+    /// `exec`: each command in order; stops at the first error (message on stderr, exit 1).
     static func exec(_ o: ClientOptions, commands: [String]) -> Int32 {
+        runAll(o, lines: commands, stopAtFirstError: true)
+    }
+
+    /// Commands from standard input, one per line, until EOF; an error is reported and
+    /// the next line runs. Exit 1 if any failed.
+    static func stdinScript(_ o: ClientOptions) -> Int32 {
+        var lines: [String] = []
+        while let line = readLine() { lines.append(line) }
+        return runAll(o, lines: lines, stopAtFirstError: false)
+    }
+
+    /// Joins the session, then runs the lines in order, each after the last is answered.
+    static func runAll(_ o: ClientOptions, lines: [String], stopAtFirstError: Bool) -> Int32 {
         let loop = ClientLoop()
         let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: false))
-        var remaining = commands[...]
+        var remaining = lines[...]
+        var failed = false
         var code = Exit.ok
         func finish(_ c: Int32) {
             code = c
@@ -16,9 +30,10 @@ enum Scripted {
             loop.after(50) { loop.stop() }
         }
         func next() {
-            guard let line = remaining.popFirst() else { return finish(Exit.ok) }
+            guard let line = remaining.popFirst() else { return finish(failed ? Exit.commandFailed : Exit.ok) }
             run(line, client: client, options: o) { ok in
-                if ok { next() } else { finish(Exit.commandFailed) }
+                if !ok { failed = true }
+                if !ok && stopAtFirstError { finish(Exit.commandFailed) } else { next() }
             }
         }
         var started = false
@@ -34,52 +49,6 @@ enum Scripted {
                 started = true   // what follows (the close) is not news
                 Stderr.line("navclient: \(describe(e))")
                 finish(Exit.unreachable)
-            default: break
-            }
-        }
-        client.start()
-        loop.run()
-        loop.shutdown()
-        return code
-    }
-
-    /// Commands from standard input, one per line, until EOF; errors are reported and
-    /// the next line runs. Exit 1 if any failed.
-    static func stdinScript(_ o: ClientOptions) -> Int32 {
-        var lines: [String] = []
-        while let line = readLine() { lines.append(line) }
-        let loop = ClientLoop()
-        let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: false))
-        var remaining = lines[...]
-        var failed = false
-        var code = Exit.ok
-        func next() {
-            guard let line = remaining.popFirst() else {
-                code = failed ? Exit.commandFailed : Exit.ok
-                client.stop()
-                loop.after(50) { loop.stop() }
-                return
-            }
-            run(line, client: client, options: o) { ok in
-                if !ok { failed = true }
-                next()
-            }
-        }
-        var started = false
-        client.onEvent = { event in
-            switch event {
-            case .connection(true, _) where !started:
-                started = true
-                next()
-            case .connection(false, let reason) where !started:
-                Stderr.line("navclient: \(reason)")
-                code = Exit.unreachable
-                loop.stop()
-            case .error(let e) where !started:
-                started = true
-                Stderr.line("navclient: \(describe(e))")
-                code = Exit.unreachable
-                loop.stop()
             default: break
             }
         }
