@@ -9,7 +9,9 @@ start_navsyncd sessions --rate 100000 --burst 100000
 api="${HTTP_URL}api/sessions"
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 check "GET /healthz is ok"               bash -c "curl -sf '${HTTP_URL}healthz' | grep -qx ok"
-check "GET / lists the endpoints"        bash -c "curl -sf '${HTTP_URL}' | grep -q 'POST /api/sessions/NAME/commands'"
+check "GET /api lists the endpoints"     bash -c "curl -sf '${HTTP_URL}api' | grep -q 'POST /api/sessions/NAME/commands'"
+check "GET / is the web page"            bash -c "curl -sf -D - '${HTTP_URL}' | grep -qi '^content-type: text/html'"
+check "the web page revalidates (304)"   bash -c "etag=\$(curl -s -D - -o /dev/null '${HTTP_URL}' | grep -i '^etag' | cut -d' ' -f2 | tr -d '\r'); [ \"\$(curl -s -o /dev/null -w '%{http_code}' -H \"If-None-Match: \$etag\" '${HTTP_URL}')\" = 304 ]"
 check "GET /metrics has every family"    bash -c "m=\$(curl -sf '${HTTP_URL}metrics'); for f in navsync_connections navsync_sessions navsync_members navsync_commands_total navsync_patches_sent_total navsync_bytes_received_total navsync_bytes_sent_total navsync_command_apply_seconds_bucket; do echo \"\$m\" | grep -q \"^\$f\" || exit 1; done"
 check "GET /api/sessions lists demo"     bash -c "curl -sf '$api' | grep -q '\"session\":\"demo\"'"
 check "GET /api/sessions/demo has state" bash -c "curl -sf '$api/demo' | grep -q '\"state\":{\"root\"'"

@@ -111,6 +111,8 @@ public final class SessionServer: ServerApplication {
         }
         switch Endpoint(segments) {
         case .index:
+            return only("GET") { WebPage.response(for: request) }
+        case .apiIndex:
             return only("GET") { .text(200, Self.index(connection.server)) }
         case .healthz:
             return only("GET") { .text(200, "ok\n") }
@@ -137,13 +139,15 @@ public final class SessionServer: ServerApplication {
 
     /// The HTTP API's resources (DESIGN.md section 7).
     enum Endpoint {
-        case index, healthz, metrics, sessions
+        case index, apiIndex, healthz, metrics, sessions
         case session(String)
         case commands(String)
 
         init?(_ s: [String]) {
             switch s.count {
             case 0: self = .index
+            case 1 where s[0] == "index.html": self = .index
+            case 1 where s[0] == "api": self = .apiIndex
             case 1 where s[0] == "healthz": self = .healthz
             case 1 where s[0] == "metrics": self = .metrics
             case 2 where s == ["api", "sessions"]: self = .sessions
@@ -212,6 +216,8 @@ public final class SessionServer: ServerApplication {
         navsyncd: one live navigation state per session, shared over WebSocket.
 
         WebSocket   \(server.webSocketURL)   (protocol navsync.v1)
+        GET  /                              the web device page (?session=NAME)
+        GET  /api                           this list
         GET  /healthz                       liveness
         GET  /metrics                       Prometheus metrics
         GET  /api/sessions                  sessions, as JSON
