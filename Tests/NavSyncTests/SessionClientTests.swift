@@ -79,3 +79,24 @@ struct SessionClientTests {
         #expect(c.next(type: "snapshot")?["state"]?.normalized == box.mirror?.normalized && box.rev == 1)
     }
 }
+
+@Suite("The web page")
+struct WebPageTests {
+    /// The page is embedded by scripts/embed-web; the embedded copy must be the file.
+    @Test func embeddedPageIsWebIndexHTML() throws {
+        let root = #filePath.split(separator: "/").dropLast(3).joined(separator: "/")
+        let file = FlowDirectory.readFile("/" + root + "/web/index.html")
+        let same = file == WebPage.bytes
+        #expect(same, "web/index.html and the embedded page differ: run scripts/embed-web")
+        #expect(!WebPage.indexHTML.contains("http://") && !WebPage.indexHTML.contains("https://"), "no outside URLs")
+    }
+
+    @Test func servedWithTypeAndValidator() {
+        let request = HTTPRequest(method: "GET", target: "/", minorVersion: 1, headers: [("Host", "x")], body: [])
+        let page = WebPage.response(for: request)
+        #expect(page.status == 200 && page.headers.contains { $0 == ("Content-Type", "text/html; charset=utf-8") })
+        var again = request
+        again.headers.append(("If-None-Match", WebPage.etag))
+        #expect(WebPage.response(for: again).status == 304 && WebPage.response(for: again).body.isEmpty)
+    }
+}

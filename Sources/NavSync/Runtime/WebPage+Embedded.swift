@@ -7,6 +7,7 @@ extension WebPage {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>navsync device</title>
+<link rel="icon" href="data:,">
 <style>
   :root { --bg: #eef0f4; --ink: #1c1e24; --muted: #6b7080; --accent: #2f6fed; --card: #fff; --line: #d9dce4; --bad: #c0392b; }
   * { box-sizing: border-box; }
@@ -342,5 +343,6 @@ if (!session) {
 </script>
 </body>
 </html>
+
 """###
 }

@@ -1,0 +1,131 @@
+"""The web device page in a real browser: two headless Chromium pages on one session,
+driven by navclient and by clicks; the page survives a server restart; no errors in
+the console; a screenshot of each page is saved."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+HTTP, WS, NAVCLIENT, OUT, RESTART = sys.argv[1:6]
+SESSION = "web-" + str(os.getpid())
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    passed += bool(ok)
+    failed += not ok
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f" {detail}"), flush=True)
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,760"]:
+        o.add_argument(a)
+    o.binary_location = "/usr/bin/chromium"
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+    d.get(f"{HTTP}?session={SESSION}")
+    return d
+
+
+def wait(d, fn, timeout=8):
+    try:
+        WebDriverWait(d, timeout, poll_frequency=0.05).until(lambda _: fn(d))
+        return True
+    except Exception:
+        return False
+
+
+def top_route(d):
+    """The route of the screen a device shows: the last (topmost) screen drawn."""
+    screens = d.find_elements(By.CSS_SELECTOR, ".screen")
+    return screens[-1].get_attribute("data-route") if screens else None
+
+
+def navclient(*commands):
+    subprocess.run([NAVCLIENT, "exec", WS, "--session", SESSION, *commands], check=True, capture_output=True)
+
+
+def console_errors(d, allow_websocket=False):
+    errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    if allow_websocket:
+        errors = [e for e in errors if "WebSocket" not in e["message"] and "ERR_CONNECTION_REFUSED" not in e["message"]]
+    return errors
+
+
+a, b = browser(), browser()
+try:
+    connected = lambda d: d.find_element(By.ID, "conn").text == "connected"
+    check("both pages connect and join", wait(a, connected) and wait(b, connected))
+
+    navclient("setRoot main", "push detail id=42")
+    check("a command from navclient changes both pages", wait(a, lambda d: top_route(d) == "detail") and wait(b, lambda d: top_route(d) == "detail"))
+    check("the navigation bar shows the route's title", wait(b, lambda d: "Product 42" in d.find_element(By.ID, "phone").text))
+
+    a.find_element(By.CSS_SELECTOR, "[data-route-button=reviews]").click()
+    form = a.find_element(By.CSS_SELECTOR, "#paramform form")
+    form.find_element(By.NAME, "id").send_keys("5")
+    form.find_element(By.NAME, "rating").send_keys("4.5")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    check("a route button (with typed params) in one page changes the other", wait(b, lambda d: top_route(d) == "reviews"))
+    check("the params are shown", wait(b, lambda d: "4.5" in d.find_element(By.ID, "phone").text))
+
+    backs = [x for x in b.find_elements(By.CSS_SELECTOR, "[data-back]") if x.is_displayed()]
+    backs[-1].click()
+    check("Back in one page pops for both", wait(a, lambda d: top_route(d) == "detail") and wait(b, lambda d: top_route(d) == "detail"))
+
+    a.find_element(By.CSS_SELECTOR, "[data-route-button=settings]").click()
+    check("a sheet rises on both pages", wait(b, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".layer.sheet")) == 1))
+    time.sleep(0.5)   # as a person would: after the sheet has risen
+    b.find_element(By.CSS_SELECTOR, "[data-close]").click()
+    check("closing the sheet dismisses it for both", wait(a, lambda d: not d.find_elements(By.CSS_SELECTOR, ".layer.sheet")))
+
+    a.find_element(By.CSS_SELECTOR, "[data-tab=cart]").click()
+    check("a tab tap selects it for both", wait(b, lambda d: top_route(d) == "items"))
+
+    a.find_element(By.ID, "url").send_keys("/product/7")
+    a.find_element(By.CSS_SELECTOR, "#open button").click()
+    check("the address field opens deep links", wait(b, lambda d: "Product 7" in d.find_element(By.ID, "phone").text))
+
+    navclient('alert "Delete this?" message=Really')
+    check("an alert shows on both pages", wait(a, lambda d: d.find_elements(By.CSS_SELECTOR, ".alert")) and wait(b, lambda d: d.find_elements(By.CSS_SELECTOR, ".alert")))
+    a.find_element(By.CSS_SELECTOR, ".alert [data-button=ok]").click()
+    check("an alert answered in one page disappears from the other", wait(b, lambda d: not d.find_elements(By.CSS_SELECTOR, ".alert")))
+
+    a.find_element(By.ID, "url").clear()
+    a.find_element(By.ID, "url").send_keys("/nowhere")
+    a.find_element(By.CSS_SELECTOR, "#open button").click()
+    check("server errors show briefly, not as browser alerts", wait(a, lambda d: "not_found" in d.find_element(By.ID, "toast").text))
+
+    rev = lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-rev")
+    check("presence: each device's revision is shown", wait(a, lambda d: d.find_element(By.ID, "members").text.count("shows rev " + rev(a)) >= 1))
+
+    a.find_element(By.CSS_SELECTOR, "#raw summary").click()
+    check("the side panel shows the raw state and patches", wait(a, lambda d: '"root"' in d.find_element(By.ID, "state").text and "rev" in d.find_element(By.ID, "patches").text))
+
+    check("no errors in the console of either page", not console_errors(a) and not console_errors(b), console_errors(a) + console_errors(b))
+    a.save_screenshot(os.path.join(OUT, "web-page-a.png"))
+    b.save_screenshot(os.path.join(OUT, "web-page-b.png"))
+
+    # The server restarts: the pages reconnect by themselves and show the new state.
+    subprocess.run(["bash", RESTART], check=True)
+    check("after a server restart both pages reconnect", wait(a, connected, 20) and wait(b, connected, 20))
+    check("and show the new session's state", wait(a, lambda d: top_route(d) == "onboarding", 10) and wait(b, lambda d: top_route(d) == "onboarding", 10))
+    navclient("setRoot login")
+    check("and follow it again", wait(b, lambda d: top_route(d) == "login"))
+    check("no console errors but the refused reconnects", not console_errors(a, True) and not console_errors(b, True),
+          console_errors(a, True) + console_errors(b, True))
+    a.save_screenshot(os.path.join(OUT, "web-page-a-after-restart.png"))
+finally:
+    a.quit()
+    b.quit()
+
+print(f"web_pages: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
