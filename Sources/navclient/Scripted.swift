@@ -125,7 +125,7 @@ enum Scripted {
     /// `sessions`: the list once; no session is joined.
     static func sessions(_ o: ClientOptions) -> Int32 {
         let loop = ClientLoop()
-        let socket = WebSocketClient(loop: loop, url: o.url)
+        let socket = WebSocketClient(loop: loop, url: o.url, headers: o.token.map { [("Authorization", "Bearer \($0)")] } ?? [])
         var code = Exit.unreachable
         socket.onOpen = { socket.send(text: Array(#"{"type":"sessions","id":1}"#.utf8)) }
         socket.onText = { bytes in

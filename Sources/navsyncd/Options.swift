@@ -9,6 +9,8 @@ struct Options {
     var wsEcho = false
     var insecure = false
     var flowsDirectory: String?
+    var authFile: String?
+    var allowedOrigins: [String] = []
 
     static let usage = """
     usage: navsyncd [options]
@@ -35,6 +37,11 @@ struct Options {
       --lag-threshold BYTES   a member with this much output queued stops getting patches
                               and gets a snapshot once it drains (default 1048576)
       --no-demo-session       do not create the session "demo" at start
+      --auth FILE             tokens, roles and the sessions each may use (JSON); re-read on SIGHUP
+      --allow-origin ORIGIN   a browser origin that may connect and POST (repeatable;
+                              default: this server's own http://HOST:PORT)
+      --max-connections N     open connections in all (default 16384, at most the open-files limit)
+      --max-connections-per-ip N  open connections from one address (default 4096)
       --log-level LEVEL       debug, info, warn, error or off (default info)
       --ws-echo               run only the WebSocket layer: echo every message back
                               (for conformance suites such as Autobahn)
@@ -80,6 +87,8 @@ struct Options {
         "--burst": NumericFlag(range: 1...100_000_000, unit: "a number") { $0.hub.commandBurst = Int($1) },
         "--patch-log": NumericFlag(range: 1000...10_000_000, unit: "a number") { $0.hub.patchLog = Int($1) },
         "--lag-threshold": NumericFlag(range: 4096...(1 << 40), unit: "a byte count") { $0.lagThreshold = Int($1) },
+        "--max-connections": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnections = Int($1) },
+        "--max-connections-per-ip": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnectionsPerIP = Int($1) },
     ]
 
     static func parse(_ arguments: [String]) -> ParseResult {
@@ -113,7 +122,15 @@ struct Options {
             case "--no-demo-session": o.hub.demoSession = nil
             case "--ws-echo": o.wsEcho = true
             case "--insecure": o.insecure = true
-            case "--data", "--fsync", "--auth", "--allow-origin":
+            case "--auth":
+                guard let v = args.popFirst() else { return .usageError("--auth needs a file") }
+                o.authFile = v
+            case "--allow-origin":
+                guard let v = args.popFirst(), v.hasPrefix("http://") || v.hasPrefix("https://") else {
+                    return .usageError("--allow-origin needs an origin like http://192.168.1.20:7420")
+                }
+                o.allowedOrigins.append(v.hasSuffix("/") ? String(v.dropLast()) : v)
+            case "--data", "--fsync":
                 return .usageError("\(flag) is not available in this build yet (see README: what is built)")
             default:
                 return .usageError("unknown option '\(arg)'")

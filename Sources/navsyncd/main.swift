@@ -20,7 +20,7 @@ case .run(let o):
 }
 
 let loopback = options.server.host.hasPrefix("127.") || options.server.host == "::1" || options.server.host == "localhost"
-if !loopback && !options.insecure {
+if !loopback && !options.insecure && options.authFile == nil {
     say("navsyncd: refusing to listen on \(options.server.host) without --auth: anyone who can reach it could drive every session.\nListen on 127.0.0.1, or pass --insecure if this network is trusted.", to: 2)
     exit(1)
 }
@@ -34,13 +34,26 @@ if let dir = options.flowsDirectory {
     }
 }
 
+var policy: AccessPolicy?
+if let file = options.authFile {
+    do {
+        policy = try AccessPolicy.load(file: file)
+    } catch {
+        say("navsyncd: auth file refused: \(error)", to: 2)
+        exit(1)
+    }
+}
+let filesLimit = raiseOpenFilesLimit()
+options.server.maxConnections = min(options.server.maxConnections, max(16, filesLimit - 64))
+
 let application: ServerApplication
 if options.wsEcho {
     application = EchoApplication()
 } else {
-    let hub = Hub(configuration: options.hub, flows: flows, newClientID: { "c" + RandomIDs.hex(6) },
+    let hub = Hub(configuration: options.hub, flows: flows, policy: policy, newClientID: { "c" + RandomIDs.hex(6) },
                   newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds)
-    application = SessionServer(hub: hub, lagThreshold: options.lagThreshold)
+    application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
+                                allowedOrigins: options.allowedOrigins.isEmpty ? nil : options.allowedOrigins, authFile: options.authFile)
 }
 
 let server: Server
@@ -50,7 +63,12 @@ do {
     say("navsyncd: \(error)", to: 2)
     exit(1)
 }
-if !loopback { server.logger.warn("listening on \(server.host) with --insecure: every client is admin") }
+if !loopback && policy == nil { server.logger.warn("listening on \(server.host) with --insecure and no --auth: every client is admin") }
+if let policy {
+    server.logger.info("auth: \(policy.grants.count) tokens from \(options.authFile!); connections without a token may only hello and ping")
+} else {
+    server.logger.info("no auth file: every client is admin (loopback only, or --insecure)")
+}
 say("navsyncd listening on \(server.webSocketURL) (web: \(server.httpURL))", to: 1)
 if options.wsEcho {
     server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions")

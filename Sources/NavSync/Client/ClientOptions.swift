@@ -65,6 +65,7 @@ public struct ClientOptions: Sendable, Equatable {
         s.create = create
         s.flow = flow
         s.reconnect = reconnect
+        s.token = token
         return s
     }
 }

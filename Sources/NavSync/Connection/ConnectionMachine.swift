@@ -34,6 +34,8 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     /// Queued output passed the hard cap.
     case overflow
     case ioError(String)
+    /// Over a connection limit.
+    case refused
 
     public var description: String {
         switch self {
@@ -46,6 +48,7 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
         case .writeTimeout: return "write timeout"
         case .overflow: return "output queue over its cap"
         case .ioError(let e): return "i/o error \(e)"
+        case .refused: return "refused (too many connections)"
         }
     }
 }

@@ -10,6 +10,8 @@ public protocol ServerApplication: AnyObject {
     func closed(_ connection: Connection)
     /// The connection's queued output has all been written.
     func drained(_ connection: Connection)
+    /// SIGHUP: reload what can be reloaded without dropping connections.
+    func reload(on server: Server)
 }
 
 extension ServerApplication {
@@ -17,6 +19,7 @@ extension ServerApplication {
     public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {}
     public func closed(_ connection: Connection) {}
     public func drained(_ connection: Connection) {}
+    public func reload(on server: Server) {}
 }
 
 /// `--ws-echo`: every text and binary message comes back as it came, through the same

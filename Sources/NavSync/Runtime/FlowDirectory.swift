@@ -61,3 +61,26 @@ public func monotonicNanoseconds() -> UInt64 {
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
+
+/// Raises the soft open-files limit to the hard one (thousands of connections need
+/// thousands of descriptors); returns the limit now in force.
+@discardableResult
+public func raiseOpenFilesLimit() -> Int {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+    return Int(limit.rlim_cur)
+}
+
+extension AccessPolicy {
+    /// Reads and checks an auth file (`navsyncd --auth FILE`).
+    public static func load(file: String) throws(FlowError) -> AccessPolicy {
+        guard let bytes = FlowDirectory.readFile(file) else {
+            throw FlowError(file: file, path: "", message: "cannot read: \(String(cString: strerror(errno)))")
+        }
+        return try load(bytes: bytes, file: file)
+    }
+}

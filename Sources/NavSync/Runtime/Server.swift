@@ -24,6 +24,11 @@ public final class Server {
     private let timer: UnsafeMutablePointer<uv_timer_t>
     private let graceTimer: UnsafeMutablePointer<uv_timer_t>
     private let signals: [UnsafeMutablePointer<uv_signal_t>]
+    private let hangup: UnsafeMutablePointer<uv_signal_t>
+    /// Open connections per peer address, for `maxConnectionsPerIP`.
+    private var connectionsPerIP: [String: Int] = [:]
+    private var peerIPs: [Int: String] = [:]
+    public private(set) var connectionsRefused = 0
     private let wakeup: UnsafeMutablePointer<uv_async_t>
 
     /// One read buffer for every connection: reads are handled before the next one.
@@ -58,6 +63,7 @@ public final class Server {
         timer = .allocate(capacity: 1)
         graceTimer = .allocate(capacity: 1)
         signals = [.allocate(capacity: 1), .allocate(capacity: 1)]
+        hangup = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
 
@@ -103,6 +109,12 @@ public final class Server {
                 server.shutdown()
             }, signum)
         }
+        uv_signal_init(loop, hangup)
+        hangup.pointee.data = me
+        uv_signal_start(hangup, { h, _ in
+            let server = Unmanaged<Server>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            server.application.reload(on: server)
+        }, SIGHUP)
         uv_async_init(loop, wakeup) { h in Unmanaged<Server>.fromOpaque(h!.pointee.data).takeUnretainedValue().shutdown() }
         wakeup.pointee.data = me
     }
@@ -115,6 +127,7 @@ public final class Server {
         timer.deallocate()
         graceTimer.deallocate()
         signals.forEach { $0.deallocate() }
+        hangup.deallocate()
         wakeup.deallocate()
         readBuffer.deallocate()
     }
@@ -150,6 +163,7 @@ public final class Server {
         m.gauge("navsync_connections", "Open connections (HTTP and WebSocket).", connections.count)
         m.gauge("navsync_websockets", "Open WebSocket connections.", connections.values.filter(\.isOpen).count)
         m.counter("navsync_connections_accepted_total", "Connections accepted since start.", connectionsAccepted)
+        m.counter("navsync_connections_refused_total", "Connections refused over a connection limit.", connectionsRefused)
         m.counter("navsync_bytes_received_total", "Bytes read from sockets.", bytesIn)
         m.counter("navsync_bytes_sent_total", "Bytes written to sockets.", bytesOut)
         m.gauge("navsync_output_queued_bytes", "Output bytes queued or in flight, all connections.", connections.values.reduce(0) { $0 + $1.queuedBytes })
@@ -175,18 +189,31 @@ public final class Server {
         _ = withUnsafeMutablePointer(to: &peerStorage) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getpeername(tcp, $0, &length) }
         }
-        let peer = UV.Address(storage: peerStorage).description
-        let connection = Connection(server: self, id: nextConnectionID, tcp: tcp, peer: peer, now: now)
+        let address = UV.Address(storage: peerStorage)
+        let connection = Connection(server: self, id: nextConnectionID, tcp: tcp, peer: address.description, now: now)
         nextConnectionID += 1
         connectionsAccepted += 1
         tcp.pointee.data = Unmanaged.passRetained(connection).toOpaque()
         connections[connection.id] = connection
-        logger.info("#\(connection.id) \(peer) connected")
+        peerIPs[connection.id] = address.host
+        connectionsPerIP[address.host, default: 0] += 1
+        logger.info("#\(connection.id) \(address.description) connected")
         if shuttingDown {
             connection.drop(.closed(code: CloseCode.goingAway))
             return
         }
         connection.start()
+        // Over a limit: a clean refusal the client can read, then close.
+        let perIP = connectionsPerIP[address.host]!
+        if connections.count > configuration.maxConnections || perIP > configuration.maxConnectionsPerIP {
+            connectionsRefused += 1
+            let which = perIP > configuration.maxConnectionsPerIP ? "from \(address.host) (\(configuration.maxConnectionsPerIP))" : "(\(configuration.maxConnections))"
+            logger.warn("#\(connection.id) refused: too many connections \(which)")
+            var r = HTTPResponse.text(503, "too many connections \(which); try again later\n")
+            r.headers.append(("Retry-After", "5"))
+            connection.send(r.serialized(keepAlive: false))
+            connection.drop(.refused)
+        }
     }
 
     // MARK: The loop's hooks
@@ -226,6 +253,10 @@ public final class Server {
 
     func connectionClosed(_ connection: Connection) {
         connections[connection.id] = nil
+        if let ip = peerIPs.removeValue(forKey: connection.id) {
+            connectionsPerIP[ip]! -= 1
+            if connectionsPerIP[ip] == 0 { connectionsPerIP[ip] = nil }
+        }
         let reason = connection.closeReason.map { "\($0)" } ?? "closed"
         logger.info("#\(connection.id) \(connection.peer) closed: \(reason) (in \(connection.bytesIn) B, out \(connection.bytesOut) B)")
         application.closed(connection)
@@ -252,7 +283,7 @@ public final class Server {
 
     private func finishShutdown() {
         flushAll()
-        for handle in [UV.handle(prepare), UV.handle(timer), UV.handle(graceTimer), UV.handle(wakeup)] + signals.map({ UV.handle($0) })
+        for handle in [UV.handle(prepare), UV.handle(timer), UV.handle(graceTimer), UV.handle(wakeup)] + (signals + [hangup]).map({ UV.handle($0) })
         where uv_is_closing(handle) == 0 {
             uv_close(handle, nil)
         }

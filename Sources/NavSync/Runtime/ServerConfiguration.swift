@@ -19,6 +19,12 @@ public struct ServerConfiguration: Sendable {
     public var lingerTimeout: Int64 = 2_000
     /// How long (ms) shutdown waits for close handshakes before dropping connections.
     public var shutdownGrace: Int64 = 3_000
+    /// Open connections the server holds; one more is answered 503 and closed. Capped
+    /// by the open-files limit at start.
+    public var maxConnections = 16_384
+    /// Open connections from one address; one more is answered 503 and closed. High
+    /// enough for a lab of devices behind one NAT, low enough to stop one host's flood.
+    public var maxConnectionsPerIP = 4_096
     /// `listen(2)` backlog.
     public var backlog: Int32 = 511
     public var logLevel = Logger.Level.info

@@ -9,6 +9,8 @@ public final class SessionClient {
         public var session = "demo"
         public var name = "navclient"
         public var role: String?
+        /// An access token, sent on the upgrade (Authorization: Bearer) and in `hello`.
+        public var token: String?
         public var create = false
         public var flow: String?
         /// Reconnect after a lost connection (not after a refusal at the first join).
@@ -115,7 +117,7 @@ public final class SessionClient {
     // MARK: Connection
 
     private func connect() {
-        let socket = WebSocketClient(loop: loop, url: options.url)
+        let socket = WebSocketClient(loop: loop, url: options.url, headers: options.token.map { [("Authorization", "Bearer \($0)")] } ?? [])
         self.socket = socket
         socket.onOpen = { [weak self] in self?.opened() }
         socket.onText = { [weak self] bytes in self?.received(bytes) }
@@ -127,6 +129,7 @@ public final class SessionClient {
         var hello: JSONObject = ["type": "hello", "name": .string(options.name)]
         if let clientID { hello["client"] = .string(clientID) }
         if let role = options.role { hello["role"] = .string(role) }
+        if let token = options.token { hello["token"] = .string(token) }
         socket?.send(text: JSON.object(hello).encoded())
         var join: JSONObject = ["type": "join", "session": .string(options.session)]
         if let epoch {

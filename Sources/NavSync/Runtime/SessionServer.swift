@@ -9,23 +9,96 @@ public final class SessionServer: ServerApplication {
     public let hub: Hub
     /// Queued bytes past which a member is lagging and patches stop being queued for it.
     public let lagThreshold: Int
+    /// Origins browsers may connect or POST from; nil: the server's own host and port.
+    public let allowedOrigins: [String]?
+    /// The auth file, re-read on SIGHUP; nil without one.
+    public let authFile: String?
 
     /// Per connection, kept in `Connection.context`.
     final class ClientState {
         /// Sessions whose patches this client missed; it gets a snapshot when drained.
         var lagging: Set<String> = []
+        /// The grant of the token shown on the upgrade.
+        var grant: AccessPolicy.Grant?
     }
 
-    public init(hub: Hub, lagThreshold: Int = 1 << 20) {
+    public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String]? = nil, authFile: String? = nil) {
         self.hub = hub
         self.lagThreshold = lagThreshold
+        self.allowedOrigins = allowedOrigins
+        self.authFile = authFile
+    }
+
+    // MARK: Access
+
+    /// Browsers name their page's origin; other clients send none and are not checked.
+    func originAllowed(_ request: HTTPRequest, on server: Server) -> Bool {
+        guard let origin = request.header("Origin") else { return true }
+        if let allowedOrigins { return allowedOrigins.contains(origin) }
+        let host = server.host.contains(":") ? "[\(server.host)]" : server.host
+        var own = ["http://\(host):\(server.port)"]
+        if server.host == "127.0.0.1" || server.host == "::1" { own.append("http://localhost:\(server.port)") }
+        return own.contains(origin)
+    }
+
+    /// The upgrade: the origin must be allowed (403) and a token, when shown, valid (401).
+    /// A connection without a token is admitted but may only `hello` and `ping`.
+    public func admit(_ request: HTTPRequest, on connection: Connection) -> HTTPResponse? {
+        guard originAllowed(request, on: connection.server) else {
+            return .text(403, "origin \(request.header("Origin") ?? "") is not allowed here (navsyncd --allow-origin)\n")
+        }
+        let state = ClientState()
+        connection.context = state
+        if let policy = hub.policy, let token = AccessPolicy.token(of: request) {
+            guard let grant = policy.grant(for: token) else {
+                var r = HTTPResponse.text(401, "that token is not valid here\n")
+                r.headers.append(("WWW-Authenticate", "Bearer"))
+                return r
+            }
+            state.grant = grant
+        }
+        return nil
+    }
+
+    /// SIGHUP: re-reads the auth file; connections whose token is gone are closed with
+    /// 1008. A file that does not load leaves everything as it was.
+    public func reload(on server: Server) {
+        guard let authFile else { return server.logger.info("SIGHUP: no auth file to reload") }
+        do {
+            let policy = try AccessPolicy.load(file: authFile)
+            let lost = hub.reload(policy: policy)
+            server.logger.info("SIGHUP: auth file reloaded: \(policy.grants.count) tokens; \(lost.count) connections lost theirs")
+            for id in lost { server.connections[id]?.close(code: CloseCode.policyViolation, reason: "token no longer valid") }
+        } catch {
+            server.logger.error("SIGHUP: auth file not reloaded, the old one stays: \(error)")
+        }
+    }
+
+    /// The HTTP API's check: without a valid token 401, with too little 403.
+    private func authorize(_ request: HTTPRequest, needs role: Hub.Role, session: String? = nil) -> (grant: AccessPolicy.Grant?, refusal: HTTPResponse?) {
+        guard let policy = hub.policy else { return (nil, nil) }
+        guard let token = AccessPolicy.token(of: request), let grant = policy.grant(for: token) else {
+            var r = Self.error(NavError(.forbidden, "this needs a valid token: Authorization: Bearer TOKEN"))
+            r.status = 401
+            r.headers.append(("WWW-Authenticate", "Bearer"))
+            return (nil, r)
+        }
+        if grant.role < role {
+            return (grant, Self.error(NavError(.forbidden, "role \(grant.role.rawValue) may not do this: it needs \(role.rawValue)")))
+        }
+        if let session, !grant.allows(session: session) {
+            return (grant, Self.error(NavError(.forbidden, "\(grant.name) may not use session '\(session)'")))
+        }
+        return (grant, nil)
     }
 
     // MARK: WebSocket
 
     public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {
-        connection.context = ClientState()
-        hub.connect(connection.id, now: connection.server.now)
+        let state = connection.context as? ClientState ?? ClientState()
+        connection.context = state
+        hub.connect(connection.id, now: connection.server.now, grant: state.grant)
+        if let grant = state.grant { connection.server.logger.info("#\(connection.id) \(connection.peer) is \(grant.name) (\(grant.role.rawValue))") }
     }
 
     public func received(text: [UInt8], from connection: Connection) {
@@ -117,21 +190,34 @@ public final class SessionServer: ServerApplication {
         case .healthz:
             return only("GET") { .text(200, "ok\n") }
         case .metrics:
+            if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
             return only("GET") {
                 var r = HTTPResponse.text(200, connection.server.transportMetrics() + metrics())
                 r.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
                 return r
             }
         case .sessions:
-            return only("GET") { .json(200, ["sessions": .array(hub.sessionSummaries.map(\.json))]) }
+            let (grant, refusal) = authorize(request, needs: .viewer)
+            if let refusal { return refusal }
+            return only("GET") {
+                .json(200, ["sessions": .array(hub.sessionSummaries.filter { grant?.allows(session: $0.session) ?? true }.map(\.json))])
+            }
         case .session(let name):
+            if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
             return only("GET") {
                 guard let s = hub.sessions[name] else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
                 return .json(200, ["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
                                    "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
             }
         case .commands(let name):
-            return only("POST") { postCommand(request, session: name, server: connection.server) }
+            return only("POST") {
+                guard originAllowed(request, on: connection.server) else {
+                    return Self.error(NavError(.forbidden, "origin \(request.header("Origin") ?? "") may not send commands here"))
+                }
+                let (grant, refusal) = authorize(request, needs: .controller, session: name)
+                if let refusal { return refusal }
+                return postCommand(request, session: name, server: connection.server, role: grant?.role ?? .admin)
+            }
         case nil:
             return .json(404, ["type": "error", "code": "not_found", "message": .string("no resource at \(request.path)")])
         }
@@ -161,7 +247,7 @@ public final class SessionServer: ServerApplication {
     /// `POST /api/sessions/NAME/commands`: the body is a command object; the answer is
     /// its ack (200) or error. `X-Navsync-Client` names the client identity for
     /// idempotency (default `http`).
-    private func postCommand(_ request: HTTPRequest, session: String, server: Server) -> HTTPResponse {
+    private func postCommand(_ request: HTTPRequest, session: String, server: Server, role: Hub.Role) -> HTTPResponse {
         let body: JSON
         do { body = try JSON.parse(request.body) } catch {
             return Self.error(NavError(.badJSON, "the body is not valid JSON: \(error)"))
@@ -173,7 +259,7 @@ public final class SessionServer: ServerApplication {
         guard Hub.isValidClientID(client) else {
             return Self.error(NavError(.badRequest, "X-Navsync-Client must be 1-64 letters, digits or -_.: characters"))
         }
-        let (patch, answer) = hub.command(session: session, object, client: client, role: .admin)
+        let (patch, answer) = hub.command(session: session, object, client: client, role: role)
         if let patch { deliver([patch], on: server) }
         if case .error(let e) = answer { return Self.error(e, id: object["id"]) }
         return .json(200, answer.json())

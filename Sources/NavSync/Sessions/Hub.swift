@@ -27,7 +27,13 @@ public final class Hub {
     struct Peer {
         var client: String
         var name: String
-        var role: Role
+        /// What the connection may do; nil while an auth file is in force and it has
+        /// shown no valid token (then only `hello` and `ping`).
+        var role: Role?
+        /// The token's grant, with an auth file.
+        var grant: AccessPolicy.Grant?
+        /// A role asked for in `hello`: the connection never gets more than this.
+        var requestedRole: Role?
         /// Whether any message came yet (`hello` must be the first).
         var greeted = false
         var rate: TokenBucket
@@ -35,6 +41,8 @@ public final class Hub {
     }
 
     public let configuration: HubConfiguration
+    /// The auth file's tokens; nil when there is none (every client is admin).
+    public private(set) var policy: AccessPolicy?
     public private(set) var flows: [String: Flow]
     public private(set) var sessions: [String: Session] = [:]
     private var peers: [Int: Peer] = [:]
@@ -49,9 +57,10 @@ public final class Hub {
     /// Patch messages handed to members (one per member per patch).
     public var patchesSent = 0
 
-    public init(configuration: HubConfiguration, flows: [Flow], newClientID: @escaping () -> String,
+    public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, newClientID: @escaping () -> String,
                 newEpoch: @escaping () -> String, clock: @escaping () -> UInt64) {
         self.configuration = configuration
+        self.policy = policy
         var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
         for flow in flows { byName[flow.name] = flow }
         self.flows = byName
@@ -90,11 +99,32 @@ public final class Hub {
 
     // MARK: Connections
 
-    public func connect(_ connection: Int, now: Int64) {
+    /// A new connection, with the grant of the token it showed on the upgrade, if any.
+    public func connect(_ connection: Int, now: Int64, grant: AccessPolicy.Grant? = nil) {
         let id = newClientID()
-        peers[connection] = Peer(client: id, name: id, role: .admin,
+        peers[connection] = Peer(client: id, name: grant?.label ?? id, role: policy == nil ? .admin : grant?.role, grant: grant,
                                  rate: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now))
     }
+
+    /// A new auth file (SIGHUP): grants follow their tokens; the connections whose token
+    /// is gone are returned, to be closed with 1008.
+    public func reload(policy newPolicy: AccessPolicy) -> [Int] {
+        policy = newPolicy
+        var lost: [Int] = []
+        for (c, peer) in peers {
+            guard let old = peer.grant else { continue }
+            guard let grant = newPolicy.grant(for: old.token) else {
+                lost.append(c)
+                continue
+            }
+            peers[c]!.grant = grant
+            peers[c]!.role = peer.requestedRole.map { min($0, grant.role) } ?? grant.role
+        }
+        return lost.sorted()
+    }
+
+    /// The grant's label of a connection, for logs.
+    public func grantName(of connection: Int) -> String? { peers[connection]?.grant?.name }
 
     /// The connection is gone: it leaves every session it was in.
     public func disconnect(_ connection: Int) -> [Delivery] {
@@ -126,7 +156,7 @@ public final class Hub {
         case .failure(let e): return reply(.error(e))
         case .success(let m): message = m
         }
-        if let refusal = permission(message, peer.role) { return reply(.error(refusal)) }
+        if let refusal = permission(message, peer) { return reply(.error(refusal)) }
 
         switch message {
         case .hello(let h):
@@ -137,11 +167,19 @@ public final class Hub {
                 }
                 peer.client = client
             }
+            if let token = h.token, let policy {
+                guard let grant = policy.grant(for: token) else {
+                    return error(.forbidden, "that token is not valid here")
+                }
+                peer.grant = grant
+                peer.role = grant.role
+            }
             if let role = h.role {
                 guard let r = Role(rawValue: role) else { return error(.badRequest, "'role' must be viewer, controller or admin") }
-                peer.role = min(r, peer.role)
+                peer.requestedRole = r
+                peer.role = peer.role.map { min(r, $0) }
             }
-            peer.name = h.name.map { String($0.prefix(128)) } ?? peer.client
+            peer.name = h.name.map { String($0.prefix(128)) } ?? peer.grant?.label ?? peer.client
             peers[c] = peer
             return reply(.welcome(.init(client: peer.client, server: configuration.serverName,
                                         heartbeat: configuration.heartbeat, limits: configuration.limits)))
@@ -161,7 +199,7 @@ public final class Hub {
                 commandOutcomes["rate_limited", default: 0] += 1
                 return error(.rateLimited, "more than \(Int(configuration.commandRate)) commands a second (burst \(configuration.commandBurst)); slow down")
             }
-            let (patch, answer) = command(session: name, object, client: peer.client, role: peer.role)
+            let (patch, answer) = command(session: name, object, client: peer.client, role: peer.role ?? .viewer)
             return [patch].compactMap { $0 } + reply(answer)
 
         case .sync(let name, let since, let epoch):
@@ -183,7 +221,7 @@ public final class Hub {
             return reply(.snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json))
 
         case .sessions:
-            return reply(.sessions(sessionSummaries))
+            return reply(.sessions(sessionSummaries.filter { peer.grant?.allows(session: $0.session) ?? true }))
 
         case .ping:
             return reply(.pong)
@@ -197,7 +235,7 @@ public final class Hub {
                 return refuse(NavError(.unknownSession, "no session '\(j.session)'; send \"create\": true to make it"))
             }
             guard peer.role == .admin else {
-                return refuse(NavError(.forbidden, "role \(peer.role.rawValue) may not create sessions (admin only)"))
+                return refuse(NavError(.forbidden, "role \(peer.role?.rawValue ?? "none") may not create sessions: that needs admin"))
             }
             do throws(NavError) { try createSession(j.session, flow: j.flow ?? Flow.demo.name) } catch { return refuse(error) }
         }
@@ -206,7 +244,7 @@ public final class Hub {
         guard rejoin || s.members.count < configuration.maxMembers else {
             return refuse(NavError(.full, "session '\(j.session)' has \(configuration.maxMembers) members, its limit"))
         }
-        let member = s.members[c] ?? Member(client: peer.client, name: peer.name, role: peer.role.rawValue)
+        let member = s.members[c] ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue)
         s.add(c, member)
         sessions[j.session] = s
         peers[c]!.sessions.insert(j.session)
@@ -233,7 +271,7 @@ public final class Hub {
         }
         guard sessions[name] != nil else { return fail(NavError(.unknownSession, "no session '\(name)'")) }
         if role < .admin, let ops = object["ops"]?.arrayValue, ops.contains(where: { $0["op"] == "reset" }) {
-            return fail(NavError(.forbidden, "role \(role.rawValue) may not reset a session (admin only)"))
+            return fail(NavError(.forbidden, "role \(role.rawValue) may not reset a session: that needs admin"))
         }
         let started = clock()
         let outcome = sessions[name]!.sequencer.submit(object, client: client)
@@ -253,10 +291,28 @@ public final class Hub {
         }
     }
 
-    /// What a role may send (DESIGN.md section 10).
-    private func permission(_ message: ClientMessage, _ role: Role) -> NavError? {
+    /// What a connection may send (DESIGN.md section 10): without a token only `hello`
+    /// and `ping`; `viewer` no commands; a token with session patterns only those
+    /// sessions. (Creating sessions and `reset` are checked where they happen.)
+    private func permission(_ message: ClientMessage, _ peer: Peer) -> NavError? {
+        switch message {
+        case .hello, .ping: return nil
+        default: break
+        }
+        guard let role = peer.role else {
+            return NavError(.forbidden, "this connection has no token: send one in hello (\"token\"), an Authorization: Bearer header, or ?token= on the upgrade")
+        }
         if case .command = message, role < .controller {
-            return NavError(.forbidden, "role \(role.rawValue) may not send commands (controller or admin needed)")
+            return NavError(.forbidden, "role \(role.rawValue) may not send commands: that needs controller or admin")
+        }
+        let session: String?
+        switch message {
+        case .join(let j): session = j.session
+        case .command(let s, _), .sync(let s, _, _), .status(let s, _, _), .get(let s): session = s
+        default: session = nil
+        }
+        if let session, let grant = peer.grant, !grant.allows(session: session) {
+            return NavError(.forbidden, "\(grant.name) may not use session '\(session)' (allowed: \(grant.sessions?.joined(separator: ", ") ?? "all"))")
         }
         return nil
     }

@@ -1,0 +1,139 @@
+import Testing
+@testable import NavSync
+
+@Suite("Access: tokens, roles, sessions")
+struct AccessTests {
+    static let file = #"""
+    { "tokens": [
+        { "token": "admin-token-1", "role": "admin", "label": "ops laptop" },
+        { "token": "controller-2", "role": "controller", "sessions": ["demo", "lab-*"], "label": "tablet" },
+        { "token": "viewer-token-3", "role": "viewer" } ] }
+    """#
+
+    static func policy() throws -> AccessPolicy { try AccessPolicy.load(bytes: Array(file.utf8), file: "auth.json") }
+
+    @Test func loadsAndLooksUpTokens() throws {
+        let p = try Self.policy()
+        #expect(p.grant(for: "admin-token-1")?.role == .admin && p.grant(for: "admin-token-1")?.name == "ops laptop")
+        #expect(p.grant(for: "controller-2")?.allows(session: "lab-7") == true && p.grant(for: "controller-2")?.allows(session: "prod") == false)
+        #expect(p.grant(for: "viewer-token-3")?.name == "a viewer token")
+        #expect(p.grant(for: "admin-token-") == nil && p.grant(for: "admin-token-12") == nil && p.grant(for: "") == nil)
+    }
+
+    @Test func badFilesAreRefusedWithThePlace() {
+        let cases: [(String, String)] = [
+            ("{", "auth.json: not valid JSON"),
+            (#"{"tokens": 5}"#, "auth.json: tokens: must be a list of tokens"),
+            (#"{"tokens": [{"token": "short", "role": "admin"}]}"#, "auth.json: tokens[0].token: must be a string of at least 8 characters"),
+            (#"{"tokens": [{"token": "long-enough", "role": "root"}]}"#, "auth.json: tokens[0].role: must be viewer, controller or admin"),
+            (#"{"tokens": [{"token": "long-enough", "role": "admin"}, {"token": "long-enough", "role": "viewer"}]}"#, "auth.json: tokens[1].token: is listed twice"),
+            (#"{"tokens": [{"token": "long-enough", "role": "admin", "sessions": []}]}"#, "auth.json: tokens[0].sessions: must be a non-empty list"),
+        ]
+        for (text, message) in cases {
+            do {
+                _ = try AccessPolicy.load(bytes: Array(text.utf8), file: "auth.json")
+                Issue.record("loaded: \(text)")
+            } catch {
+                #expect(error.description.hasPrefix(message), "\(error)")
+            }
+        }
+    }
+
+    @Test func globsAndTokenSources() {
+        #expect(AccessPolicy.glob("lab-*", matches: "lab-1") && AccessPolicy.glob("*", matches: "x") && AccessPolicy.glob("a*b*c", matches: "axxbyyc"))
+        #expect(!AccessPolicy.glob("lab-*", matches: "labs") && !AccessPolicy.glob("demo", matches: "demo2"))
+        let header = HTTPRequest(method: "GET", target: "/ws?token=q", minorVersion: 1, headers: [("Authorization", "Bearer h-token")], body: [])
+        #expect(AccessPolicy.token(of: header) == "h-token")
+        let query = HTTPRequest(method: "GET", target: "/ws?token=q%20t", minorVersion: 1, headers: [], body: [])
+        #expect(AccessPolicy.token(of: query) == "q t")
+        #expect(AccessPolicy.constantTimeEqual([1, 2, 3], [1, 2, 3]) && !AccessPolicy.constantTimeEqual([1, 2, 3], [1, 2]) && !AccessPolicy.constantTimeEqual([1], [2]))
+    }
+
+    func hub() throws -> Hub {
+        var n = 0
+        let h = Hub(configuration: HubConfiguration(), flows: [], policy: try Self.policy(), newClientID: { n += 1; return "c\(n)" },
+                    newEpoch: { "ep" }, clock: { 0 })
+        _ = try? h.createSession("lab-1", flow: "shop")
+        _ = try? h.createSession("prod", flow: "shop")
+        return h
+    }
+
+    func bytes(_ m: JSON) -> [UInt8] { m.encoded() }
+
+    func codes(_ h: Hub, _ c: Int, _ m: JSON) -> String? {
+        for d in h.handle(text: m.encoded(), from: c, now: 0) {
+            if case .reply(let to, let msg, _) = d, to == c {
+                let j = msg.json()
+                return j["type"] == "error" ? "error:" + (j["code"]?.stringValue ?? "") : j["type"]?.stringValue
+            }
+        }
+        return nil
+    }
+
+    @Test func everyRoleAgainstEveryMessage() throws {
+        let messages: [(String, JSON)] = [
+            ("ping", ["type": "ping"]),
+            ("join", ["type": "join", "session": "demo"]),
+            ("create", ["type": "join", "session": "new-1", "create": true]),
+            ("get", ["type": "get", "session": "demo"]),
+            ("sync", ["type": "sync", "session": "demo", "since": 0, "epoch": "ep"]),
+            ("sessions", ["type": "sessions"]),
+            ("command", ["type": "command", "session": "demo", "id": 1, "ops": [["op": "dismiss"]]]),
+            ("reset", ["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]]),
+        ]
+        let expected: [String: [String: String]] = [
+            "none": ["ping": "pong", "join": "error:forbidden", "create": "error:forbidden", "get": "error:forbidden", "sync": "error:forbidden",
+                     "sessions": "error:forbidden", "command": "error:forbidden", "reset": "error:forbidden"],
+            "viewer-token-3": ["ping": "pong", "join": "joined", "create": "error:forbidden", "get": "snapshot", "sync": "synced",
+                               "sessions": "sessions", "command": "error:forbidden", "reset": "error:forbidden"],
+            "controller-2": ["ping": "pong", "join": "joined", "create": "error:forbidden", "get": "snapshot", "sync": "synced",
+                             "sessions": "sessions", "command": "ack", "reset": "error:forbidden"],
+            "admin-token-1": ["ping": "pong", "join": "joined", "create": "joined", "get": "snapshot", "sync": "synced",
+                              "sessions": "sessions", "command": "ack", "reset": "ack"],
+        ]
+        for (token, table) in expected {
+            let h = try hub()
+            h.connect(1, now: 0)
+            if token != "none" { #expect(codes(h, 1, ["type": "hello", "token": .string(token)]) == "welcome") }
+            for (name, message) in messages {
+                #expect(codes(h, 1, message) == table[name], "\(token) \(name)")
+            }
+        }
+    }
+
+    @Test func refusalsSayWhatIsMissing() throws {
+        let h = try hub()
+        h.connect(1, now: 0)
+        let none = h.handle(text: bytes(["type": "get", "session": "demo"]), from: 1, now: 0)
+        #expect(none.first.map { if case .reply(_, .error(let e), _) = $0 { e.message } else { "" } }?.contains("no token") == true)
+        h.connect(9, now: 0)
+        #expect(codes(h, 9, ["type": "hello", "token": "wrong-token-x"]) == "error:forbidden")
+        #expect(codes(h, 9, ["type": "get", "session": "demo"]) == "error:forbidden")   // still no token
+        h.connect(2, now: 0, grant: try Self.policy().grant(for: "viewer-token-3"))
+        let viewer = h.handle(text: bytes(["type": "command", "session": "demo", "id": 1, "ops": [["op": "pop"]]]), from: 2, now: 0)
+        #expect(viewer.first.map { if case .reply(_, .error(let e), _) = $0 { e.message } else { "" } } == "role viewer may not send commands: that needs controller or admin")
+    }
+
+    @Test func sessionPatternsLimitATokenAndTheList() throws {
+        let h = try hub()
+        h.connect(1, now: 0, grant: try Self.policy().grant(for: "controller-2"))
+        #expect(codes(h, 1, ["type": "join", "session": "lab-1"]) == "joined")
+        #expect(codes(h, 1, ["type": "join", "session": "prod"]) == "error:forbidden")
+        #expect(codes(h, 1, ["type": "command", "session": "prod", "id": 1, "ops": [["op": "dismiss"]]]) == "error:forbidden")
+        let list = h.handle(text: bytes(["type": "sessions"]), from: 1, now: 0)
+        guard case .reply(_, .sessions(let summaries), _)? = list.first else { Issue.record(); return }
+        #expect(summaries.map(\.session) == ["demo", "lab-1"])
+    }
+
+    @Test func reloadMovesGrantsAndReportsLostTokens() throws {
+        let h = try hub()
+        let p = try Self.policy()
+        h.connect(1, now: 0, grant: p.grant(for: "controller-2"))
+        h.connect(2, now: 0, grant: p.grant(for: "viewer-token-3"))
+        h.connect(3, now: 0)
+        let newFile = #"{"tokens": [{"token": "viewer-token-3", "role": "controller"}]}"#
+        let lost = h.reload(policy: try AccessPolicy.load(bytes: Array(newFile.utf8), file: "auth.json"))
+        #expect(lost == [1])
+        #expect(codes(h, 2, ["type": "command", "session": "demo", "id": 1, "ops": [["op": "dismiss"]]]) == "ack")   // promoted
+    }
+}
