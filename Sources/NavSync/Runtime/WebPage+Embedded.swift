@@ -69,6 +69,7 @@ extension WebPage {
   <span id="conn">connecting</span>
   <span id="rev"></span>
   <form id="open"><input id="url" placeholder="deep link, e.g. /product/42" aria-label="deep link"><button type="submit">Open</button></form>
+  <form id="tokenform" class="form"><input id="token" type="password" placeholder="access token" aria-label="access token" size="14"><button type="submit">Use token</button></form>
 </header>
 <div id="picker" hidden>
   <div class="panel">
@@ -176,7 +177,7 @@ function receive(m) {
     case "error":
       if (m.id !== undefined) pending.delete(m.id);
       toast((m.code || "error") + ": " + m.message);
-      if (m.id === "join" && m.code === "forbidden") $("conn").textContent = "forbidden";
+      if (m.code === "forbidden" && !joined) { $("conn").textContent = "forbidden: enter a token"; $("token").focus(); }
       break;
     case "presence":
       if (m.joined) { members = members.filter(x => x.client !== m.joined.client); members.push(m.joined); }
@@ -328,9 +329,19 @@ function render() {
 
 // ---- start ----
 $("open").addEventListener("submit", (ev) => { ev.preventDefault(); const u = $("url").value.trim(); if (u) command([{ op: "open", url: u }]); });
+// A token typed here is kept for this browser session (sessionStorage), like ?token=.
+$("tokenform").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const t = $("token").value.trim();
+  if (t) sessionStorage.setItem("navsync.token", t); else sessionStorage.removeItem("navsync.token");
+  location.reload();
+});
 if (!session) {
   $("picker").hidden = false;
-  fetch("/api/sessions").then(r => r.json()).then(d => {
+  fetch("/api/sessions", { headers: token ? { Authorization: "Bearer " + token } : {} }).then(r => {
+    if (r.status === 401 || r.status === 403) { toast("forbidden: enter a token to list sessions"); return { sessions: [] }; }
+    return r.json();
+  }).then(d => {
     for (const s of d.sessions) $("sessionlist").append(el("a", { href: "?session=" + encodeURIComponent(s.session) }, el("button", {}, s.session + " (" + s.members + ")")));
   }).catch(() => toast("cannot list sessions"));
   $("newsession").addEventListener("submit", (ev) => { ev.preventDefault(); const n = $("newname").value.trim(); if (n) location.search = "?session=" + encodeURIComponent(n); });
