@@ -142,13 +142,16 @@ public final class SessionClient {
     }
 
     private func lost(_ code: UInt16?, _ reason: String) {
-        let wasJoined = isJoined
         isJoined = false
         socket = nil
         let why = code.map { "closed (\($0))\(reason.isEmpty ? "" : ": \(reason)")" } ?? reason
         onEvent?(.connection(connected: false, reason: why))
-        _ = wasJoined
-        guard !stopped, options.reconnect else { return }
+        guard !stopped, options.reconnect else {
+            // Done for good: let go of the callbacks, which often capture this client.
+            onEvent = nil
+            onMessage = nil
+            return
+        }
         let delay = min(options.backoff.max, options.backoff.first << min(attempts, 16))
         attempts += 1
         let jittered = delay / 2 + Int64.random(in: 0...max(1, delay / 2), using: &loop.random)

@@ -242,5 +242,9 @@ public final class WebSocketClient {
             closeReported = true
             onClose?(code, reason)
         }
+        // Done for good: let go of the callbacks, which often capture this client.
+        onOpen = nil
+        onText = nil
+        onClose = nil
     }
 }
