@@ -34,6 +34,7 @@ struct Bench {
       --duration S       stop after S seconds at the latest (default 10)
       --pid PID          the server's pid: report its CPU time and resident memory
       --idle N           instead: open N idle connections and report server memory per connection
+                         (all from one address: start navsyncd with --max-connections-per-ip above N)
       --join             with --idle: each connection also joins one of 10 sessions
       --json             print the result as one JSON object
 
