@@ -8,17 +8,11 @@ import signal
 import sys
 
 import websockets
+from checks import check, finish
 
 WS, PID, AUTH = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 HTTP_ORIGIN = WS.replace("ws://", "http://").rsplit("/ws", 1)[0]
-passed = failed = 0
 
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f" {detail}"), flush=True)
 
 
 async def ask(ws, message):
@@ -102,5 +96,4 @@ async def main():
 
 
 asyncio.run(main())
-print(f"auth_clients: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("auth_clients")

@@ -8,19 +8,10 @@ import sys
 
 import websockets
 from websockets.exceptions import ConnectionClosed
+from checks import check, finish
 
 URL = sys.argv[1]
-passed = failed = 0
 
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
 
 
 async def main():
@@ -79,5 +70,4 @@ async def main():
 
 
 asyncio.run(main())
-print(f"echo_client: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("echo_client")

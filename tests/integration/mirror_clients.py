@@ -10,17 +10,11 @@ import sys
 
 import jsonpatch
 import websockets
+from checks import check, finish
 
 URL, SESSION = sys.argv[1], sys.argv[2]
 MIRRORS, SENDERS, COMMANDS = 4, 4, 300
-passed = failed = 0
 
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += ok
-    failed += not ok
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f" {detail}"))
 
 
 def normal(doc):
@@ -155,5 +149,4 @@ async def main():
 
 
 asyncio.run(main())
-print(f"mirror_clients: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("mirror_clients")

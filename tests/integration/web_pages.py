@@ -7,30 +7,17 @@ import subprocess
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
+from checks import check, finish, headless_chromium
 
 HTTP, WS, NAVCLIENT, OUT, RESTART = sys.argv[1:6]
 SESSION = "web-" + str(os.getpid())
-passed = failed = 0
 
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f" {detail}"), flush=True)
 
 
 def browser():
-    o = webdriver.ChromeOptions()
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,760"]:
-        o.add_argument(a)
-    o.binary_location = "/usr/bin/chromium"
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+    d = headless_chromium()
     d.get(f"{HTTP}?session={SESSION}")
     return d
 
@@ -127,5 +114,4 @@ finally:
     a.quit()
     b.quit()
 
-print(f"web_pages: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("web_pages")

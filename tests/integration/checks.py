@@ -1,0 +1,30 @@
+"""What every Python test script here shares: named checks, counted, and the closing
+line `NAME: N passed, N failed` that the suite's output ends each script with."""
+import sys
+
+_counts = {"passed": 0, "failed": 0}
+
+
+def check(name, ok, detail=""):
+    """Records one named check; prints `ok` or `FAIL` with the detail."""
+    key = "passed" if ok else "failed"
+    _counts[key] += 1
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f" {detail}"), flush=True)
+
+
+def finish(script):
+    """Prints the closing line and exits non-zero when anything failed."""
+    print(f"{script}: {_counts['passed']} passed, {_counts['failed']} failed")
+    sys.exit(1 if _counts["failed"] else 0)
+
+
+def headless_chromium(window="1100,760"):
+    """Debian's chromium through its chromedriver, headless, console messages kept."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", f"--window-size={window}"]:
+        options.add_argument(arg)
+    options.binary_location = "/usr/bin/chromium"
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
