@@ -3,19 +3,19 @@
 ///
 /// Pure: no clock, no I/O; the epoch is given, not generated.
 public struct Sequencer: Sendable {
-    public private(set) var document: NavDocument
+    public internal(set) var document: NavDocument
     /// This incarnation of the session's history.
     public let epoch: String
     /// The current revision; 0 is the flow's initial state.
-    public private(set) var rev = 0
+    public internal(set) var rev = 0
     /// Revision at which each live coordinator last changed (Appendix A, "Conflicts").
-    public private(set) var lastChanged: [CoordinatorKey: Int] = [:]
+    public internal(set) var lastChanged: [CoordinatorKey: Int] = [:]
     /// Revision at which each gone id left the tree, for the newest `removedCapacity`.
-    public private(set) var removedAt: [EntryID: Int] = [:]
+    public internal(set) var removedAt: [EntryID: Int] = [:]
     /// Removals at or before this revision are forgotten; a gone id without a record
     /// left at or before it.
-    public private(set) var removedHorizon = 0
-    public private(set) var idempotency: IdempotencyTable
+    public internal(set) var removedHorizon = 0
+    public internal(set) var idempotency: IdempotencyTable
     public private(set) var log: PatchLog
 
     /// Removal records kept; older ones fold into `removedHorizon`. Bounds memory for

@@ -1,0 +1,85 @@
+/// The append-only journal of a session (DESIGN.md section 9): one record per applied
+/// command, with its revision, client identity and the command itself, so replaying
+/// the journal from a snapshot reproduces the session exactly (ids included).
+///
+/// A record on disk: `length` (UInt32, little endian, of the payload), `crc32` (UInt32,
+/// little endian, of the payload), then the payload, compact JSON
+/// `{"rev", "client", "command"}`. Pure: bytes in, records out.
+public struct JournalRecord: Sendable, Equatable {
+    public var rev: Int
+    public var client: String
+    public var command: Command
+
+    public init(rev: Int, client: String, command: Command) {
+        self.rev = rev
+        self.client = client
+        self.command = command
+    }
+
+    /// Largest payload accepted when reading: a command is at most one protocol message.
+    public static let maxPayload = 16 << 20
+
+    public func encoded() -> [UInt8] {
+        let payload = JSON.object(["rev": .int(Int64(rev)), "client": .string(client), "command": command.json]).encoded()
+        let crc = CRC32.checksum(payload)
+        var out: [UInt8] = []
+        out.reserveCapacity(payload.count + 8)
+        for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: UInt32(payload.count) >> UInt32(shift))) }
+        for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: crc >> UInt32(shift))) }
+        return out + payload
+    }
+
+    init?(payload: [UInt8]) {
+        guard let json = try? JSON.parse(payload), let rev = json["rev"]?.intValue, let client = json["client"]?.stringValue,
+              let object = json["command"]?.objectValue, let command = try? Command(json: object) else { return nil }
+        self.init(rev: Int(rev), client: client, command: command)
+    }
+}
+
+/// What reading a journal found.
+public struct JournalScan: Sendable, Equatable {
+    public enum Problem: Sendable, Equatable {
+        /// The last record is incomplete or does not check (a crash mid-write): cut it
+        /// off at `offset` and carry on.
+        case tornTail(offset: Int)
+        /// A record in the middle does not check, with records after it: refuse to
+        /// start (naming the offset) unless repairing, which cuts everything from here.
+        case corrupt(offset: Int)
+    }
+
+    public var records: [JournalRecord]
+    /// Bytes of whole, checked records from the start: where appending continues.
+    public var validLength: Int
+    public var problem: Problem?
+}
+
+public enum Journal {
+    /// Reads every whole record. A bad record at the end is a torn tail; a bad record
+    /// followed by at least one good one is corruption in the middle.
+    public static func scan(_ bytes: [UInt8]) -> JournalScan {
+        var records: [JournalRecord] = []
+        var offset = 0
+        while offset < bytes.count {
+            guard let (record, next) = record(at: offset, in: bytes) else {
+                // Is there a good record anywhere after this one? Then this is corruption.
+                let resumes = (offset + 1..<bytes.count).contains { record(at: $0, in: bytes) != nil }
+                return JournalScan(records: records, validLength: offset,
+                                   problem: resumes ? .corrupt(offset: offset) : .tornTail(offset: offset))
+            }
+            records.append(record)
+            offset = next
+        }
+        return JournalScan(records: records, validLength: offset, problem: nil)
+    }
+
+    /// The record starting at `offset`, and where the next one starts, if it checks.
+    static func record(at offset: Int, in bytes: [UInt8]) -> (JournalRecord, Int)? {
+        guard offset + 8 <= bytes.count else { return nil }
+        func u32(_ at: Int) -> UInt32 { (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + $1]) << UInt32(8 * $1) } }
+        let length = Int(u32(offset))
+        guard length > 0, length <= JournalRecord.maxPayload, offset + 8 + length <= bytes.count else { return nil }
+        let payload = Array(bytes[(offset + 8)..<(offset + 8 + length)])
+        guard CRC32.checksum(payload) == u32(offset + 4), let record = JournalRecord(payload: payload) else { return nil }
+        return (record, offset + 8 + length)
+    }
+}

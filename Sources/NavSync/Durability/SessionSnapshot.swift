@@ -1,0 +1,142 @@
+/// A session's snapshot (DESIGN.md section 9): everything the sequencer needs to carry
+/// on exactly where it was — state, revision, epoch, id counter, idempotency table and
+/// conflict bookkeeping — so the journal before it can be dropped.
+public struct SnapshotError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String
+    init(_ message: String) { description = message }
+}
+
+extension Sequencer {
+    /// The snapshot as JSON (written compactly to the data directory).
+    public func snapshot() -> JSON {
+        var idem = JSONObject()
+        for (client, acks) in idempotency.entries { idem[client] = .array(acks.map(\.json)) }
+        func key(_ k: CoordinatorKey) -> String { k.description }
+        return [
+            "format": 1,
+            "flow": .string(document.flow.name),
+            "epoch": .string(epoch),
+            "rev": .int(Int64(rev)),
+            "nextID": .int(Int64(document.nextID)),
+            "state": state.json,
+            "lastChanged": .object(JSONObject(lastChanged.sorted { key($0.key) < key($1.key) }.map { (key($0.key), .int(Int64($0.value))) })),
+            "removedAt": .object(JSONObject(removedAt.sorted { $0.key < $1.key }.map { ($0.key.description, .int(Int64($0.value))) })),
+            "removedHorizon": .int(Int64(removedHorizon)),
+            "idempotency": .object(idem),
+        ]
+    }
+
+    /// A sequencer exactly as the snapshot left it.
+    public init(restoring snapshot: JSON, flow: Flow, limits: ModelLimits = ModelLimits(),
+                idempotencyCapacity: Int = 1024, logCapacity: Int = 1024) throws(SnapshotError) {
+        guard snapshot["format"] == 1 else { throw SnapshotError("unknown snapshot format \(snapshot["format"] ?? .null)") }
+        guard snapshot["flow"]?.stringValue == flow.name else {
+            throw SnapshotError("the snapshot is of flow '\(snapshot["flow"]?.stringValue ?? "?")', not '\(flow.name)'")
+        }
+        guard let epoch = snapshot["epoch"]?.stringValue, let rev = snapshot["rev"]?.intValue, let next = snapshot["nextID"]?.intValue,
+              let stateJSON = snapshot["state"], let horizon = snapshot["removedHorizon"]?.intValue else {
+            throw SnapshotError("the snapshot lacks epoch, rev, nextID, state or removedHorizon")
+        }
+        self.init(flow: flow, epoch: epoch, limits: limits, idempotencyCapacity: idempotencyCapacity, logCapacity: logCapacity)
+        let state = try NavState(json: stateJSON)
+        document = NavDocument(flow: flow, limits: limits, state: state, nextID: Int(next))
+        self.rev = Int(rev)
+        removedHorizon = Int(horizon)
+        for (k, v) in snapshot["lastChanged"]?.objectValue ?? [:] {
+            guard let r = v.intValue else { throw SnapshotError("lastChanged.\(k) is not a revision") }
+            switch k {
+            case "root": lastChanged[.root] = Int(r)
+            case "alert": lastChanged[.alert] = Int(r)
+            default:
+                guard let id = EntryID(k) else { throw SnapshotError("lastChanged has a bad key '\(k)'") }
+                lastChanged[.entry(id)] = Int(r)
+            }
+        }
+        for (k, v) in snapshot["removedAt"]?.objectValue ?? [:] {
+            guard let id = EntryID(k), let r = v.intValue else { throw SnapshotError("removedAt has a bad entry '\(k)'") }
+            removedAt[id] = Int(r)
+        }
+        for (client, list) in snapshot["idempotency"]?.objectValue ?? [:] {
+            for a in list.arrayValue ?? [] {
+                guard let ack = Ack(json: a) else { throw SnapshotError("idempotency.\(client) has a bad ack") }
+                idempotency.remember(client: client, ack)
+            }
+        }
+    }
+
+    /// Applies journal records after a snapshot, in order; each must land on its
+    /// recorded revision, or the data does not belong together.
+    public mutating func replay(_ records: [JournalRecord]) throws(SnapshotError) {
+        for r in records where r.rev > rev {
+            guard r.rev == rev + 1 else { throw SnapshotError("the journal jumps from revision \(rev) to \(r.rev)") }
+            guard case .applied(let ack, _) = submit(r.command, client: r.client), ack.rev == r.rev else {
+                throw SnapshotError("journal record for revision \(r.rev) (command \(r.command.id)) does not apply")
+            }
+        }
+    }
+}
+
+extension Ack {
+    public var json: JSON {
+        ["id": id.json, "rev": .int(Int64(rev)), "results": .array(results.map { .string($0.rawValue) })]
+    }
+
+    public init?(json: JSON) {
+        guard let id = try? CommandID(field: json["id"]), let rev = json["rev"]?.intValue,
+              let results = json["results"]?.arrayValue?.compactMap({ $0.stringValue.flatMap(OpResult.init(rawValue:)) }) else { return nil }
+        self.init(id: id, rev: Int(rev), results: results)
+    }
+}
+
+extension NavState {
+    /// The state document read back (the inverse of `json`).
+    public init(json: JSON) throws(SnapshotError) {
+        guard let root = json["root"] else { throw SnapshotError("the state has no root") }
+        self.init(root: try Coordinator(json: root), alert: try json["alert"].flatMap { a throws(SnapshotError) -> Alert? in
+            a.isNull ? nil : try Alert(json: a)
+        })
+    }
+}
+
+extension Coordinator {
+    init(json: JSON) throws(SnapshotError) {
+        guard let type = json["type"]?.stringValue, let kind = json["kind"]?.stringValue.flatMap(CoordinatorKind.init(rawValue:)) else {
+            throw SnapshotError("a coordinator lacks its type or kind")
+        }
+        var entries: [Entry] = []
+        switch kind {
+        case .root:
+            guard let current = json["current"] else { throw SnapshotError("root coordinator \(type) has no current entry") }
+            entries = [try Entry(json: current)]
+        case .stack, .tabs:
+            for e in json[kind == .stack ? "stack" : "tabs"]?.arrayValue ?? [] { entries.append(try Entry(json: e)) }
+        }
+        self.init(type: type, kind: kind, entries: entries,
+                  selected: kind == .tabs ? json["selected"]?.stringValue.flatMap(EntryID.init) : nil)
+    }
+}
+
+extension Entry {
+    init(json: JSON) throws(SnapshotError) {
+        guard let idText = json["id"]?.stringValue, let id = EntryID(idText), let route = json["route"]?.stringValue else {
+            throw SnapshotError("an entry lacks its id or route")
+        }
+        self.init(id: id, route: route, params: json["params"]?.objectValue ?? [:],
+                  presentation: json["presentation"]?.stringValue.flatMap(Presentation.init(rawValue:)),
+                  tab: json["tab"], hints: json["hints"]?.objectValue, data: json["data"]?.objectValue,
+                  coordinator: try json["coordinator"].map { c throws(SnapshotError) in try Coordinator(json: c) })
+    }
+}
+
+extension Alert {
+    init(json: JSON) throws(SnapshotError) {
+        guard let idText = json["id"]?.stringValue, let id = EntryID(idText), let title = json["title"]?.stringValue else {
+            throw SnapshotError("the alert lacks its id or title")
+        }
+        let buttons = (json["buttons"]?.arrayValue ?? []).compactMap { b -> AlertButton? in
+            guard let bid = b["id"]?.stringValue, let label = b["label"]?.stringValue else { return nil }
+            return AlertButton(id: bid, label: label, role: b["role"]?.stringValue)
+        }
+        self.init(id: id, title: title, message: json["message"]?.stringValue, buttons: buttons)
+    }
+}
