@@ -57,17 +57,6 @@ public struct ClientOptions: Sendable, Equatable {
         return .success(o)
     }
 
-    public func sessionOptions(reconnect: Bool) -> SessionClient.Options {
-        var s = SessionClient.Options()
-        s.url = url
-        s.session = session
-        s.name = name
-        s.create = create
-        s.flow = flow
-        s.reconnect = reconnect
-        s.token = token
-        return s
-    }
 }
 
 

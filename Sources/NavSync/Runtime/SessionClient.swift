@@ -269,3 +269,18 @@ public final class SessionClient {
                       rev: j["rev"]?.intValue.map(Int.init), focus: j["focus"]?.stringValue)
     }
 }
+
+extension ClientOptions {
+    /// The session client's options for these command-line options.
+    public func sessionOptions(reconnect: Bool) -> SessionClient.Options {
+        var s = SessionClient.Options()
+        s.url = url
+        s.session = session
+        s.name = name
+        s.create = create
+        s.flow = flow
+        s.reconnect = reconnect
+        s.token = token
+        return s
+    }
+}
