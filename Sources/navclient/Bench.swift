@@ -339,6 +339,7 @@ struct Bench {
             guard !stopped else { return }
             stopped = true
             stats.sent[session] = sentAt
+            onAnswered = nil   // it captures every publisher
             client.close()
         }
 
@@ -373,18 +374,18 @@ struct Bench {
                                  "ackLatencyMs": ack.json, "lastMemberLatencyMs": last.json]
             if let cpuPerMillion { o["serverCpuSecondsPerMillionDeliveries"] = .double(cpuPerMillion) }
             if let after { o["serverRssKiB"] = .int(Int64(after.rssKiB)) }
-            print(JSON.object(o).encodedString())
+            printLine(JSON.object(o).encodedString())
             return
         }
-        print("navclient bench: \(clients) members in \(sessions) session(s), \(rate.map { "\(Int($0)) commands/s" } ?? "\(inFlight) in flight") per publisher, \(String(format: "%.1f", elapsed)) s")
-        print(String(format: "  deliveries        %d (%.0f/s)", deliveries, perSecond))
-        print(String(format: "  commands acked    %d (%.0f/s)", acked, Double(acked) / elapsed))
-        print("  errors            \(errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
-        print("  command -> ack          \(ack.text)")
-        print("  command -> last member  \(last.text)")
+        printLine("navclient bench: \(clients) members in \(sessions) session(s), \(rate.map { "\(Int($0)) commands/s" } ?? "\(inFlight) in flight") per publisher, \(String(format: "%.1f", elapsed)) s")
+        printLine(String(format: "  deliveries        %d (%.0f/s)", deliveries, perSecond))
+        printLine(String(format: "  commands acked    %d (%.0f/s)", acked, Double(acked) / elapsed))
+        printLine("  errors            \(errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        printLine("  command -> ack          \(ack.text)")
+        printLine("  command -> last member  \(last.text)")
         if let after {
-            if let cpuPerMillion { print(String(format: "  server CPU        %.3f s per million deliveries", cpuPerMillion)) }
-            print("  server RSS        \(after.rssKiB) KiB")
+            if let cpuPerMillion { printLine(String(format: "  server CPU        %.3f s per million deliveries", cpuPerMillion)) }
+            printLine("  server RSS        \(after.rssKiB) KiB")
         }
     }
 
@@ -419,10 +420,10 @@ struct Bench {
         loop.every(1000) { progress("idle: \(joined)/\(count) joined, \(failures) failed") }
         loop.run()
         let after = ProcessStats.read(pid)
-        print("navclient bench --idle: \(joined) idle connections \(idleJoin ? "joined" : "open"), \(failures) failed\(failures > 0 ? " (\(lastReason))" : "")")
+        printLine("navclient bench --idle: \(joined) idle connections \(idleJoin ? "joined" : "open"), \(failures) failed\(failures > 0 ? " (\(lastReason))" : "")")
         if let before, let after, joined > 0 {
             let perConnection = Double(after.rssKiB - before.rssKiB) * 1024 / Double(joined)
-            print(String(format: "  server RSS %d KiB -> %d KiB: %.1f KiB per connection", before.rssKiB, after.rssKiB, perConnection / 1024))
+            printLine(String(format: "  server RSS %d KiB -> %d KiB: %.1f KiB per connection", before.rssKiB, after.rssKiB, perConnection / 1024))
         }
         loop.shutdown()
         return failures > 0 && joined == 0 ? 1 : 0

@@ -4,8 +4,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${TEST_OUTPUT:-$ROOT/test-output}"
 mkdir -p "$OUT"
 PY="$ROOT/.venv/bin/python"
-NAVSYNCD="$ROOT/.build/release/navsyncd"
-NAVCLIENT="$ROOT/.build/release/navclient"
+NAVSYNCD="${NAVSYNCD_BIN:-$ROOT/.build/release/navsyncd}"   # NAVSYNCD_BIN: e.g. a sanitizer build
+NAVCLIENT="${NAVCLIENT_BIN:-$ROOT/.build/release/navclient}"
 
 # start_navsyncd NAME ARGS...: runs navsyncd on a free port, logging to
 # $OUT/NAME.log; sets NAVSYNCD_PID, WS_URL, HTTP_URL.

@@ -35,6 +35,8 @@ public final class WebSocketClient {
     private var writing = false
     var isQueuedForFlush = false
     private var closeReported = false
+    /// Waits for the server's close reply; cancelled once the connection is done.
+    private var closeTimer: ClientLoop.Timer?
 
     public init(loop: ClientLoop, url: WebSocketURL, subprotocol: String? = "navsync.v1",
                 headers: [(String, String)] = [], maxMessage: Int = 64 << 20) {
@@ -152,7 +154,7 @@ public final class WebSocketClient {
         case .open:
             queue(WebSocketEncoder.close(code, reason: reason, mask: mask()))
             state = .closing
-            owner.after(3_000) { [weak self] in self?.finish(code, "no close reply") }
+            closeTimer = owner.after(3_000) { [weak self] in self?.finish(code, "no close reply") }
         case .idle, .connecting, .handshaking:
             finish(code, reason)
         case .closing, .closed:
@@ -229,6 +231,8 @@ public final class WebSocketClient {
     private func finish(_ code: UInt16?, _ reason: String) {
         guard state != .closed else { return }
         state = .closed
+        closeTimer?.cancel()
+        closeTimer = nil
         if let tcp {
             uv_read_stop(UV.stream(tcp))
             uv_close(UV.handle(tcp)) { h in
