@@ -75,6 +75,9 @@ if options.wsEcho {
 } else {
     server.logger.info("sessions are in memory only: they are lost when navsyncd stops")
     server.logger.info("flows: \(([Flow.demo] + flows).map(\.name).joined(separator: ", "))\(options.hub.demoSession.map { "; session '\($0)' is ready to join" } ?? "")")
+    if let demo = options.hub.demoSession {
+        server.logger.info("try it: open \(server.httpURL)?session=\(demo) in a browser, or run: navclient \(server.webSocketURL) --session \(demo)")
+    }
 }
 server.run()
 server.logger.info("stopped")
