@@ -76,7 +76,7 @@ struct Bench {
     }
 
     func run() -> Int32 {
-        raiseFileLimit()
+        raiseOpenFilesLimit()
         return idle.map(runIdle) ?? runLoad()
     }
 
@@ -281,85 +281,6 @@ struct Bench {
         return true
     }
 
-    /// One publisher: commands in a window of `inFlight`, or at a fixed rate.
-    final class Publisher {
-        let client: WebSocketClient
-        let session: String
-        let bench: Bench
-        let stats: PublisherStats
-        unowned let loop: ClientLoop
-        var next: Int64 = 0
-        var inFlight = 0
-        var stopped = false
-        var sentAt: [Int64: UInt64] = [:]
-        /// Called after each ack or error.
-        var onAnswered: (() -> Void)?
-
-        init(loop: ClientLoop, url: WebSocketURL, session: String, bench: Bench, stats: PublisherStats) {
-            self.loop = loop
-            client = WebSocketClient(loop: loop, url: url)
-            self.session = session
-            self.bench = bench
-            self.stats = stats
-        }
-
-        func start() {
-            client.onOpen = { [weak self] in
-                guard let self else { return }
-                if let rate = bench.rate {
-                    // Every 10 ms, as many commands as the rate has accumulated since.
-                    var owed = 0.0
-                    loop.every(10) { [weak self] in
-                        owed += rate / 100
-                        while owed >= 1 { self?.send(); owed -= 1 }
-                    }
-                } else {
-                    fill()
-                }
-            }
-            client.onText = { [weak self] bytes in
-                guard let self, let m = try? JSON.parse(bytes), let id = m["id"]?.intValue else { return }
-                if let sent = sentAt[id] {
-                    stats.ackLatencies.append(monotonicNanoseconds() &- sent)
-                    inFlight -= 1
-                }
-                if m["type"] == "ack" { stats.acked += 1 } else { stats.errors[m["code"]?.stringValue ?? "?", default: 0] += 1 }
-                if bench.rate == nil { fill() }
-                onAnswered?()
-            }
-            client.onClose = { [weak self] _, reason in
-                guard let self, !stopped else { return }
-                stats.failure = reason
-                loop.stop()
-            }
-            client.connect()
-        }
-
-        func stop() {
-            guard !stopped else { return }
-            stopped = true
-            stats.sent[session] = sentAt
-            onAnswered = nil   // it captures every publisher
-            client.close()
-        }
-
-        private func fill() {
-            while !stopped && inFlight < bench.inFlight && (bench.commands.map { next < Int64($0) } ?? true) { send() }
-        }
-
-        private func send() {
-            guard !stopped, bench.commands.map({ next < Int64($0) }) ?? true else { return }
-            // The first command opens the main screen; then push and pop alternate.
-            let op = next == 0 ? #"{"op":"setRoot","route":"main"}"#
-                : next % 2 == 1 ? #"{"op":"push","route":"detail","params":{"id":7}}"# : #"{"op":"pop"}"#
-            let text = #"{"type":"command","session":"\#(session)","id":\#(next),"ops":[\#(op)]}"#
-            sentAt[next] = monotonicNanoseconds()
-            client.send(text: Array(text.utf8))
-            next += 1
-            inFlight += 1
-        }
-    }
-
     func report(deliveries: Int, acked: Int, errors: [String: Int], ack: Percentiles, last: Percentiles,
                 elapsed: Double, before: ProcessStats?, after: ProcessStats?) {
         let perSecond = Double(deliveries) / elapsed
@@ -387,117 +308,6 @@ struct Bench {
             if let cpuPerMillion { printLine(String(format: "  server CPU        %.3f s per million deliveries", cpuPerMillion)) }
             printLine("  server RSS        \(after.rssKiB) KiB")
         }
-    }
-
-    // MARK: Idle connections
-
-    func runIdle(_ count: Int) -> Int32 {
-        let loop = ClientLoop()
-        let before = ProcessStats.read(pid)
-        var joined = 0
-        var failures = 0
-        var clients: [WebSocketClient] = []
-        var lastReason = ""
-        // Memory is read 3 s after the last connection is in: the server hands memory
-        // freed after the join burst back to the system once it is idle.
-        func check() { if joined + failures == count { loop.after(3_000) { loop.stop() } } }
-        for i in 0..<count {
-            let c = WebSocketClient(loop: loop, url: url)
-            let join = idleJoin
-            c.onOpen = {
-                let message = join ? #"{"type":"join","session":"idle-\#(i % 10)","create":true}"# : #"{"type":"hello","name":"idle"}"#
-                c.send(text: Array(message.utf8))
-            }
-            c.onText = { bytes in
-                if Bench.isPresence(bytes) { return }
-                let type = (try? JSON.parse(bytes))?["type"]
-                if type == "joined" || type == "welcome" { joined += 1; check() }
-            }
-            c.onClose = { _, reason in failures += 1; lastReason = reason; check() }
-            clients.append(c)
-            c.connect()
-        }
-        loop.every(1000) { progress("idle: \(joined)/\(count) joined, \(failures) failed") }
-        loop.run()
-        let after = ProcessStats.read(pid)
-        printLine("navclient bench --idle: \(joined) idle connections \(idleJoin ? "joined" : "open"), \(failures) failed\(failures > 0 ? " (\(lastReason))" : "")")
-        if let before, let after, joined > 0 {
-            let perConnection = Double(after.rssKiB - before.rssKiB) * 1024 / Double(joined)
-            printLine(String(format: "  server RSS %d KiB -> %d KiB: %.1f KiB per connection", before.rssKiB, after.rssKiB, perConnection / 1024))
-        }
-        loop.shutdown()
-        return failures > 0 && joined == 0 ? 1 : 0
-    }
-}
-
-/// A flag one thread sets and another polls.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var set = false
-    var value: Bool {
-        get { lock.lock(); defer { lock.unlock() }; return set }
-        set { lock.lock(); set = newValue; lock.unlock() }
-    }
-}
-
-/// p50/p90/p99/max of nanosecond samples, shown in milliseconds.
-struct Percentiles {
-    let p50, p90, p99, max: Double
-    let count: Int
-
-    init(_ samples: [UInt64]) {
-        let sorted = samples.sorted()
-        count = sorted.count
-        func at(_ q: Double) -> Double {
-            guard !sorted.isEmpty else { return 0 }
-            return Double(sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))]) / 1e6
-        }
-        p50 = at(0.5); p90 = at(0.9); p99 = at(0.99)
-        self.max = Double(sorted.last ?? 0) / 1e6
-    }
-
-    var text: String { String(format: "p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms  (%d samples)", p50, p90, p99, max, count) }
-    var json: JSON { ["p50": .double(p50), "p90": .double(p90), "p99": .double(p99), "max": .double(max)] }
-}
-
-/// CPU time and resident memory of a process, from /proc.
-struct ProcessStats {
-    let cpuSeconds: Double
-    let rssKiB: Int
-
-    static func read(_ pid: Int32?) -> ProcessStats? {
-        guard let pid, let stat = FlowDirectory.readFile("/proc/\(pid)/stat"), let status = FlowDirectory.readFile("/proc/\(pid)/status") else { return nil }
-        // Fields after the ")" of the command name: utime is 14th, stime 15th overall.
-        let text = String(decoding: stat, as: UTF8.self)
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        let rss = String(decoding: status, as: UTF8.self).split(separator: "\n")
-            .first { $0.hasPrefix("VmRSS:") }.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        return ProcessStats(cpuSeconds: (utime + stime) / ticks, rssKiB: rss)
-    }
-}
-
-func progress(_ line: String) {
-    let bytes = Array("\r\u{1B}[K\(line)".utf8)
-    guard isatty(2) != 0 else { return }
-    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-}
-
-enum Stderr {
-    static func line(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
-        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-    }
-}
-
-/// Raises the soft open-files limit to the hard one: thousands of connections.
-func raiseFileLimit() {
-    var limit = rlimit()
-    if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
-        limit.rlim_cur = limit.rlim_max
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 }
 

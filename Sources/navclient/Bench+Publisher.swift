@@ -1,0 +1,83 @@
+import Foundation
+import NavSync
+
+extension Bench {
+    /// One publisher: commands in a window of `inFlight`, or at a fixed rate.
+    final class Publisher {
+        let client: WebSocketClient
+        let session: String
+        let bench: Bench
+        let stats: PublisherStats
+        unowned let loop: ClientLoop
+        var next: Int64 = 0
+        var inFlight = 0
+        var stopped = false
+        var sentAt: [Int64: UInt64] = [:]
+        /// Called after each ack or error.
+        var onAnswered: (() -> Void)?
+
+        init(loop: ClientLoop, url: WebSocketURL, session: String, bench: Bench, stats: PublisherStats) {
+            self.loop = loop
+            client = WebSocketClient(loop: loop, url: url)
+            self.session = session
+            self.bench = bench
+            self.stats = stats
+        }
+
+        func start() {
+            client.onOpen = { [weak self] in
+                guard let self else { return }
+                if let rate = bench.rate {
+                    // Every 10 ms, as many commands as the rate has accumulated since.
+                    var owed = 0.0
+                    loop.every(10) { [weak self] in
+                        owed += rate / 100
+                        while owed >= 1 { self?.send(); owed -= 1 }
+                    }
+                } else {
+                    fill()
+                }
+            }
+            client.onText = { [weak self] bytes in
+                guard let self, let m = try? JSON.parse(bytes), let id = m["id"]?.intValue else { return }
+                if let sent = sentAt[id] {
+                    stats.ackLatencies.append(monotonicNanoseconds() &- sent)
+                    inFlight -= 1
+                }
+                if m["type"] == "ack" { stats.acked += 1 } else { stats.errors[m["code"]?.stringValue ?? "?", default: 0] += 1 }
+                if bench.rate == nil { fill() }
+                onAnswered?()
+            }
+            client.onClose = { [weak self] _, reason in
+                guard let self, !stopped else { return }
+                stats.failure = reason
+                loop.stop()
+            }
+            client.connect()
+        }
+
+        func stop() {
+            guard !stopped else { return }
+            stopped = true
+            stats.sent[session] = sentAt
+            onAnswered = nil   // it captures every publisher
+            client.close()
+        }
+
+        private func fill() {
+            while !stopped && inFlight < bench.inFlight && (bench.commands.map { next < Int64($0) } ?? true) { send() }
+        }
+
+        private func send() {
+            guard !stopped, bench.commands.map({ next < Int64($0) }) ?? true else { return }
+            // The first command opens the main screen; then push and pop alternate.
+            let op = next == 0 ? #"{"op":"setRoot","route":"main"}"#
+                : next % 2 == 1 ? #"{"op":"push","route":"detail","params":{"id":7}}"# : #"{"op":"pop"}"#
+            let text = #"{"type":"command","session":"\#(session)","id":\#(next),"ops":[\#(op)]}"#
+            sentAt[next] = monotonicNanoseconds()
+            client.send(text: Array(text.utf8))
+            next += 1
+            inFlight += 1
+        }
+    }
+}
