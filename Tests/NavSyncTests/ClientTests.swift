@@ -5,12 +5,6 @@ import Testing
 struct ClientTests {
     func state(_ h: Harness) -> JSON { h.json }
 
-    func main() -> Harness {
-        var h = Harness()
-        h.ok(["op": "setRoot", "route": "main"])
-        return h
-    }
-
     func parse(_ line: String, _ h: Harness) throws -> ClientCommand? {
         try CommandLanguage.parse(line, flow: .demo, state: h.json)
     }
@@ -32,7 +26,7 @@ struct ClientTests {
     }
 
     @Test func commandsBecomeOperationsTypedByTheFlow() throws {
-        let h = main()
+        let h = Harness.onMain()
         #expect(try parse("push detail id=42 note=\"gift wrap\"", h) == .ops([["op": "route", "route": "detail", "params": ["id": 42, "note": "gift wrap"]]]))
         #expect(try parse("route reviews id=1 rating=4.5", h) == .ops([["op": "route", "route": "reviews", "params": ["id": 1, "rating": 4.5]]]))
         #expect(try parse("present settings style=cover", h) == .ops([["op": "present", "route": "settings", "style": "cover"]]))
@@ -55,7 +49,7 @@ struct ClientTests {
     }
 
     @Test func commandErrorsArePlain() {
-        let h = main()
+        let h = Harness.onMain()
         let cases: [(String, String)] = [
             ("push detail id=abc", "id must be a whole number, got 'abc'"),
             ("push", "usage: push ROUTE"),
@@ -79,7 +73,7 @@ struct ClientTests {
     }
 
     @Test func backAndRespondUseTheState() throws {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 1]], ["op": "present", "route": "settings"], ["op": "push", "route": "about"])
         // The deepest stack that can pop: Settings, whose top is `about`.
         let top = h.entries("Settings")[1].id.description
@@ -90,7 +84,7 @@ struct ClientTests {
     }
 
     @Test func completionOffersCommandsRoutesAndParams() {
-        let h = main()
+        let h = Harness.onMain()
         #expect(CommandLanguage.completions("po", flow: .demo, state: h.json) == ["pop", "popToRoot", "popToFirst", "popToLast", "popTo", "popBefore"])
         // Routes declared by coordinators on the active path (Home, Main, App), deepest first.
         let routes = CommandLanguage.completions("push ", flow: .demo, state: h.json)
@@ -101,7 +95,7 @@ struct ClientTests {
     }
 
     @Test func treeShowsKindsRoutesParamsAndTheActivePath() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 42]], ["op": "alert", "title": "Saved"])
         let lines = TreeRenderer.render(h.json, flow: .demo)
         #expect(lines[0] == .init(text: "App (root)", active: true))

@@ -1,17 +1,11 @@
 import Testing
 @testable import NavSync
 
-/// Every operation of DESIGN.md section 4 on the demo flow. After `main()`:
+/// Every operation of DESIGN.md section 4 on the demo flow. After `Harness.onMain()`:
 /// App(root) e2 main -> Main(tabs) [e3 home -> Home(stack) e4 list,
 /// e5 search -> Search e6 query, e7 cart -> Cart e8 items, e9 profile -> Profile e10 overview]
 @Suite("Operations")
 struct OperationTests {
-    func main() -> Harness {
-        var h = Harness()
-        h.ok(["op": "setRoot", "route": "main"])
-        return h
-    }
-
     @Test func initialStateAndIdsArePreOrder() {
         var h = Harness()
         #expect(h.json == ["root": ["type": "App", "kind": "root", "current": ["id": "e1", "route": "onboarding", "params": [:]]], "alert": nil])
@@ -26,7 +20,7 @@ struct OperationTests {
     }
 
     @Test func sameCommandsGiveSameIds() {
-        var a = main(), b = main()
+        var a = Harness.onMain(), b = Harness.onMain()
         for h in [0, 1] {
             _ = h
             a.ok(["op": "push", "route": "detail", "params": ["id": 1]])
@@ -36,7 +30,7 @@ struct OperationTests {
     }
 
     @Test func pushBubblesToTheDeepestCoordinatorThatDeclaresTheRoute() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 42]])
         #expect(h.stack("Home") == ["list", "detail"])
         h.ok(["op": "select", "route": "search"])
@@ -52,7 +46,7 @@ struct OperationTests {
     }
 
     @Test func chainingIntoACoordinatorTheSameCommandOpened() {
-        var h = main()
+        var h = Harness.onMain()
         let r = h.ok(["op": "route", "route": "settings"], ["op": "route", "route": "about"])
         #expect(r == [.applied, .applied])
         #expect(h.stack("Home") == ["list", "settings"])
@@ -62,7 +56,7 @@ struct OperationTests {
     }
 
     @Test func paramsAreCheckedAgainstTheRoute() throws {
-        var h = main()
+        var h = Harness.onMain()
         h.fails(.badParams, ["op": "push", "route": "detail"])
         h.fails(.badParams, ["op": "push", "route": "detail", "params": ["id": "42"]])
         h.fails(.badParams, ["op": "push", "route": "detail", "params": ["id": 3.0]])
@@ -81,7 +75,7 @@ struct OperationTests {
     }
 
     @Test func popCountAndFrom() {
-        var h = main()
+        var h = Harness.onMain()
         h.fails(.invalidOp, ["op": "pop"])
         h.ok(["op": "push", "route": "detail", "params": ["id": 1]], ["op": "push", "route": "detail", "params": ["id": 2]],
              ["op": "push", "route": "detail", "params": ["id": 3]])
@@ -99,7 +93,7 @@ struct OperationTests {
     }
 
     @Test func popGoesToTheDeepestStackThatCanPop() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 1]], ["op": "present", "route": "settings"])
         // Settings (inside the sheet) holds only its root: the pop goes to Home below it.
         h.ok(["op": "pop"])
@@ -107,7 +101,7 @@ struct OperationTests {
     }
 
     @Test func popToRootFirstLastToBefore() {
-        var h = main()
+        var h = Harness.onMain()
         func fill(_ h: inout Harness) {
             h.ok(["op": "setStack", "routes": ["list", ["route": "detail", "params": ["id": 1]], ["route": "category", "params": ["name": "a"]],
                                                 ["route": "detail", "params": ["id": 2]], ["route": "category", "params": ["name": "b"]]]])
@@ -135,7 +129,7 @@ struct OperationTests {
     }
 
     @Test func presentAndDismiss() {
-        var h = main()
+        var h = Harness.onMain()
         #expect(h.ok(["op": "dismiss"]) == [.noop])
         h.fails(.badParams, ["op": "present", "route": "detail", "params": ["id": 1], "style": "push"])
         h.fails(.badParams, ["op": "present", "route": "detail", "params": ["id": 1], "style": "modal"])
@@ -158,7 +152,7 @@ struct OperationTests {
     }
 
     @Test func setRootAlwaysMakesANewEntry() {
-        var h = main()
+        var h = Harness.onMain()
         let before = h.state.root.entries[0].id
         #expect(h.ok(["op": "setRoot", "route": "main"]) == [.applied])
         #expect(h.state.root.entries[0].id != before)
@@ -173,7 +167,7 @@ struct OperationTests {
     }
 
     @Test func setStackReplacesTheWholeStack() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "jumpTo", "routes": ["list", ["route": "detail", "params": ["id": 1], "presentation": "sheet"], "settings",
                                           ["route": "detail", "params": ["id": 2], "hints": ["transition": "fade"]]]])
         #expect(h.stack("Home") == ["list", "detail", "settings", "detail"])
@@ -188,7 +182,7 @@ struct OperationTests {
     }
 
     @Test func restartPutsTheDeepestCoordinatorBackWithNewIds() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 1]])
         let old = h.entries("Home")[0].id
         #expect(h.ok(["op": "restart"]) == [.applied])
@@ -200,7 +194,7 @@ struct OperationTests {
     }
 
     @Test func selectByRouteIndexEntry() {
-        var h = main()
+        var h = Harness.onMain()
         #expect(h.ok(["op": "select", "route": "home"]) == [.noop])
         #expect(h.ok(["op": "select", "route": "cart"]) == [.applied])
         #expect(h.activeRoute == "items")
@@ -219,7 +213,7 @@ struct OperationTests {
     }
 
     @Test func setTabsKeepsExistingTabsWithTheirState() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 1]])
         h.ok(["op": "select", "route": "profile"])
         #expect(h.ok(["op": "setTabs", "routes": ["profile", "home", ["route": "cart", "hints": ["badge": 3]]]]) == [.applied])
@@ -240,7 +234,7 @@ struct OperationTests {
     }
 
     @Test func appendInsertRemoveTabs() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "appendTab", "route": "search", "hints": ["transition": "none"]])
         h.ok(["op": "insertTab", "route": "cart", "index": 0])
         #expect(h.entries("Main").map(\.route) == ["cart", "home", "search", "cart", "profile", "search"])
@@ -260,7 +254,7 @@ struct OperationTests {
     }
 
     @Test func tabAndStackLimits() {
-        var h = main()
+        var h = Harness.onMain()
         var ops: [JSON] = []
         for _ in 0..<60 { ops.append(["op": "appendTab", "route": "profile"]) }
         h.fails(.tooLarge, op: nil, list: ops + ops)   // 120 ops in one command
@@ -275,7 +269,7 @@ struct OperationTests {
     }
 
     @Test func updateMergesDataIntoTheEntry() {
-        var h = main()
+        var h = Harness.onMain()
         #expect(h.ok(["op": "update", "data": ["query": "shoes", "page": 1]]) == [.applied])
         #expect(h.entries("Home")[0].data == ["query": "shoes", "page": 1])
         #expect(h.ok(["op": "update", "data": ["page": 1]]) == [.noop])
@@ -296,7 +290,7 @@ struct OperationTests {
     }
 
     @Test func hintsAreCheckedAndStoredOnTheOpenedEntryOnly() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "route": "settings", "hints": ["transition": "zoom", "animated": false, "duration": 0.3]])
         #expect(h.entries("Home")[1].hints == ["transition": "zoom", "animated": false, "duration": 0.3])
         #expect(h.entries("Settings")[0].hints == nil)
@@ -310,7 +304,7 @@ struct OperationTests {
     }
 
     @Test func atAddressing() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "at": "e7", "route": "detail", "params": ["id": 1]])   // Cart, off the active path
         #expect(h.stack("Cart") == ["items", "detail"])
         h.ok(["op": "push", "at": "Search", "route": "detail", "params": ["id": 2]])
@@ -330,7 +324,7 @@ struct OperationTests {
     }
 
     @Test func malformedOperations() {
-        var h = main()
+        var h = Harness.onMain()
         h.fails(.badRequest, op: 0, "push")
         h.fails(.badRequest, op: 1, ["op": "popToRoot"], ["route": "x"])
         h.fails(.badRequest, op: 0, ["op": 5])
@@ -339,7 +333,7 @@ struct OperationTests {
     }
 
     @Test func commandsAreAtomic() {
-        var h = main()
+        var h = Harness.onMain()
         let e = h.fails(.unknownRoute, op: 2, ["op": "push", "route": "detail", "params": ["id": 1]],
                         ["op": "present", "route": "settings"], ["op": "push", "route": "nowhere"])
         #expect(e?.message.contains("nowhere") == true)
@@ -352,7 +346,7 @@ struct OperationTests {
     }
 
     @Test func resetGoesBackToTheInitialStateWithNewIds() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "alert", "title": "Hi"])
         #expect(h.ok(["op": "reset"]) == [.applied])
         #expect(h.json == ["root": ["type": "App", "kind": "root", "current": ["id": "e12", "route": "onboarding", "params": [:]]], "alert": nil])

@@ -3,14 +3,8 @@ import Testing
 
 @Suite("Sequencer")
 struct SequencerTests {
-    func main() -> Harness {
-        var h = Harness()
-        h.ok(["op": "setRoot", "route": "main"])
-        return h
-    }
-
     @Test func doubleBackPopsOnce() {
-        var h = main()
+        var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 1]], ["op": "push", "route": "detail", "params": ["id": 2]])
         let top = h.entries("Home")[2].id.description
         let base = h.rev
@@ -27,7 +21,7 @@ struct SequencerTests {
     }
 
     @Test func rejectConflictsOnlyWithTouchedCoordinators() {
-        var h = main()
+        var h = Harness.onMain()
         let base = h.rev
         h.ok(["op": "push", "at": "Cart", "route": "detail", "params": ["id": 1]])   // changes Cart only
         // A command addressed to Search does not touch Cart: no conflict.
@@ -51,7 +45,7 @@ struct SequencerTests {
     }
 
     @Test func rejectChecksEachOpAsItComes() {
-        var h = main()
+        var h = Harness.onMain()
         let base = h.rev
         h.ok(["op": "push", "at": "Cart", "route": "detail", "params": ["id": 1]])
         // Op 0 is fine; op 1 touches Cart: the conflict names op 1 and nothing applies.
@@ -71,7 +65,7 @@ struct SequencerTests {
     }
 
     @Test func resetChangesEverything() {
-        var h = main()
+        var h = Harness.onMain()
         let base = h.rev
         h.ok(["op": "reset"])
         h.ok(["op": "setRoot", "route": "main"])
@@ -81,7 +75,7 @@ struct SequencerTests {
     }
 
     @Test func baseAndOnConflictAreChecked() {
-        var h = main()
+        var h = Harness.onMain()
         var seq = h.seq
         #expect(seq.submit(["id": 1, "ops": [["op": "popToRoot"]], "base": 5], client: "c") == .failed(NavError(.badRequest, "'base' 5 is ahead of the current revision 1", rev: 1)))
         guard case .failed(let e1) = seq.submit(["id": 1, "ops": [["op": "popToRoot"]], "base": -1], client: "c") else { Issue.record(); return }

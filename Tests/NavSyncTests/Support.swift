@@ -8,6 +8,14 @@ struct Harness {
 
     init(flow: Flow = .demo) { seq = Sequencer(flow: flow, epoch: "test-epoch") }
 
+    /// The demo flow after `setRoot main`: App -> Main(tabs) [e3 home -> Home e4 list,
+    /// e5 search -> Search e6, e7 cart -> Cart e8, e9 profile -> Profile e10].
+    static func onMain() -> Harness {
+        var h = Harness()
+        h.ok(["op": "setRoot", "route": "main"])
+        return h
+    }
+
     var state: NavState { seq.state }
     var json: JSON { seq.state.json }
     var rev: Int { seq.rev }

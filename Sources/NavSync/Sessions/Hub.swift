@@ -239,15 +239,17 @@ public final class Hub {
             }
             do throws(NavError) { try createSession(j.session, flow: j.flow ?? Flow.demo.name) } catch { return refuse(error) }
         }
-        var s = sessions[j.session]!
-        let rejoin = s.members[c] != nil
-        guard rejoin || s.members.count < configuration.maxMembers else {
+        let existing = sessions[j.session]!.members[c]
+        guard existing != nil || sessions[j.session]!.members.count < configuration.maxMembers else {
             return refuse(NavError(.full, "session '\(j.session)' has \(configuration.maxMembers) members, its limit"))
         }
-        let member = s.members[c] ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue)
-        s.add(c, member)
-        sessions[j.session] = s
+        let rejoin = existing != nil
+        let member = existing ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue)
+        // In place: copying the session out and back would copy its member table on
+        // every join (quadratic in a join burst).
+        sessions[j.session]!.add(c, member)
         peers[c]!.sessions.insert(j.session)
+        let s = sessions[j.session]!
 
         let seq = s.sequencer
         var catchUp = ServerMessage.CatchUp.state(seq.state.json)
