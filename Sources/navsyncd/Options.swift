@@ -11,6 +11,10 @@ struct Options {
     var flowsDirectory: String?
     var authFile: String?
     var allowedOrigins: [String] = []
+    var dataDirectory: String?
+    var sync = DataStore.Sync.batch
+    var repair = false
+    var snapshotEvery = 10_000
 
     static let usage = """
     usage: navsyncd [options]
@@ -37,6 +41,16 @@ struct Options {
       --lag-threshold BYTES   a member with this much output queued stops getting patches
                               and gets a snapshot once it drains (default 1048576)
       --no-demo-session       do not create the session "demo" at start
+      --data DIR              keep every session in DIR (journal + snapshots) and restore
+                              them at start; without it sessions live in memory only
+      --fsync MODE            with --data: always (sync each command's record before its
+                              ack), batch (one sync per batch of commands: group commit),
+                              off (the OS syncs; a process crash loses nothing, a power
+                              cut may) (default batch)
+      --snapshot-every N      with --data: compact a session's journal into a snapshot
+                              after N records (default 10000)
+      --repair                with --data: cut a journal at a corrupt record instead of
+                              refusing to start (the records after it are lost)
       --auth FILE             tokens, roles and the sessions each may use (JSON); re-read on SIGHUP
       --allow-origin ORIGIN   a browser origin that may connect and POST (repeatable;
                               default: this server's own http://HOST:PORT)
@@ -87,6 +101,7 @@ struct Options {
         "--burst": NumericFlag(range: 1...100_000_000, unit: "a number") { $0.hub.commandBurst = Int($1) },
         "--patch-log": NumericFlag(range: 1000...10_000_000, unit: "a number") { $0.hub.patchLog = Int($1) },
         "--lag-threshold": NumericFlag(range: 4096...(1 << 40), unit: "a byte count") { $0.lagThreshold = Int($1) },
+        "--snapshot-every": NumericFlag(range: 1...100_000_000, unit: "a number of records") { $0.snapshotEvery = Int($1) },
         "--max-connections": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnections = Int($1) },
         "--max-connections-per-ip": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnectionsPerIP = Int($1) },
     ]
@@ -130,8 +145,15 @@ struct Options {
                     return .usageError("--allow-origin needs an origin like http://192.168.1.20:7420")
                 }
                 o.allowedOrigins.append(v.hasSuffix("/") ? String(v.dropLast()) : v)
-            case "--data", "--fsync":
-                return .usageError("\(flag) is not available in this build yet (see README: what is built)")
+            case "--data":
+                guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--data needs a directory") }
+                o.dataDirectory = v
+            case "--fsync":
+                guard let v = args.popFirst(), let mode = DataStore.Sync(rawValue: v) else {
+                    return .usageError("--fsync needs always, batch or off")
+                }
+                o.sync = mode
+            case "--repair": o.repair = true
             default:
                 return .usageError("unknown option '\(arg)'")
             }

@@ -46,14 +46,28 @@ if let file = options.authFile {
 let filesLimit = raiseOpenFilesLimit()
 options.server.maxConnections = min(options.server.maxConnections, max(16, filesLimit - 64))
 
+var store: DataStore?
+var restored: [Session] = []
+if let dir = options.dataDirectory, !options.wsEcho {
+    do {
+        (store, restored) = try DataStore.open(path: dir, sync: options.sync, repair: options.repair, snapshotEvery: options.snapshotEvery,
+                                               flows: flows, configuration: options.hub, logger: Logger(level: options.server.logLevel))
+    } catch {
+        say("navsyncd: \(error)", to: 2)
+        exit(1)
+    }
+}
+
 let application: ServerApplication
 if options.wsEcho {
     application = EchoApplication()
 } else {
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, newClientID: { "c" + RandomIDs.hex(6) },
                   newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds)
+    for session in restored { hub.install(session) }
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
-                                allowedOrigins: options.allowedOrigins.isEmpty ? nil : options.allowedOrigins, authFile: options.authFile)
+                                allowedOrigins: options.allowedOrigins.isEmpty ? nil : options.allowedOrigins, authFile: options.authFile,
+                                store: store)
 }
 
 let server: Server
@@ -73,7 +87,11 @@ say("navsyncd listening on \(server.webSocketURL) (web: \(server.httpURL))", to:
 if options.wsEcho {
     server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions")
 } else {
-    server.logger.info("sessions are in memory only: they are lost when navsyncd stops")
+    if let store {
+        server.logger.info("sessions are kept in \(store.path) (--fsync \(store.sync.rawValue)): \(restored.count) restored")
+    } else {
+        server.logger.info("sessions are in memory only: they are lost when navsyncd stops (--data DIR keeps them)")
+    }
     server.logger.info("flows: \(([Flow.demo] + flows).map(\.name).joined(separator: ", "))\(options.hub.demoSession.map { "; session '\($0)' is ready to join" } ?? "")")
     if let demo = options.hub.demoSession {
         server.logger.info("try it: open \(server.httpURL)?session=\(demo) in a browser, or run: navclient \(server.webSocketURL) --session \(demo)")

@@ -94,8 +94,11 @@ struct DurabilityTests {
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)   // the standard check value
         let rs = records(5)
         let bytes = rs.flatMap { $0.encoded() }
-        #expect(Journal.scan(bytes) == JournalScan(records: rs, validLength: bytes.count, problem: nil))
-        #expect(Journal.scan([]) == JournalScan(records: [], validLength: 0, problem: nil))
+        var offsets: [Int] = []
+        var at = 0
+        for r in rs { offsets.append(at); at += r.encoded().count }
+        #expect(Journal.scan(bytes) == JournalScan(records: rs, offsets: offsets, validLength: bytes.count, problem: nil))
+        #expect(Journal.scan([]) == JournalScan(records: [], offsets: [], validLength: 0, problem: nil))
     }
 
     @Test func tornTailsAtEveryByteOffsetOfTheLastRecordAreCut() {

@@ -48,6 +48,8 @@ public struct JournalScan: Sendable, Equatable {
     }
 
     public var records: [JournalRecord]
+    /// Where each record starts, in bytes from the file's start.
+    public var offsets: [Int]
     /// Bytes of whole, checked records from the start: where appending continues.
     public var validLength: Int
     public var problem: Problem?
@@ -58,18 +60,20 @@ public enum Journal {
     /// followed by at least one good one is corruption in the middle.
     public static func scan(_ bytes: [UInt8]) -> JournalScan {
         var records: [JournalRecord] = []
+        var offsets: [Int] = []
         var offset = 0
         while offset < bytes.count {
             guard let (record, next) = record(at: offset, in: bytes) else {
                 // Is there a good record anywhere after this one? Then this is corruption.
                 let resumes = (offset + 1..<bytes.count).contains { record(at: $0, in: bytes) != nil }
-                return JournalScan(records: records, validLength: offset,
+                return JournalScan(records: records, offsets: offsets, validLength: offset,
                                    problem: resumes ? .corrupt(offset: offset) : .tornTail(offset: offset))
             }
             records.append(record)
+            offsets.append(offset)
             offset = next
         }
-        return JournalScan(records: records, validLength: offset, problem: nil)
+        return JournalScan(records: records, offsets: offsets, validLength: offset, problem: nil)
     }
 
     /// The record starting at `offset`, and where the next one starts, if it checks.

@@ -23,6 +23,9 @@ extension Sequencer {
             "removedAt": .object(JSONObject(removedAt.sorted { $0.key < $1.key }.map { ($0.key.description, .int(Int64($0.value))) })),
             "removedHorizon": .int(Int64(removedHorizon)),
             "idempotency": .object(idem),
+            // The patch log, so a client that reconnects after a restart with since/epoch
+            // still gets patches, not a snapshot, when the log covers it.
+            "log": .array(log.patches.map(\.json)),
         ]
     }
 
@@ -62,6 +65,10 @@ extension Sequencer {
                 idempotency.remember(client: client, ack)
             }
         }
+        for p in snapshot["log"]?.arrayValue ?? [] {
+            guard let patch = Patch(json: p) else { throw SnapshotError("the patch log has a bad patch") }
+            log.append(patch)
+        }
     }
 
     /// Applies journal records after a snapshot, in order; each must land on its
@@ -85,6 +92,24 @@ extension Ack {
         guard let id = try? CommandID(field: json["id"]), let rev = json["rev"]?.intValue,
               let results = json["results"]?.arrayValue?.compactMap({ $0.stringValue.flatMap(OpResult.init(rawValue:)) }) else { return nil }
         self.init(id: id, rev: Int(rev), results: results)
+    }
+}
+
+extension Patch {
+    /// As the journal's snapshot stores it (the `patch` message without type and session).
+    public var json: JSON {
+        ["rev": .int(Int64(rev)), "by": .string(by), "cmd": cmd.json, "ops": .array(ops.map(\.json))]
+    }
+
+    public init?(json: JSON) {
+        guard let rev = json["rev"]?.intValue, let by = json["by"]?.stringValue, let cmd = try? CommandID(field: json["cmd"]),
+              let list = json["ops"]?.arrayValue else { return nil }
+        var ops: [PatchOperation] = []
+        for o in list {
+            guard let op = try? PatchOperation(json: o) else { return nil }
+            ops.append(op)
+        }
+        self.init(rev: Int(rev), by: by, cmd: cmd, ops: ops)
     }
 }
 

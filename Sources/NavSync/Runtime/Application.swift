@@ -1,7 +1,9 @@
 /// What runs on top of the transport: answers HTTP, admits upgrades, and handles the
 /// messages of open WebSocket connections. Called on the loop thread only.
 public protocol ServerApplication: AnyObject {
-    func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse
+    /// The answer to a plain HTTP request; nil when it comes later, through
+    /// `connection.answer(request, with:)` (the connection reads nothing more meanwhile).
+    func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse?
     /// nil admits the upgrade; a response refuses it (403 for a bad Origin, 401…).
     func admit(_ request: HTTPRequest, on connection: Connection) -> HTTPResponse?
     func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?)
@@ -12,6 +14,8 @@ public protocol ServerApplication: AnyObject {
     func drained(_ connection: Connection)
     /// SIGHUP: reload what can be reloaded without dropping connections.
     func reload(on server: Server)
+    /// Once per loop iteration, before output is flushed and the loop blocks.
+    func beforeSleep(on server: Server)
 }
 
 extension ServerApplication {
@@ -20,6 +24,7 @@ extension ServerApplication {
     public func closed(_ connection: Connection) {}
     public func drained(_ connection: Connection) {}
     public func reload(on server: Server) {}
+    public func beforeSleep(on server: Server) {}
 }
 
 /// `--ws-echo`: every text and binary message comes back as it came, through the same
@@ -28,7 +33,7 @@ extension ServerApplication {
 public final class EchoApplication: ServerApplication {
     public init() {}
 
-    public func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse {
+    public func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse? {
         switch request.path {
         case "/healthz": return .text(200, "ok\n")
         case "/metrics":

@@ -159,15 +159,20 @@ public final class Connection {
         perform(machine.tick(now: now))
     }
 
+    /// The application's answer to an HTTP request it did not answer at once.
+    public func answer(_ request: HTTPRequest, with response: HTTPResponse) {
+        guard !handleClosed else { return }
+        server.logger.debug("#\(id) \(peer) \(request.method) \(redactedTarget(request.target)) \(response.status)")
+        perform(machine.respond(to: request, with: response, now: server.now))
+    }
+
     private func perform(_ actions: [ConnectionMachine.Action]) {
         for action in actions {
             switch action {
             case .write(let bytes):
                 if !send(bytes) { abort(.overflow) }
             case .request(let request):
-                let response = server.application.respond(to: request, on: self)
-                server.logger.debug("#\(id) \(peer) \(request.method) \(redactedTarget(request.target)) \(response.status)")
-                perform(machine.respond(to: request, with: response, now: server.now))
+                if let response = server.application.respond(to: request, on: self) { answer(request, with: response) }
             case .upgradeRequest(let request):
                 let refusal = server.application.admit(request, on: self)
                 perform(machine.admit(request, refusal: refusal, now: server.now))

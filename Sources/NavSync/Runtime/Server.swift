@@ -226,6 +226,7 @@ public final class Server {
 
     /// Once per loop iteration, before it blocks: every connection with queued output writes it.
     private func flushAll() {
+        application.beforeSleep(on: self)
         guard !flushList.isEmpty else { return }
         let list = flushList
         flushList.removeAll(keepingCapacity: true)

@@ -13,6 +13,11 @@ public final class SessionServer: ServerApplication {
     public let allowedOrigins: [String]?
     /// The auth file, re-read on SIGHUP; nil without one.
     public let authFile: String?
+    /// With `--data`: where sessions are journaled. Output waits in `gate` until the
+    /// journal records it depends on are durable.
+    public let store: DataStore?
+    private var gate = DurabilityGate()
+    private weak var server: Server?
 
     /// Per connection, kept in `Connection.context`.
     final class ClientState {
@@ -22,11 +27,48 @@ public final class SessionServer: ServerApplication {
         var grant: AccessPolicy.Grant?
     }
 
-    public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String]? = nil, authFile: String? = nil) {
+    public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String]? = nil, authFile: String? = nil, store: DataStore? = nil) {
         self.hub = hub
         self.lagThreshold = lagThreshold
         self.allowedOrigins = allowedOrigins
         self.authFile = authFile
+        self.store = store
+        guard let store else { return }
+        // Sessions made before the store was attached (the demo session) are recorded now.
+        for name in hub.sessions.keys.sorted() where !store.knows(name) { store.record(.created(hub.sessions[name]!)) }
+        hub.onChange = { [unowned store] in store.record($0) }
+        store.onDurable = { [unowned self] in self.durable(batch: $0, failures: $1) }
+    }
+
+    // MARK: Durability
+
+    public func beforeSleep(on server: Server) {
+        self.server = server
+        store?.submit(on: server.loop)
+    }
+
+    /// A journal batch is on disk: what waited for it goes out. A session whose write
+    /// failed goes back to its last durable state, and its held acks become errors.
+    private func durable(batch: Int, failures: [(session: String, fallback: Sequencer?, reason: String)]) {
+        guard let server else { return }
+        for f in failures {
+            if let fallback = f.fallback {
+                server.logger.error("data: session '\(f.session)': journal write failed: \(f.reason); back to revision \(fallback.rev), its commands since are rejected (internal)")
+                hub.revert(f.session, to: fallback)
+                gate.fail(session: f.session, .to(rev: fallback.rev, state: fallback.state.json), because: f.reason)
+            } else {
+                server.logger.error("data: session '\(f.session)' could not be created: \(f.reason)")
+                hub.removeSession(f.session)
+                gate.fail(session: f.session, .gone, because: f.reason)
+            }
+        }
+        // Everything held for this batch, or everything when nothing more is pending.
+        for item in gate.release(through: store?.outstanding.map { $0 - 1 } ?? Int.max) {
+            switch item {
+            case .delivery(let d): send(d, on: server)
+            case .answer(let c, let request, let response, _, _, _): server.connections[c]?.answer(request, with: response)
+            }
+        }
     }
 
     // MARK: Access
@@ -120,19 +162,26 @@ public final class SessionServer: ServerApplication {
             guard let s = hub.sessions[name], s.members[connection.id] != nil else { continue }
             let seq = s.sequencer
             connection.server.logger.info("#\(connection.id) \(connection.peer) caught up on '\(name)' with a snapshot at rev \(seq.rev)")
-            send(.snapshot(session: name, rev: seq.rev, state: seq.state.json), id: nil, to: connection)
+            deliver([.reply(to: connection.id, .snapshot(session: name, rev: seq.rev, state: seq.state.json), id: nil)], on: connection.server)
         }
         state.lagging = []
     }
 
+    /// Sends at once, or holds until the journal writes outstanding now are durable.
     func deliver(_ deliveries: [Hub.Delivery], on server: Server) {
-        for delivery in deliveries {
-            switch delivery {
-            case .reply(let to, let message, let id):
-                if let connection = server.connections[to] { send(message, id: id, to: connection) }
-            case .broadcast(let session, let message, let except):
-                broadcast(message, to: session, except: except, on: server)
-            }
+        if let batch = store?.outstanding {
+            for d in deliveries { gate.hold(.delivery(d), until: batch) }
+            return
+        }
+        for d in deliveries { send(d, on: server) }
+    }
+
+    private func send(_ delivery: Hub.Delivery, on server: Server) {
+        switch delivery {
+        case .reply(let to, let message, let id):
+            if let connection = server.connections[to] { send(message, id: id, to: connection) }
+        case .broadcast(let session, let message, let except):
+            broadcast(message, to: session, except: except, on: server)
         }
     }
 
@@ -170,7 +219,7 @@ public final class SessionServer: ServerApplication {
 
     // MARK: HTTP
 
-    public func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse {
+    public func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse? {
         let segments = ParsedURL(request.path)?.segments ?? []
         let isRead = request.method == "GET" || request.method == "HEAD"
         func only(_ allowed: String, _ body: () -> HTTPResponse) -> HTTPResponse {
@@ -210,7 +259,7 @@ public final class SessionServer: ServerApplication {
                                    "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
             }
         case .commands(let name):
-            return only("POST") {
+            let response = only("POST") {
                 guard originAllowed(request, on: connection.server) else {
                     return Self.error(NavError(.forbidden, "origin \(request.header("Origin") ?? "") may not send commands here"))
                 }
@@ -218,6 +267,13 @@ public final class SessionServer: ServerApplication {
                 if let refusal { return refusal }
                 return postCommand(request, session: name, server: connection.server, role: grant?.role ?? .admin)
             }
+            // The answer waits for the journal like every other reply.
+            guard let batch = store?.outstanding else { return response }
+            let answer = try? JSON.parse(response.body)
+            gate.hold(.answer(connection: connection.id, request: request, response: response, session: name,
+                              rev: response.status == 200 ? answer?["rev"]?.intValue.map(Int.init) : nil, id: answer?["id"]),
+                      until: batch)
+            return nil
         case nil:
             return .json(404, ["type": "error", "code": "not_found", "message": .string("no resource at \(request.path)")])
         }
@@ -286,6 +342,13 @@ public final class SessionServer: ServerApplication {
 
     private func metrics() -> String {
         var m = PrometheusText()
+        if let store {
+            m.counter("navsync_journal_batches_total", "Journal batches written (group commits).", store.batchesWritten)
+            m.counter("navsync_journal_records_total", "Journal records written.", store.recordsWritten)
+            m.counter("navsync_journal_bytes_total", "Bytes written to the data directory.", store.bytesWritten)
+            m.counter("navsync_journal_syncs_total", "fdatasync/fsync calls on journal files.", store.syncs)
+            m.counter("navsync_journal_write_failures_total", "Session writes that failed (their commands were rejected).", store.failedWrites)
+        }
         m.gauge("navsync_sessions", "Sessions held.", hub.sessions.count)
         m.gauge("navsync_members", "Session memberships (a connection in two sessions counts twice).", hub.memberCount)
         m.counter("navsync_commands_total", "Commands by outcome: applied, unchanged, duplicate, or the error code.",

@@ -16,7 +16,7 @@ public struct Sequencer: Sendable {
     /// left at or before it.
     public internal(set) var removedHorizon = 0
     public internal(set) var idempotency: IdempotencyTable
-    public private(set) var log: PatchLog
+    public internal(set) var log: PatchLog
 
     /// Removal records kept; older ones fold into `removedHorizon`. Bounds memory for
     /// sessions that run for millions of commands.
@@ -132,6 +132,9 @@ public struct PatchLog: Sendable {
     private var start = 0
 
     public init(capacity: Int) { self.capacity = max(capacity, 0) }
+
+    /// The patches held, oldest first.
+    public var patches: [Patch] { ring.count < capacity ? ring : Array(ring[start...] + ring[..<start]) }
 
     mutating func append(_ patch: Patch) {
         guard capacity > 0 else { return }

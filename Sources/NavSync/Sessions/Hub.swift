@@ -57,6 +57,18 @@ public final class Hub {
     /// Patch messages handed to members (one per member per patch).
     public var patchesSent = 0
 
+    /// What the journal must record (DESIGN.md section 9).
+    public enum Change {
+        /// A new session, at revision 0.
+        case created(Session)
+        /// A command made a new revision; `sequencer` is the session's state after it.
+        case applied(session: String, JournalRecord, sequencer: Sequencer)
+    }
+
+    /// Told of every change as it happens, on the caller's thread; nil keeps sessions
+    /// in memory only.
+    public var onChange: ((Change) -> Void)?
+
     public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, newClientID: @escaping () -> String,
                 newEpoch: @escaping () -> String, clock: @escaping () -> UInt64) {
         self.configuration = configuration
@@ -87,7 +99,26 @@ public final class Hub {
                                   idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog)
         let session = Session(name: name, flow: flow, sequencer: sequencer)
         sessions[name] = session
+        onChange?(.created(session))
         return session
+    }
+
+    /// A session restored from the data directory (replaces one of the same name that
+    /// has no members, such as the demo session made at start).
+    public func install(_ session: Session) {
+        sessions[session.name] = session
+    }
+
+    /// Puts a session's sequencer back to an earlier value: its journal write failed, so
+    /// the revisions after that value never happened.
+    public func revert(_ name: String, to sequencer: Sequencer) {
+        sessions[name]?.sequencer = sequencer
+    }
+
+    /// Forgets a session whose creation could not be recorded; its members leave it.
+    public func removeSession(_ name: String) {
+        guard let s = sessions.removeValue(forKey: name) else { return }
+        for c in s.memberOrder { peers[c]?.sessions.remove(name) }
     }
 
     public var sessionSummaries: [SessionSummary] { sessions.keys.sorted().map { sessions[$0]!.summary } }
@@ -281,6 +312,10 @@ public final class Hub {
         switch outcome {
         case .applied(let ack, let patch):
             commandOutcomes["applied", default: 0] += 1
+            if let onChange, let command = try? Command(json: object) {
+                onChange(.applied(session: name, JournalRecord(rev: ack.rev, client: client, command: command),
+                                  sequencer: sessions[name]!.sequencer))
+            }
             return (.broadcast(session: name, .patch(session: name, patch), except: nil), .ack(session: name, ack))
         case .unchanged(let ack):
             commandOutcomes["unchanged", default: 0] += 1

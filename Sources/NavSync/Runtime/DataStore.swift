@@ -1,0 +1,289 @@
+import CUV
+@preconcurrency import Glibc
+
+/// `navsyncd --data DIR`: every session kept on disk (DESIGN.md section 9).
+///
+/// The hub reports each change (`Hub.Change`); the store turns it into a journal op and
+/// collects the ops of the loop iteration into a batch. Before the loop sleeps the batch
+/// goes to libuv's thread pool (`uv_queue_work`), which writes it — and, with `--fsync
+/// always` or `batch`, syncs it — while the loop goes on. One batch is in flight at a
+/// time; what arrives meanwhile forms the next one (group commit). When a batch is done
+/// the loop thread is told through `onDurable`, and the session server releases what it
+/// held for it (`DurabilityGate`).
+///
+/// Layout: `DIR/LOCK` (flock: one server per directory), `DIR/sessions/NAME.session/`
+/// with `snapshot-REV.json` and `journal-REV.log` (see `JournalFiles`).
+public final class DataStore {
+    public enum Sync: String, Sendable, CaseIterable {
+        /// Each record is synced on its own before its command is acknowledged.
+        case always
+        /// All records of a batch are written, then synced once per session (group commit).
+        case batch
+        /// Written before acknowledging, synced when the OS decides.
+        case off
+    }
+
+    /// Why the data directory cannot be used; names the file and, for a bad record, the offset.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    public let path: String
+    public let sync: Sync
+    /// Records after which a session's journal is compacted into a new snapshot.
+    public let snapshotEvery: Int
+    let files: JournalFiles
+    private let lockFD: Int32
+    let logger: Logger
+
+    /// Ops of the batch being gathered, and each session's sequencer after its last op.
+    private var gathering: [JournalFiles.Op] = []
+    private var gatheringAfter: [String: Sequencer] = [:]
+    private var inFlight: (number: Int, after: [String: Sequencer])?
+    private var nextNumber = 1
+    /// Each session as it stands on disk: what a failed write falls back to.
+    private var durable: [String: Sequencer] = [:]
+    private var sinceSnapshot: [String: Int] = [:]
+
+    public private(set) var batchesWritten = 0
+    public private(set) var recordsWritten = 0
+    public private(set) var bytesWritten = 0
+    public private(set) var syncs = 0
+    public private(set) var failedWrites = 0
+
+    /// A batch is on disk: its number, and the sessions whose writes failed, each with
+    /// the sequencer it falls back to (nil: its creation was never recorded) and why.
+    public var onDurable: ((_ batch: Int, _ failures: [(session: String, fallback: Sequencer?, reason: String)]) -> Void)?
+
+    /// The batch new output must wait for, or nil when everything is on disk.
+    public var outstanding: Int? { gathering.isEmpty ? inFlight?.number : nextNumber }
+
+    private init(path: String, sync: Sync, snapshotEvery: Int, lockFD: Int32, logger: Logger) {
+        self.path = path
+        self.sync = sync
+        self.snapshotEvery = snapshotEvery
+        self.lockFD = lockFD
+        self.logger = logger
+        files = JournalFiles(root: path + "/sessions", mode: sync)
+    }
+
+    deinit { close(lockFD) }
+
+    /// Whether the store holds this session (restored or created through it).
+    public func knows(_ session: String) -> Bool { durable[session] != nil || gatheringAfter[session] != nil || inFlight?.after[session] != nil }
+
+    // MARK: Recording
+
+    public func record(_ change: Hub.Change) {
+        switch change {
+        case .created(let session):
+            gathering.append(.create(session: session.name, snapshot: Self.snapshot(of: session.sequencer, name: session.name)))
+            gatheringAfter[session.name] = session.sequencer
+            sinceSnapshot[session.name] = 0
+        case .applied(let name, let record, let sequencer):
+            gathering.append(.append(session: name, record: record.encoded()))
+            gatheringAfter[name] = sequencer
+            sinceSnapshot[name, default: 0] += 1
+        }
+    }
+
+    static func snapshot(of sequencer: Sequencer, name: String) -> [UInt8] {
+        guard case .object(var o) = sequencer.snapshot() else { preconditionFailure("a snapshot is an object") }
+        o["session"] = .string(name)
+        return JSON.object(o).encoded()
+    }
+
+    /// Hands the gathered batch to the thread pool, unless one is in flight (then it
+    /// waits and grows: group commit). Called before the loop sleeps.
+    public func submit(on loop: UnsafeMutablePointer<uv_loop_t>) {
+        guard inFlight == nil, !gathering.isEmpty else { return }
+        let number = nextNumber
+        nextNumber += 1
+        inFlight = (number, gatheringAfter)
+        let work = JournalWork(files: files, ops: gathering, store: self, number: number)
+        gathering = []
+        gatheringAfter = [:]
+        let req = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
+        req.pointee.data = Unmanaged.passRetained(work).toOpaque()
+        let rc = uv_queue_work(loop, req, { r in
+            Unmanaged<JournalWork>.fromOpaque(r!.pointee.data).takeUnretainedValue().run()
+        }, { r, _ in
+            let work = Unmanaged<JournalWork>.fromOpaque(r!.pointee.data).takeRetainedValue()
+            r!.deallocate()
+            work.store.completed(work.number, work.outcome)
+        })
+        if rc != 0 {
+            // Cannot happen with a live loop; write on this thread rather than lose it.
+            Unmanaged<JournalWork>.fromOpaque(req.pointee.data).release()
+            req.deallocate()
+            work.run()
+            completed(number, work.outcome)
+        }
+    }
+
+    private func completed(_ number: Int, _ outcome: JournalFiles.Outcome) {
+        guard let batch = inFlight, batch.number == number else { return }
+        inFlight = nil
+        batchesWritten += 1
+        recordsWritten += outcome.records
+        bytesWritten += outcome.bytes
+        syncs += outcome.syncs
+        for note in outcome.notes { logger.info("data: \(note)") }
+
+        var failures: [(session: String, fallback: Sequencer?, reason: String)] = []
+        for (name, after) in batch.after {
+            if let reason = outcome.failed[name] {
+                failedWrites += 1
+                // What was gathered since builds on what failed: it fails too.
+                gathering.removeAll { $0.session == name }
+                gatheringAfter[name] = nil
+                failures.append((name, durable[name], reason))
+                if durable[name] == nil { sinceSnapshot[name] = nil }
+            } else {
+                durable[name] = after
+                if sinceSnapshot[name, default: 0] >= snapshotEvery {
+                    // First in the next batch, before this session's newer records.
+                    gathering.insert(.snapshot(session: name, rev: after.rev, bytes: Self.snapshot(of: after, name: name)), at: 0)
+                    sinceSnapshot[name] = 0
+                }
+            }
+        }
+        onDurable?(number, failures.sorted { $0.session < $1.session })
+    }
+
+    // MARK: Opening and restoring
+
+    /// Locks the directory (creating it if needed) and restores every session in it.
+    /// A torn last record is cut off with a log line; a corrupt record in the middle, a
+    /// record that does not apply or a snapshot that does not load refuses to start,
+    /// naming the file and offset, unless `repair` (then the journal is cut there).
+    public static func open(path: String, sync: Sync, repair: Bool, snapshotEvery: Int = 10_000, flows: [Flow],
+                            configuration: HubConfiguration, logger: Logger) throws(Failure) -> (DataStore, [Session]) {
+        signal(SIGXFSZ, SIG_IGN)  // a file-size limit is an I/O error (EFBIG), not death
+        let sessionsDir = path + "/sessions"
+        for dir in [path, sessionsDir] where mkdir(dir, 0o755) != 0 && errno != EEXIST {
+            throw Failure("cannot create the data directory \(dir): \(String(cString: strerror(errno)))")
+        }
+        let lockPath = path + "/LOCK"
+        let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Failure("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let holder = FlowDirectory.readFile(lockPath).map { String(decoding: $0, as: UTF8.self).trimmingSpaces } ?? ""
+            close(fd)
+            throw Failure("the data directory \(path) is in use by another navsyncd\(holder.isEmpty ? "" : " (pid \(holder))")")
+        }
+        _ = ftruncate(fd, 0)
+        try? JournalFiles.writeAll(fd, Array("\(getpid())\n".utf8), at: 0, path: lockPath)
+
+        let store = DataStore(path: path, sync: sync, snapshotEvery: snapshotEvery, lockFD: fd, logger: logger)
+        var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
+        for f in flows { byName[f.name] = f }
+        var sessions: [Session] = []
+        for entry in JournalFiles.listDirectory(sessionsDir) where entry.hasSuffix(".session") {
+            let name = String(entry.dropLast(".session".count))
+            guard ClientRequest.isValidSessionName(name) else {
+                logger.warn("data: \(sessionsDir)/\(entry) is not a session folder; ignored")
+                continue
+            }
+            if let session = try store.restore(name, flows: byName, configuration: configuration, repair: repair) {
+                sessions.append(session)
+            }
+        }
+        return (store, sessions)
+    }
+
+    private func restore(_ name: String, flows: [String: Flow], configuration: HubConfiguration, repair: Bool) throws(Failure) -> Session? {
+        let dir = files.folder(name)
+        for entry in JournalFiles.listDirectory(dir) where entry.hasSuffix(".tmp") { unlink(dir + "/" + entry) }
+        let revisionFiles = JournalFiles.revisionFiles(in: dir)
+        guard let snapRev = revisionFiles.filter({ $0.name.hasPrefix("snapshot-") }).map(\.rev).max() else {
+            logger.warn("data: \(dir) has no snapshot (its creation never finished); ignored")
+            return nil
+        }
+        let snapPath = dir + "/" + JournalFiles.snapshotName(snapRev)
+        guard let bytes = FlowDirectory.readFile(snapPath) else {
+            throw Failure("\(snapPath): cannot read: \(String(cString: strerror(errno)))")
+        }
+        let json: JSON
+        do { json = try JSON.parse(bytes) } catch { throw Failure("\(snapPath): not a snapshot: \(error)") }
+        guard let flowName = json["flow"]?.stringValue, let flow = flows[flowName] else {
+            throw Failure("\(snapPath): session '\(name)' uses flow '\(json["flow"]?.stringValue ?? "?")', which is not loaded (pass --flows with it)")
+        }
+        var sequencer: Sequencer
+        do {
+            sequencer = try Sequencer(restoring: json, flow: flow, limits: configuration.limits.model,
+                                      idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog)
+        } catch {
+            throw Failure("\(snapPath): \(error)")
+        }
+
+        let journalPath = dir + "/" + JournalFiles.journalName(snapRev)
+        let scan = Journal.scan(FlowDirectory.readFile(journalPath) ?? [])
+        var keep = scan.validLength
+        switch scan.problem {
+        case nil: break
+        case .tornTail(let offset):
+            logger.warn("data: \(journalPath): torn last record at offset \(offset) (a crash mid-write); cut off")
+        case .corrupt(let offset):
+            guard repair else {
+                throw Failure("\(journalPath): corrupt record at offset \(offset), with good records after it; refusing to start. navsyncd --repair cuts the journal at that offset (the records after it are lost)")
+            }
+            logger.warn("data: --repair: \(journalPath) cut at offset \(offset); the records after it are dropped")
+        }
+        var replayed = 0
+        for (record, offset) in zip(scan.records, scan.offsets) {
+            do throws(SnapshotError) {
+                try sequencer.replay([record])
+                replayed += 1
+            } catch {
+                guard repair else {
+                    throw Failure("\(journalPath): the record at offset \(offset) (revision \(record.rev)) does not apply: \(error); refusing to start. navsyncd --repair cuts the journal there")
+                }
+                logger.warn("data: --repair: \(journalPath) cut at offset \(offset) (revision \(record.rev) does not apply: \(error))")
+                keep = offset
+                break
+            }
+        }
+        let fd = Glibc.open(journalPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Failure("\(journalPath): cannot open: \(String(cString: strerror(errno)))") }
+        guard ftruncate(fd, off_t(keep)) == 0, fsync(fd) == 0 else {
+            close(fd)
+            throw Failure("\(journalPath): cannot cut to \(keep) bytes: \(String(cString: strerror(errno)))")
+        }
+        // Files an interrupted compaction left behind.
+        for (entry, rev) in revisionFiles where rev < snapRev { unlink(dir + "/" + entry) }
+        files.files[name] = JournalFiles.SessionFile(segment: snapRev, fd: fd, length: keep)
+        durable[name] = sequencer
+        sinceSnapshot[name] = replayed
+        logger.info("data: session '\(name)' restored at revision \(sequencer.rev) (snapshot \(snapRev), \(replayed) records replayed)")
+        return Session(name: name, flow: flow, sequencer: sequencer)
+    }
+}
+
+/// One batch on its way through the thread pool.
+private final class JournalWork: @unchecked Sendable {
+    let files: JournalFiles
+    let ops: [JournalFiles.Op]
+    let store: DataStore
+    let number: Int
+    var outcome = JournalFiles.Outcome()
+
+    init(files: JournalFiles, ops: [JournalFiles.Op], store: DataStore, number: Int) {
+        self.files = files
+        self.ops = ops
+        self.store = store
+        self.number = number
+    }
+
+    /// On a thread-pool thread: touches only `files` and `outcome`.
+    func run() { outcome = files.run(ops) }
+}
+
+private extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while let c = s.last, c.isWhitespace { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,226 @@
+@preconcurrency import Glibc
+
+/// The files of a data directory, as the journal writer sees them: one folder per
+/// session, `NAME.session/`, holding `snapshot-REV.json` (the session at revision REV)
+/// and `journal-REV.log` (the records of the revisions after REV).
+///
+/// Only one batch runs at a time, on libuv's thread pool; between batches only the loop
+/// thread touches this object. That hand-over (uv_queue_work / its after-callback) is
+/// the only synchronisation it needs, hence `@unchecked Sendable`.
+final class JournalFiles: @unchecked Sendable {
+    enum Op {
+        /// A new session: its folder, its snapshot at revision 0 and an empty journal.
+        case create(session: String, snapshot: [UInt8])
+        /// One record at the end of the session's journal.
+        case append(session: String, record: [UInt8])
+        /// A snapshot at `rev`; the journal continues in a new segment after it and the
+        /// older files go (compaction). Always the first op of its session in a batch,
+        /// taken from the durable state, so it never covers a revision that may fail.
+        case snapshot(session: String, rev: Int, bytes: [UInt8])
+
+        var session: String {
+            switch self {
+            case .create(let s, _), .append(let s, _), .snapshot(let s, _, _): return s
+            }
+        }
+    }
+
+    struct SessionFile {
+        var segment: Int
+        var fd: Int32
+        var length: Int
+    }
+
+    struct Outcome {
+        /// Sessions whose writes failed, and why; their part of the batch is undone.
+        var failed: [String: String] = [:]
+        /// Lines for the log (snapshots written, compaction trouble).
+        var notes: [String] = []
+        var records = 0
+        var bytes = 0
+        var syncs = 0
+    }
+
+    struct IOFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ what: String, _ path: String, _ code: Int32 = errno) {
+            description = "\(what) \(path): \(String(cString: strerror(code)))"
+        }
+    }
+
+    let root: String
+    let mode: DataStore.Sync
+    var files: [String: SessionFile] = [:]
+
+    init(root: String, mode: DataStore.Sync) {
+        self.root = root
+        self.mode = mode
+    }
+
+    deinit { for f in files.values { close(f.fd) } }
+
+    static func folder(of session: String) -> String { session + ".session" }
+    func folder(_ session: String) -> String { root + "/" + Self.folder(of: session) }
+    static func snapshotName(_ rev: Int) -> String { "snapshot-\(rev).json" }
+    static func journalName(_ rev: Int) -> String { "journal-\(rev).log" }
+
+    /// Runs one batch (on a thread-pool thread). A session's first failure undoes its
+    /// appends of this batch and skips the rest of its ops; other sessions go on.
+    func run(_ ops: [Op]) -> Outcome {
+        var out = Outcome()
+        var startLength: [String: Int] = [:]
+        var dirty: [String] = []
+        var isDirty: Set<String> = []
+        func fail(_ session: String, _ error: Error) {
+            out.failed[session] = "\(error)"
+            if let f = files[session], let start = startLength[session] {
+                _ = ftruncate(f.fd, off_t(start))
+                files[session]!.length = start
+            }
+        }
+        for op in ops {
+            let s = op.session
+            guard out.failed[s] == nil else { continue }
+            do {
+                switch op {
+                case .create(_, let snapshot):
+                    try create(s, snapshot: snapshot, out: &out)
+                case .append(_, let record):
+                    guard let f = files[s] else { throw IOFailure("no journal open for", folder(s), EBADF) }
+                    if startLength[s] == nil { startLength[s] = f.length }
+                    try Self.writeAll(f.fd, record, at: f.length, path: folder(s))
+                    files[s]!.length += record.count
+                    out.records += 1
+                    out.bytes += record.count
+                    switch mode {
+                    case .always: try sync(f.fd, folder(s), &out)
+                    case .batch: if isDirty.insert(s).inserted { dirty.append(s) }
+                    case .off: break
+                    }
+                case .snapshot(_, let rev, let bytes):
+                    do { try compact(s, rev: rev, bytes: bytes, out: &out) } catch {
+                        // The journal stays as it was and keeps growing; the next
+                        // snapshot tries again.
+                        out.notes.append("session '\(s)': snapshot at revision \(rev) not written: \(error)")
+                    }
+                }
+            } catch {
+                fail(s, error)
+            }
+        }
+        for s in dirty where out.failed[s] == nil {
+            do { try sync(files[s]!.fd, folder(s), &out) } catch { fail(s, error) }
+        }
+        return out
+    }
+
+    private func sync(_ fd: Int32, _ path: String, _ out: inout Outcome) throws(IOFailure) {
+        guard mode != .off else { return }
+        out.syncs += 1
+        guard fdatasync(fd) == 0 else { throw IOFailure("fdatasync", path) }
+    }
+
+    private func create(_ s: String, snapshot: [UInt8], out: inout Outcome) throws(IOFailure) {
+        let dir = folder(s)
+        guard mkdir(dir, 0o755) == 0 || errno == EEXIST else { throw IOFailure("mkdir", dir) }
+        try writeFileDurably(dir + "/" + Self.snapshotName(0), snapshot)
+        let path = dir + "/" + Self.journalName(0)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw IOFailure("open", path) }
+        if mode != .off {
+            guard Self.syncDirectory(dir), Self.syncDirectory(root) else {
+                close(fd)
+                throw IOFailure("fsync", dir)
+            }
+        }
+        if let old = files[s] { close(old.fd) }
+        files[s] = SessionFile(segment: 0, fd: fd, length: 0)
+        out.bytes += snapshot.count
+    }
+
+    /// Snapshot at `rev`, a new journal segment after it, then the old files go.
+    private func compact(_ s: String, rev: Int, bytes: [UInt8], out: inout Outcome) throws(IOFailure) {
+        guard let old = files[s] else { throw IOFailure("no journal open for", folder(s), EBADF) }
+        let dir = folder(s)
+        try writeFileDurably(dir + "/" + Self.snapshotName(rev), bytes)
+        out.bytes += bytes.count
+        if rev != old.segment {
+            let path = dir + "/" + Self.journalName(rev)
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw IOFailure("open", path) }
+            if mode != .off && !Self.syncDirectory(dir) {
+                close(fd)
+                throw IOFailure("fsync", dir)
+            }
+            close(old.fd)
+            files[s] = SessionFile(segment: rev, fd: fd, length: 0)
+        }
+        var removed = 0
+        for (name, r) in Self.revisionFiles(in: dir) where r < rev {
+            if unlink(dir + "/" + name) == 0 { removed += 1 }
+        }
+        out.notes.append("session '\(s)': snapshot at revision \(rev); \(removed) older files removed")
+    }
+
+    /// Writes `path` whole or not at all: a temporary file, synced, renamed over it.
+    func writeFileDurably(_ path: String, _ bytes: [UInt8]) throws(IOFailure) {
+        let tmp = path + ".tmp"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw IOFailure("open", tmp) }
+        do throws(IOFailure) {
+            try Self.writeAll(fd, bytes, at: 0, path: tmp)
+            if mode != .off && fsync(fd) != 0 { throw IOFailure("fsync", tmp) }
+        } catch {
+            close(fd)
+            unlink(tmp)
+            throw error
+        }
+        close(fd)
+        guard rename(tmp, path) == 0 else {
+            let code = errno
+            unlink(tmp)
+            throw IOFailure("rename", path, code)
+        }
+        if mode != .off, let slash = path.lastIndex(of: "/") { _ = Self.syncDirectory(String(path[..<slash])) }
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int, path: String) throws(IOFailure) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset + done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw IOFailure("write", path)
+            }
+            done += n
+        }
+    }
+
+    static func syncDirectory(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return fsync(fd) == 0
+    }
+
+    /// `snapshot-REV.json` and `journal-REV.log` files of a session folder, with REV.
+    static func revisionFiles(in dir: String) -> [(name: String, rev: Int)] {
+        listDirectory(dir).compactMap { name in
+            for (prefix, suffix) in [("snapshot-", ".json"), ("journal-", ".log")] where name.hasPrefix(prefix) && name.hasSuffix(suffix) {
+                if let rev = Int(name.dropFirst(prefix.count).dropLast(suffix.count)), rev >= 0 { return (name, rev) }
+            }
+            return nil
+        }
+    }
+
+    static func listDirectory(_ path: String) -> [String] {
+        guard let dir = opendir(path) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+}

@@ -1,0 +1,220 @@
+@preconcurrency import Glibc
+import Testing
+@testable import NavSync
+
+/// `--data DIR` for real: files on disk, a server on port 0, restarts on the same
+/// directory, a journal that hits a full device.
+@Suite("Loopback: durable sessions", .serialized)
+struct DataStoreTests {
+    /// A fresh directory under /tmp.
+    static func directory() -> String {
+        var template = Array("/tmp/navsync-data-XXXXXX".utf8CString)
+        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    }
+
+    static func server(_ dir: String, sync: DataStore.Sync = .batch, snapshotEvery: Int = 10_000) throws -> TestServer {
+        try TestServer { $0.shutdownGrace = 100 } application: {
+            let (store, restored) = try! DataStore.open(path: dir, sync: sync, repair: false, snapshotEvery: snapshotEvery, flows: [],
+                                                        configuration: HubConfiguration(), logger: Logger(level: .off))
+            var n = 0
+            let hub = Hub(configuration: HubConfiguration(), flows: [], newClientID: { n += 1; return "c\(n)" },
+                          newEpoch: { RandomIDs.hex(4) }, clock: monotonicNanoseconds)
+            for s in restored { hub.install(s) }
+            return SessionServer(hub: hub, store: store)
+        }
+    }
+
+    static func command(_ c: RawClient, _ id: String, _ ops: JSON, base: Int? = nil) -> JSON? {
+        var m: JSONObject = ["type": "command", "session": "demo", "id": .string(id), "ops": ops]
+        if let base { m["base"] = .int(Int64(base)) }
+        c.sendJSON(.object(m))
+        while let r = c.nextJSON() {
+            if (r["type"] == "ack" || r["type"] == "error") && r["id"] == .string(id) { return r }
+        }
+        return nil
+    }
+
+    static func get(_ c: RawClient) -> JSON? {
+        c.sendJSON(["type": "get", "session": "demo", "id": "get"])
+        return c.next(type: "snapshot")
+    }
+
+    @Test(arguments: [DataStore.Sync.always, .batch, .off])
+    func aRestartRestoresRevisionIdsEpochAndAcks(_ sync: DataStore.Sync) throws {
+        let dir = Self.directory()
+        var acks: [String: JSON] = [:]
+        let before: JSON, epoch: JSON
+        do {
+            let server = try Self.server(dir, sync: sync, snapshotEvery: 7)
+            let (a, joined) = try RawClient.member(server)
+            epoch = joined["epoch"]!
+            acks["root"] = Self.command(a, "root", [["op": "setRoot", "route": "main"]])
+            for i in 0..<20 {
+                let op: JSON = i % 3 == 2 ? ["op": "pop"] : ["op": "push", "route": "detail", "params": ["id": .int(Int64(i))]]
+                acks["k\(i)"] = Self.command(a, "k\(i)", [op])
+            }
+            before = try #require(Self.get(a))
+            #expect(before["rev"]!.intValue! > 10)
+            #expect(server.running.stop())
+        }
+        // Compaction left one snapshot and the journal after it.
+        let files = JournalFiles.listDirectory(dir + "/sessions/demo.session")
+        #expect(files.filter { $0.hasPrefix("snapshot-") }.count == 1 && files.filter { $0.hasPrefix("journal-") }.count == 1, "\(files)")
+
+        let server = try Self.server(dir, sync: sync, snapshotEvery: 7)
+        defer { server.stop() }
+        let rev = before["rev"]!.intValue!
+        let c = try RawClient(port: server.port)
+        c.upgrade(extra: "Sec-WebSocket-Protocol: navsync.v1\r\n")
+        c.sendJSON(["type": "hello", "client": "c1"])
+        _ = c.next(type: "welcome")
+        c.sendJSON(["type": "join", "session": "demo", "since": .int(rev - 3), "epoch": epoch])
+        let joined = try #require(c.next(type: "joined"))
+        // Same epoch and revision; the patch log came back too, so the catch-up is patches.
+        #expect(joined["epoch"] == epoch && joined["rev"] == .int(rev))
+        #expect(joined["patches"]?.arrayValue?.count == 3 && joined["state"] == nil)
+        #expect(Self.get(c)?["state"]?.normalized == before["state"]?.normalized)
+        // A command resent after the restart gets its original ack, nothing applied.
+        for id in ["root", "k0", "k19"] {
+            let again = try #require(Self.command(c, id, [["op": "reset"]]))
+            let original = try #require(acks[id])
+            #expect(again["type"] == "ack" && again["rev"] == original["rev"] && again["results"] == original["results"], "\(id)")
+        }
+        // Ids never rewind: the next entry gets a new id.
+        let next = try #require(Self.command(c, "after", [["op": "push", "route": "detail", "params": ["id": 99]]]))
+        #expect(next["rev"] == .int(rev + 1))
+        let ids = Self.ids(in: Self.get(c)!["state"]!)
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.compactMap { Int($0.dropFirst()) }.max()! > Self.ids(in: before["state"]!).compactMap { Int($0.dropFirst()) }.max()!)
+    }
+
+    static func ids(in state: JSON) -> [String] {
+        var out: [String] = []
+        func walk(_ j: JSON) {
+            switch j {
+            case .object(let o):
+                if let id = o["id"]?.stringValue, id.hasPrefix("e") { out.append(id) }
+                for (_, v) in o { walk(v) }
+            case .array(let a): a.forEach(walk)
+            default: break
+            }
+        }
+        walk(state)
+        return out
+    }
+
+    @Test func aSecondServerCannotUseTheSameDirectory() throws {
+        let dir = Self.directory()
+        let first = try DataStore.open(path: dir, sync: .batch, repair: false, flows: [], configuration: HubConfiguration(), logger: Logger(level: .off))
+        #expect(throws: DataStore.Failure.self) {
+            _ = try DataStore.open(path: dir, sync: .batch, repair: false, flows: [], configuration: HubConfiguration(), logger: Logger(level: .off))
+        }
+        do {
+            _ = try DataStore.open(path: dir, sync: .batch, repair: false, flows: [], configuration: HubConfiguration(), logger: Logger(level: .off))
+        } catch {
+            #expect(error.description.contains("in use by another navsyncd (pid \(getpid()))"))
+        }
+        _ = first
+    }
+
+    /// The fd the server writes the demo session's journal through (from /proc).
+    static func journalFD(_ dir: String) -> Int32? {
+        for name in JournalFiles.listDirectory("/proc/self/fd") {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            let n = readlink("/proc/self/fd/\(name)", &buffer, buffer.count - 1)
+            guard n > 0 else { continue }
+            let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if target.hasPrefix(dir) && target.contains("/demo.session/journal-") { return Int32(name) }
+        }
+        return nil
+    }
+
+    @Test func aFullDiskRejectsCommandsWithInternalKeepsReadsAndRecovers() throws {
+        let dir = Self.directory()
+        let server = try Self.server(dir, sync: .always)
+        let (a, _) = try RawClient.member(server)
+        let (watcher, _) = try RawClient.member(server)
+        #expect(Self.command(a, "one", [["op": "setRoot", "route": "main"]])?["rev"] == 1)
+        #expect(watcher.next(type: "patch")?["rev"] == 1)
+
+        // The journal now writes to /dev/full: every write fails with ENOSPC.
+        let fd = try #require(Self.journalFD(dir))
+        let saved = dup(fd)
+        let full = open("/dev/full", O_WRONLY)
+        dup2(full, fd)
+        let refused = try #require(Self.command(a, "two", [["op": "select", "index": 1]]))
+        #expect(refused["type"] == "error" && refused["code"] == "internal")
+        #expect(refused["message"]?.stringValue?.contains("No space left on device") == true)
+        // Nothing changed, nobody saw a patch, reads work.
+        #expect(Self.get(a)?["rev"] == 1)
+        #expect(Self.get(watcher)?["rev"] == 1)
+        #expect(watcher.availableJSON().filter { $0["type"] == "patch" }.isEmpty)
+        #expect(server.http("GET /api/sessions/demo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").contains("\"rev\":1"))
+        #expect(server.metric("navsync_journal_write_failures_total") == 1)
+
+        // Space returns: the same command (same id) now applies.
+        dup2(saved, fd)
+        close(saved); close(full)
+        #expect(Self.command(a, "two", [["op": "select", "index": 1]])?["rev"] == 2)
+        #expect(watcher.next(type: "patch")?["rev"] == 2)
+        #expect(server.running.stop())
+
+        let again = try Self.server(dir)
+        defer { again.stop() }
+        let (b, joined) = try RawClient.member(again)
+        #expect(joined["rev"] == 2)
+        #expect(Self.command(b, "three", [["op": "select", "index": 0]])?["rev"] == 3)
+    }
+
+    @Test func httpCommandsAreAnsweredOnceDurable() throws {
+        let dir = Self.directory()
+        let server = try Self.server(dir, sync: .always)
+        let post = { (body: String) in
+            server.http("POST /api/sessions/demo/commands HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        }
+        #expect(post(#"{"id":"h1","ops":[{"op":"setRoot","route":"main"}]}"#).contains(#""rev":1"#))
+        #expect(server.running.stop())
+        let again = try Self.server(dir)
+        defer { again.stop() }
+        let body = #"{"id":"h1","ops":[{"op":"reset"}]}"#
+        let reply = again.http("POST /api/sessions/demo/commands HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        #expect(reply.hasPrefix("HTTP/1.1 200") && reply.contains(#""rev":1"#))
+    }
+
+    /// A journal written by hand: restore cuts a torn tail, refuses a corrupt middle
+    /// (naming file and offset) and cuts there with repair.
+    @Test func restoreCutsTornTailsAndRefusesCorruptMiddles() throws {
+        func layout(_ journal: [UInt8]) -> String {
+            let dir = Self.directory()
+            let s = dir + "/sessions/demo.session"
+            mkdir(dir + "/sessions", 0o755); mkdir(s, 0o755)
+            let files = JournalFiles(root: dir + "/sessions", mode: .off)
+            try! files.writeFileDurably(s + "/snapshot-0.json", DataStore.snapshot(of: Sequencer(flow: .demo, epoch: "e0"), name: "demo"))
+            try! files.writeFileDurably(s + "/journal-0.log", journal)
+            return dir
+        }
+        func open(_ dir: String, repair: Bool = false) throws(DataStore.Failure) -> [Session] {
+            try DataStore.open(path: dir, sync: .off, repair: repair, flows: [], configuration: HubConfiguration(), logger: Logger(level: .off)).1
+        }
+        let records = [JournalRecord(rev: 1, client: "a", command: Command(id: .int(1), ops: [["op": "setRoot", "route": "main"]])),
+                       JournalRecord(rev: 2, client: "a", command: Command(id: .int(2), ops: [["op": "select", "index": 1]])),
+                       JournalRecord(rev: 3, client: "a", command: Command(id: .int(3), ops: [["op": "select", "index": 2]]))].map { $0.encoded() }
+        let whole = records.flatMap { $0 }
+
+        let torn = layout(Array(whole.dropLast(5)))
+        #expect(try open(torn).first?.sequencer.rev == 2)
+        #expect(FlowDirectory.readFile(torn + "/sessions/demo.session/journal-0.log")?.count == records[0].count + records[1].count)
+
+        var corrupt = whole
+        corrupt[records[0].count + 10] ^= 0xFF
+        let bad = layout(corrupt)
+        do {
+            _ = try open(bad)
+            Issue.record("a corrupt middle record must refuse to start")
+        } catch {
+            #expect(error.description.contains("journal-0.log: corrupt record at offset \(records[0].count)"), "\(error)")
+        }
+        #expect(try open(bad, repair: true).first?.sequencer.rev == 1)
+        #expect(try open(bad).first?.sequencer.rev == 1)   // repaired for good
+    }
+}
