@@ -12,7 +12,9 @@
 /// dropped, states and revisions are those of the durable point). Pure.
 public struct DurabilityGate: Sendable {
     public enum Item: Sendable, Equatable {
-        case delivery(Hub.Delivery)
+        /// For a broadcast, `members` are the session's members when it was made: who
+        /// joins while it waits gets the state in its `joined` instead.
+        case delivery(Hub.Delivery, members: [Int]? = nil)
         /// An HTTP answer to a command (`POST /api/sessions/NAME/commands`); `rev` is the
         /// revision its ack names, `id` the command's id.
         case answer(connection: Int, request: HTTPRequest, response: HTTPResponse, session: String, rev: Int?, id: JSON?)
@@ -78,14 +80,14 @@ public struct DurabilityGate: Sendable {
                 response = .json(500, ServerMessage.error(e).json(id: id))
             }
             return .answer(connection: c, request: request, response: response, session: s, rev: rev, id: id)
-        case .delivery(.broadcast(let s, let message, let except)):
+        case .delivery(.broadcast(let s, let message, _), _):
             guard s == session else { return item }
             switch message {
             case .patch(_, let p) where p.rev > durableRev: return nil
             case .presence where reverted == .gone: return nil
             default: return item
             }
-        case .delivery(.reply(let to, let message, let id)):
+        case .delivery(.reply(let to, let message, let id), _):
             switch message {
             case .ack(let s, let a) where s == session && a.rev > durableRev:
                 return .delivery(.reply(to: to, .error(e), id: id))

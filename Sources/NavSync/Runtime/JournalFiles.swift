@@ -61,6 +61,7 @@ final class JournalFiles: @unchecked Sendable {
 
     static func folder(of session: String) -> String { session + ".session" }
     func folder(_ session: String) -> String { root + "/" + Self.folder(of: session) }
+    func journalPath(_ session: String, _ f: SessionFile) -> String { folder(session) + "/" + Self.journalName(f.segment) }
     static func snapshotName(_ rev: Int) -> String { "snapshot-\(rev).json" }
     static func journalName(_ rev: Int) -> String { "journal-\(rev).log" }
 
@@ -88,12 +89,12 @@ final class JournalFiles: @unchecked Sendable {
                 case .append(_, let record):
                     guard let f = files[s] else { throw IOFailure("no journal open for", folder(s), EBADF) }
                     if startLength[s] == nil { startLength[s] = f.length }
-                    try Self.writeAll(f.fd, record, at: f.length, path: folder(s))
+                    try Self.writeAll(f.fd, record, at: f.length, path: journalPath(s, f))
                     files[s]!.length += record.count
                     out.records += 1
                     out.bytes += record.count
                     switch mode {
-                    case .always: try sync(f.fd, folder(s), &out)
+                    case .always: try sync(f.fd, journalPath(s, f), &out)
                     case .batch: if isDirty.insert(s).inserted { dirty.append(s) }
                     case .off: break
                     }
@@ -109,7 +110,7 @@ final class JournalFiles: @unchecked Sendable {
             }
         }
         for s in dirty where out.failed[s] == nil {
-            do { try sync(files[s]!.fd, folder(s), &out) } catch { fail(s, error) }
+            do { try sync(files[s]!.fd, journalPath(s, files[s]!), &out) } catch { fail(s, error) }
         }
         return out
     }

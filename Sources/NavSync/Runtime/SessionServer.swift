@@ -65,7 +65,7 @@ public final class SessionServer: ServerApplication {
         // Everything held for this batch, or everything when nothing more is pending.
         for item in gate.release(through: store?.outstanding.map { $0 - 1 } ?? Int.max) {
             switch item {
-            case .delivery(let d): send(d, on: server)
+            case .delivery(let d, let members): send(d, to: members, on: server)
             case .answer(let c, let request, let response, _, _, _): server.connections[c]?.answer(request, with: response)
             }
         }
@@ -170,18 +170,25 @@ public final class SessionServer: ServerApplication {
     /// Sends at once, or holds until the journal writes outstanding now are durable.
     func deliver(_ deliveries: [Hub.Delivery], on server: Server) {
         if let batch = store?.outstanding {
-            for d in deliveries { gate.hold(.delivery(d), until: batch) }
+            for d in deliveries {
+                if case .broadcast(let session, _, _) = d {
+                    gate.hold(.delivery(d, members: hub.members(of: session)), until: batch)
+                } else {
+                    gate.hold(.delivery(d), until: batch)
+                }
+            }
             return
         }
         for d in deliveries { send(d, on: server) }
     }
 
-    private func send(_ delivery: Hub.Delivery, on server: Server) {
+    /// `members`: a broadcast's recipients when it was held (default: the members now).
+    private func send(_ delivery: Hub.Delivery, to members: [Int]? = nil, on server: Server) {
         switch delivery {
         case .reply(let to, let message, let id):
             if let connection = server.connections[to] { send(message, id: id, to: connection) }
         case .broadcast(let session, let message, let except):
-            broadcast(message, to: session, except: except, on: server)
+            broadcast(message, to: members ?? hub.members(of: session), of: session, except: except, on: server)
         }
     }
 
@@ -190,8 +197,7 @@ public final class SessionServer: ServerApplication {
         if !connection.sendText(message.json(id: id).encoded()) { connection.abort(.overflow) }
     }
 
-    private func broadcast(_ message: ServerMessage, to session: String, except: Int?, on server: Server) {
-        let members = hub.members(of: session)
+    private func broadcast(_ message: ServerMessage, to members: [Int], of session: String, except: Int?, on server: Server) {
         guard members.contains(where: { $0 != except }) else { return }
         let frame = OutgoingBuffer(WebSocketEncoder.frame(.text, message.json().encoded()))
         let isPatch: Bool
