@@ -2,10 +2,13 @@ import Foundation
 import NavSync
 
 extension Bench {
-    /// One publisher: commands in a window of `inFlight`, or at a fixed rate.
+    /// One publisher: commands in a window of `inFlight`, or at a fixed rate. With
+    /// several publishers in a session, publisher `index` of N sends ids n·N + index, so
+    /// ids stay unique per session (the members' latency bookkeeping keys on them).
     final class Publisher {
         let client: WebSocketClient
         let session: String
+        let index: Int
         let bench: Bench
         let stats: PublisherStats
         unowned let loop: ClientLoop
@@ -16,10 +19,11 @@ extension Bench {
         /// Called after each ack or error.
         var onAnswered: (() -> Void)?
 
-        init(loop: ClientLoop, url: WebSocketURL, session: String, bench: Bench, stats: PublisherStats) {
+        init(loop: ClientLoop, url: WebSocketURL, session: String, index: Int, bench: Bench, stats: PublisherStats) {
             self.loop = loop
             client = WebSocketClient(loop: loop, url: url)
             self.session = session
+            self.index = index
             self.bench = bench
             self.stats = stats
         }
@@ -59,7 +63,7 @@ extension Bench {
         func stop() {
             guard !stopped else { return }
             stopped = true
-            stats.sent[session] = sentAt
+            stats.sent[session, default: [:]].merge(sentAt) { a, _ in a }
             onAnswered = nil   // it captures every publisher
             client.close()
         }
@@ -73,8 +77,9 @@ extension Bench {
             // The first command opens the main screen; then push and pop alternate.
             let op = next == 0 ? #"{"op":"setRoot","route":"main"}"#
                 : next % 2 == 1 ? #"{"op":"push","route":"detail","params":{"id":7}}"# : #"{"op":"pop"}"#
-            let text = #"{"type":"command","session":"\#(session)","id":\#(next),"ops":[\#(op)]}"#
-            sentAt[next] = monotonicNanoseconds()
+            let id = next * Int64(bench.publishers) + Int64(index)
+            let text = #"{"type":"command","session":"\#(session)","id":\#(id),"ops":[\#(op)]}"#
+            sentAt[id] = monotonicNanoseconds()
             client.send(text: Array(text.utf8))
             next += 1
             inFlight += 1

@@ -9,6 +9,8 @@ struct Bench {
     var url = WebSocketURL.default
     var clients = 100
     var sessions = 1
+    /// Publishers (writers) per session, each on its own connection.
+    var publishers = 1
     var inFlight = 64
     var rate: Double?
     var commands: Int?
@@ -23,11 +25,13 @@ struct Bench {
     usage: navclient bench [URL] [options]
 
     Load generator: --clients members in --sessions sessions (bench-1, bench-2, ...) read
-    every patch while one publisher per session sends commands: setRoot main, then
-    push and pop of a detail screen, alternating (each one revision and one patch).
+    every patch while publishers (one per session unless --publishers) send commands:
+    setRoot main, then push and pop of a detail screen, alternating (each one revision
+    and one patch).
 
       --clients N        members, spread over the sessions (default 100)
       --sessions N       sessions (default 1)
+      --publishers N     publishers per session, each on its own connection (default 1)
       --in-flight K      commands each publisher keeps unanswered (default 64)
       --rate R           commands per second per publisher instead of a window
       --commands N       send N commands per publisher, and end once all are answered
@@ -53,6 +57,7 @@ struct Bench {
                 switch arg {
                 case "--clients": b.clients = try int(arg)
                 case "--sessions": b.sessions = max(1, try int(arg))
+                case "--publishers": b.publishers = max(1, try int(arg))
                 case "--in-flight": b.inFlight = max(1, try int(arg))
                 case "--rate": b.rate = Double(try int(arg))
                 case "--commands": b.commands = try int(arg)
@@ -128,7 +133,9 @@ struct Bench {
             let bench = self
             startThread {
                 let ploop = ClientLoop()
-                let publishers = sessionNames.map { Publisher(loop: ploop, url: bench.url, session: $0, bench: bench, stats: publisherStats) }
+                let publishers = sessionNames.flatMap { session in
+                    (0..<bench.publishers).map { Publisher(loop: ploop, url: bench.url, session: session, index: $0, bench: bench, stats: publisherStats) }
+                }
                 // With --commands, the run ends once every command is answered.
                 let total = bench.commands.map { $0 * publishers.count }
                 for p in publishers {
@@ -289,7 +296,7 @@ struct Bench {
             cpuPerMillion = (after.cpuSeconds - before.cpuSeconds) / (Double(deliveries) / 1e6)
         }
         if json {
-            var o: JSONObject = ["clients": .int(Int64(clients)), "sessions": .int(Int64(sessions)), "seconds": .double(elapsed),
+            var o: JSONObject = ["clients": .int(Int64(clients)), "sessions": .int(Int64(sessions)), "publishers": .int(Int64(publishers)), "seconds": .double(elapsed),
                                  "deliveries": .int(Int64(deliveries)), "deliveriesPerSecond": .double(perSecond),
                                  "commands": .int(Int64(acked)), "errors": .int(Int64(errors.values.reduce(0, +))),
                                  "ackLatencyMs": ack.json, "lastMemberLatencyMs": last.json]
@@ -298,7 +305,7 @@ struct Bench {
             printLine(JSON.object(o).encodedString())
             return
         }
-        printLine("navclient bench: \(clients) members in \(sessions) session(s), \(rate.map { "\(Int($0)) commands/s" } ?? "\(inFlight) in flight") per publisher, \(String(format: "%.1f", elapsed)) s")
+        printLine("navclient bench: \(clients) members in \(sessions) session(s), \(publishers) publisher(s) per session, \(rate.map { "\(Int($0)) commands/s" } ?? "\(inFlight) in flight") per publisher, \(String(format: "%.1f", elapsed)) s")
         printLine(String(format: "  deliveries        %d (%.0f/s)", deliveries, perSecond))
         printLine(String(format: "  commands acked    %d (%.0f/s)", acked, Double(acked) / elapsed))
         printLine("  errors            \(errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")

@@ -37,14 +37,22 @@ public final class DataStore {
     private let lockFD: Int32
     let logger: Logger
 
-    /// Ops of the batch being gathered, and each session's sequencer after its last op.
     private var gathering: [JournalFiles.Op] = []
-    private var gatheringAfter: [String: Sequencer] = [:]
-    private var inFlight: (number: Int, after: [String: Sequencer])?
+    private var gatheredSessions: Set<String> = []
+    private var gatheredCreations: Set<String> = []
+    private var inFlight: (number: Int, sessions: Set<String>, created: Set<String>)?
     private var nextNumber = 1
-    /// Each session as it stands on disk: what a failed write falls back to.
-    private var durable: [String: Sequencer] = [:]
-    private var sinceSnapshot: [String: Int] = [:]
+    /// Sessions on disk or on their way there.
+    private var known: Set<String> = []
+    /// Each session's flow, to read it back with.
+    private var sessionFlows: [String: Flow] = [:]
+    private let configuration: HubConfiguration
+    /// Records and bytes journaled since each session's snapshot, and its size: a new
+    /// snapshot is taken after `snapshotEvery` records once the journal has grown as
+    /// large as the snapshot (so snapshots cost at most what the journal does, like
+    /// Redis's AOF rewrite at 100% growth).
+    private var sinceSnapshot: [String: (records: Int, bytes: Int)] = [:]
+    private var snapshotSize: [String: Int] = [:]
 
     public private(set) var batchesWritten = 0
     public private(set) var recordsWritten = 0
@@ -52,18 +60,31 @@ public final class DataStore {
     public private(set) var syncs = 0
     public private(set) var failedWrites = 0
 
-    /// A batch is on disk: its number, and the sessions whose writes failed, each with
-    /// the sequencer it falls back to (nil: its creation was never recorded) and why.
-    public var onDurable: ((_ batch: Int, _ failures: [(session: String, fallback: Sequencer?, reason: String)]) -> Void)?
+    /// What a finished batch means for sessions whose writes failed.
+    public enum Event {
+        /// Its creation was never recorded: it must go.
+        case gone(session: String, reason: String)
+        /// A write failed: its revisions since the last durable one never happened. It is
+        /// being read back from disk; until then its commands must be refused.
+        case reloading(session: String, reason: String)
+        /// Read back: the session as it is on disk.
+        case reloaded(session: String, Sequencer)
+        /// It could not be read back either: it must go until a restart.
+        case lost(session: String, reason: String)
+    }
+
+    /// A batch is on disk (or failed): its number, and what it means for sessions.
+    public var onDurable: ((_ batch: Int, _ events: [Event]) -> Void)?
 
     /// The batch new output must wait for, or nil when everything is on disk.
     public var outstanding: Int? { gathering.isEmpty ? inFlight?.number : nextNumber }
 
-    private init(path: String, sync: Sync, snapshotEvery: Int, lockFD: Int32, logger: Logger) {
+    private init(path: String, sync: Sync, snapshotEvery: Int, lockFD: Int32, configuration: HubConfiguration, logger: Logger) {
         self.path = path
         self.sync = sync
         self.snapshotEvery = snapshotEvery
         self.lockFD = lockFD
+        self.configuration = configuration
         self.logger = logger
         files = JournalFiles(root: path + "/sessions", mode: sync)
     }
@@ -71,20 +92,35 @@ public final class DataStore {
     deinit { close(lockFD) }
 
     /// Whether the store holds this session (restored or created through it).
-    public func knows(_ session: String) -> Bool { durable[session] != nil || gatheringAfter[session] != nil || inFlight?.after[session] != nil }
+    public func knows(_ session: String) -> Bool { known.contains(session) }
 
     // MARK: Recording
 
+    /// Turns a change into journal ops. No sequencer is kept: holding one would make the
+    /// session's next command copy its tables (copy-on-write), at every command.
     public func record(_ change: Hub.Change) {
         switch change {
         case .created(let session):
             gathering.append(.create(session: session.name, snapshot: Self.snapshot(of: session.sequencer, name: session.name)))
-            gatheringAfter[session.name] = session.sequencer
-            sinceSnapshot[session.name] = 0
+            gatheredSessions.insert(session.name)
+            gatheredCreations.insert(session.name)
+            known.insert(session.name)
+            sessionFlows[session.name] = session.flow
+            sinceSnapshot[session.name] = (0, 0)
         case .applied(let name, let record, let sequencer):
-            gathering.append(.append(session: name, record: record.encoded()))
-            gatheringAfter[name] = sequencer
-            sinceSnapshot[name, default: 0] += 1
+            let bytes = record.encoded()
+            gathering.append(.append(session: name, record: bytes))
+            gatheredSessions.insert(name)
+            var since = sinceSnapshot[name] ?? (0, 0)
+            since.records += 1
+            since.bytes += bytes.count
+            sinceSnapshot[name] = since
+            if since.records >= snapshotEvery && since.bytes >= snapshotSize[name, default: 0] {
+                // Encoded on the writer thread; this copy costs the next command one
+                // copy-on-write of the session's tables, once per snapshot.
+                gathering.append(.snapshot(session: name, sequencer))
+                sinceSnapshot[name] = (0, 0)
+            }
         }
     }
 
@@ -100,10 +136,11 @@ public final class DataStore {
         guard inFlight == nil, !gathering.isEmpty else { return }
         let number = nextNumber
         nextNumber += 1
-        inFlight = (number, gatheringAfter)
+        inFlight = (number, gatheredSessions, gatheredCreations)
         let work = JournalWork(files: files, ops: gathering, store: self, number: number)
         gathering = []
-        gatheringAfter = [:]
+        gatheredSessions = []
+        gatheredCreations = []
         let req = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
         req.pointee.data = Unmanaged.passRetained(work).toOpaque()
         let rc = uv_queue_work(loop, req, { r in
@@ -131,25 +168,31 @@ public final class DataStore {
         syncs += outcome.syncs
         for note in outcome.notes { logger.info("data: \(note)") }
 
-        var failures: [(session: String, fallback: Sequencer?, reason: String)] = []
-        for (name, after) in batch.after {
-            if let reason = outcome.failed[name] {
-                failedWrites += 1
-                // What was gathered since builds on what failed: it fails too.
-                gathering.removeAll { $0.session == name }
-                gatheringAfter[name] = nil
-                failures.append((name, durable[name], reason))
-                if durable[name] == nil { sinceSnapshot[name] = nil }
+        var events: [Event] = []
+        for (name, reason) in outcome.failed.sorted(by: { $0.key < $1.key }) {
+            failedWrites += 1
+            // What was gathered since builds on what failed: it goes too.
+            gathering.removeAll { $0.session == name }
+            gatheredCreations.remove(name)
+            if batch.created.contains(name) {
+                known.remove(name)
+                sinceSnapshot[name] = nil
+                snapshotSize[name] = nil
+                events.append(.gone(session: name, reason: reason))
+            } else if reason.hasPrefix("reload ") {
+                events.append(.lost(session: name, reason: reason))
             } else {
-                durable[name] = after
-                if sinceSnapshot[name, default: 0] >= snapshotEvery {
-                    // First in the next batch, before this session's newer records.
-                    gathering.insert(.snapshot(session: name, rev: after.rev, bytes: Self.snapshot(of: after, name: name)), at: 0)
-                    sinceSnapshot[name] = 0
-                }
+                gathering.insert(.reload(session: name, flow: sessionFlows[name]!, configuration: configuration), at: 0)
+                gatheredSessions.insert(name)
+                sinceSnapshot[name] = (0, 0)
+                events.append(.reloading(session: name, reason: reason))
             }
         }
-        onDurable?(number, failures.sorted { $0.session < $1.session })
+        for (name, size) in outcome.snapshotSizes { snapshotSize[name] = size }
+        for (name, sequencer) in outcome.reloaded.sorted(by: { $0.key < $1.key }) {
+            events.append(.reloaded(session: name, sequencer))
+        }
+        onDurable?(number, events)
     }
 
     // MARK: Opening and restoring
@@ -176,7 +219,7 @@ public final class DataStore {
         _ = ftruncate(fd, 0)
         try? JournalFiles.writeAll(fd, Array("\(getpid())\n".utf8), at: 0, path: lockPath)
 
-        let store = DataStore(path: path, sync: sync, snapshotEvery: snapshotEvery, lockFD: fd, logger: logger)
+        let store = DataStore(path: path, sync: sync, snapshotEvery: snapshotEvery, lockFD: fd, configuration: configuration, logger: logger)
         var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
         for f in flows { byName[f.name] = f }
         var sessions: [Session] = []
@@ -186,14 +229,14 @@ public final class DataStore {
                 logger.warn("data: \(sessionsDir)/\(entry) is not a session folder; ignored")
                 continue
             }
-            if let session = try store.restore(name, flows: byName, configuration: configuration, repair: repair) {
+            if let session = try store.restore(name, flows: byName, repair: repair) {
                 sessions.append(session)
             }
         }
         return (store, sessions)
     }
 
-    private func restore(_ name: String, flows: [String: Flow], configuration: HubConfiguration, repair: Bool) throws(Failure) -> Session? {
+    private func restore(_ name: String, flows: [String: Flow], repair: Bool) throws(Failure) -> Session? {
         let dir = files.folder(name)
         for entry in JournalFiles.listDirectory(dir) where entry.hasSuffix(".tmp") { unlink(dir + "/" + entry) }
         let revisionFiles = JournalFiles.revisionFiles(in: dir)
@@ -201,27 +244,10 @@ public final class DataStore {
             logger.warn("data: \(dir) has no snapshot (its creation never finished); ignored")
             return nil
         }
-        let snapPath = dir + "/" + JournalFiles.snapshotName(snapRev)
-        guard let bytes = FlowDirectory.readFile(snapPath) else {
-            throw Failure("\(snapPath): cannot read: \(String(cString: strerror(errno)))")
-        }
-        let json: JSON
-        do { json = try JSON.parse(bytes) } catch { throw Failure("\(snapPath): not a snapshot: \(error)") }
-        guard let flowName = json["flow"]?.stringValue, let flow = flows[flowName] else {
-            throw Failure("\(snapPath): session '\(name)' uses flow '\(json["flow"]?.stringValue ?? "?")', which is not loaded (pass --flows with it)")
-        }
-        var sequencer: Sequencer
-        do {
-            sequencer = try Sequencer(restoring: json, flow: flow, limits: configuration.limits.model,
-                                      idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog)
-        } catch {
-            throw Failure("\(snapPath): \(error)")
-        }
-
+        let loaded = try JournalFiles.load(dir, segment: snapRev, flow: { flows[$0] }, configuration: configuration)
         let journalPath = dir + "/" + JournalFiles.journalName(snapRev)
-        let scan = Journal.scan(FlowDirectory.readFile(journalPath) ?? [])
-        var keep = scan.validLength
-        switch scan.problem {
+        var keep = loaded.scan.validLength
+        switch loaded.scan.problem {
         case nil: break
         case .tornTail(let offset):
             logger.warn("data: \(journalPath): torn last record at offset \(offset) (a crash mid-write); cut off")
@@ -231,19 +257,12 @@ public final class DataStore {
             }
             logger.warn("data: --repair: \(journalPath) cut at offset \(offset); the records after it are dropped")
         }
-        var replayed = 0
-        for (record, offset) in zip(scan.records, scan.offsets) {
-            do throws(SnapshotError) {
-                try sequencer.replay([record])
-                replayed += 1
-            } catch {
-                guard repair else {
-                    throw Failure("\(journalPath): the record at offset \(offset) (revision \(record.rev)) does not apply: \(error); refusing to start. navsyncd --repair cuts the journal there")
-                }
-                logger.warn("data: --repair: \(journalPath) cut at offset \(offset) (revision \(record.rev) does not apply: \(error))")
-                keep = offset
-                break
+        if let bad = loaded.badRecord {
+            guard repair else {
+                throw Failure("\(journalPath): the record at offset \(bad.offset) (revision \(bad.rev)) does not apply: \(bad.reason); refusing to start. navsyncd --repair cuts the journal there")
             }
+            logger.warn("data: --repair: \(journalPath) cut at offset \(bad.offset) (revision \(bad.rev) does not apply: \(bad.reason))")
+            keep = bad.offset
         }
         let fd = Glibc.open(journalPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw Failure("\(journalPath): cannot open: \(String(cString: strerror(errno)))") }
@@ -254,10 +273,14 @@ public final class DataStore {
         // Files an interrupted compaction left behind.
         for (entry, rev) in revisionFiles where rev < snapRev { unlink(dir + "/" + entry) }
         files.files[name] = JournalFiles.SessionFile(segment: snapRev, fd: fd, length: keep)
-        durable[name] = sequencer
-        sinceSnapshot[name] = replayed
-        logger.info("data: session '\(name)' restored at revision \(sequencer.rev) (snapshot \(snapRev), \(replayed) records replayed)")
-        return Session(name: name, flow: flow, sequencer: sequencer)
+        let sequencer = loaded.sequencer
+        known.insert(name)
+        sessionFlows[name] = sequencer.document.flow
+        sinceSnapshot[name] = (loaded.replayed, keep)
+        var info = stat()
+        snapshotSize[name] = stat(dir + "/" + JournalFiles.snapshotName(snapRev), &info) == 0 ? Int(info.st_size) : 0
+        logger.info("data: session '\(name)' restored at revision \(sequencer.rev) (snapshot \(snapRev), \(loaded.replayed) records replayed)")
+        return Session(name: name, flow: sequencer.document.flow, sequencer: sequencer)
     }
 }
 

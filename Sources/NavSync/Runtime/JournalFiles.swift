@@ -13,14 +13,18 @@ final class JournalFiles: @unchecked Sendable {
         case create(session: String, snapshot: [UInt8])
         /// One record at the end of the session's journal.
         case append(session: String, record: [UInt8])
-        /// A snapshot at `rev`; the journal continues in a new segment after it and the
-        /// older files go (compaction). Always the first op of its session in a batch,
-        /// taken from the durable state, so it never covers a revision that may fail.
-        case snapshot(session: String, rev: Int, bytes: [UInt8])
+        /// A snapshot of the session after the records before it; the journal continues
+        /// in a new segment and the older files go (compaction). Encoded on the writer
+        /// thread. Skipped, like everything after it, if an earlier record of the batch
+        /// failed, so it never covers a revision that was not written.
+        case snapshot(session: String, Sequencer)
+        /// Reads the session back as it is on disk (after a failed write): its snapshot
+        /// and the journal up to the length known good.
+        case reload(session: String, flow: Flow, configuration: HubConfiguration)
 
         var session: String {
             switch self {
-            case .create(let s, _), .append(let s, _), .snapshot(let s, _, _): return s
+            case .create(let s, _), .append(let s, _), .snapshot(let s, _), .reload(let s, _, _): return s
             }
         }
     }
@@ -34,6 +38,10 @@ final class JournalFiles: @unchecked Sendable {
     struct Outcome {
         /// Sessions whose writes failed, and why; their part of the batch is undone.
         var failed: [String: String] = [:]
+        /// Sessions read back from disk (`reload`).
+        var reloaded: [String: Sequencer] = [:]
+        /// Bytes of each snapshot written.
+        var snapshotSizes: [String: Int] = [:]
         /// Lines for the log (snapshots written, compaction trouble).
         var notes: [String] = []
         var records = 0
@@ -46,6 +54,7 @@ final class JournalFiles: @unchecked Sendable {
         init(_ what: String, _ path: String, _ code: Int32 = errno) {
             description = "\(what) \(path): \(String(cString: strerror(code)))"
         }
+        init(message: String) { description = message }
     }
 
     let root: String
@@ -65,52 +74,83 @@ final class JournalFiles: @unchecked Sendable {
     static func snapshotName(_ rev: Int) -> String { "snapshot-\(rev).json" }
     static func journalName(_ rev: Int) -> String { "journal-\(rev).log" }
 
-    /// Runs one batch (on a thread-pool thread). A session's first failure undoes its
-    /// appends of this batch and skips the rest of its ops; other sessions go on.
+    /// Runs one batch (on a thread-pool thread). With `always` each record is written
+    /// and synced on its own; otherwise a session's records of the batch go out in one
+    /// write (and, with `batch`, one sync). A session's first failure undoes its appends
+    /// of this batch and skips the rest of its ops; other sessions go on.
     func run(_ ops: [Op]) -> Outcome {
         var out = Outcome()
         var startLength: [String: Int] = [:]
-        var dirty: [String] = []
-        var isDirty: Set<String> = []
+        var buffered: [String: [UInt8]] = [:]
+        var order: [String] = []
         func fail(_ session: String, _ error: Error) {
             out.failed[session] = "\(error)"
+            buffered[session] = nil
             if let f = files[session], let start = startLength[session] {
                 _ = ftruncate(f.fd, off_t(start))
                 files[session]!.length = start
             }
         }
+        /// Writes what is buffered for the session at the end of its journal.
+        func flush(_ s: String) throws(IOFailure) {
+            guard let bytes = buffered.removeValue(forKey: s), let f = files[s] else { return }
+            try Self.writeAll(f.fd, bytes, at: f.length, path: journalPath(s, f))
+            files[s]!.length += bytes.count
+        }
         for op in ops {
             let s = op.session
             guard out.failed[s] == nil else { continue }
-            do {
+            do throws(IOFailure) {
                 switch op {
                 case .create(_, let snapshot):
                     try create(s, snapshot: snapshot, out: &out)
                 case .append(_, let record):
                     guard let f = files[s] else { throw IOFailure("no journal open for", folder(s), EBADF) }
-                    if startLength[s] == nil { startLength[s] = f.length }
-                    try Self.writeAll(f.fd, record, at: f.length, path: journalPath(s, f))
-                    files[s]!.length += record.count
+                    if startLength[s] == nil {
+                        startLength[s] = f.length
+                        order.append(s)
+                    }
                     out.records += 1
                     out.bytes += record.count
-                    switch mode {
-                    case .always: try sync(f.fd, journalPath(s, f), &out)
-                    case .batch: if isDirty.insert(s).inserted { dirty.append(s) }
-                    case .off: break
+                    if mode == .always {
+                        try Self.writeAll(f.fd, record, at: f.length, path: journalPath(s, f))
+                        files[s]!.length += record.count
+                        try sync(f.fd, journalPath(s, f), &out)
+                    } else {
+                        buffered[s, default: []].append(contentsOf: record)
                     }
-                case .snapshot(_, let rev, let bytes):
-                    do { try compact(s, rev: rev, bytes: bytes, out: &out) } catch {
+                case .snapshot(_, let sequencer):
+                    try flush(s)
+                    do {
+                        let bytes = DataStore.snapshot(of: sequencer, name: s)
+                        try compact(s, rev: sequencer.rev, bytes: bytes, out: &out)
+                        out.snapshotSizes[s] = bytes.count
+                        startLength[s] = 0   // a later failure of this batch cuts the new segment
+                    } catch {
                         // The journal stays as it was and keeps growing; the next
                         // snapshot tries again.
-                        out.notes.append("session '\(s)': snapshot at revision \(rev) not written: \(error)")
+                        out.notes.append("session '\(s)': snapshot at revision \(sequencer.rev) not written: \(error)")
+                    }
+                case .reload(_, let flow, let configuration):
+                    guard let f = files[s] else { throw IOFailure("no journal open for", folder(s), EBADF) }
+                    do {
+                        out.reloaded[s] = try Self.load(folder(s), segment: f.segment, flow: { _ in flow }, configuration: configuration,
+                                                        journalLimit: f.length).sequencer
+                    } catch {
+                        throw IOFailure(message: "reload \(error)")
                     }
                 }
             } catch {
                 fail(s, error)
             }
         }
-        for s in dirty where out.failed[s] == nil {
-            do { try sync(files[s]!.fd, journalPath(s, files[s]!), &out) } catch { fail(s, error) }
+        for s in order where out.failed[s] == nil {
+            do throws(IOFailure) {
+                try flush(s)
+                if mode == .batch, let f = files[s] { try sync(f.fd, journalPath(s, f), &out) }
+            } catch {
+                fail(s, error)
+            }
         }
         return out
     }
@@ -212,6 +252,57 @@ final class JournalFiles: @unchecked Sendable {
             }
             return nil
         }
+    }
+
+    /// A session as its files hold it: the snapshot of `segment`, then the records of the
+    /// journal after it (up to `journalLimit` bytes, if given), replayed one by one.
+    /// The scan's verdict and the offset of a record that does not apply are returned
+    /// for the caller to decide (start-up cuts, refuses or repairs).
+    struct Loaded {
+        var sequencer: Sequencer
+        var scan: JournalScan
+        /// The offset of the first record that did not apply, and why.
+        var badRecord: (offset: Int, rev: Int, reason: String)?
+        var replayed: Int
+    }
+
+    static func load(_ dir: String, segment: Int, flow: (String) -> Flow?, configuration: HubConfiguration,
+                     journalLimit: Int? = nil) throws(DataStore.Failure) -> Loaded {
+        let snapPath = dir + "/" + snapshotName(segment)
+        guard let bytes = FlowDirectory.readFile(snapPath) else {
+            throw DataStore.Failure("\(snapPath): cannot read: \(String(cString: strerror(errno)))")
+        }
+        let json: JSON
+        do { json = try JSON.parse(bytes) } catch { throw DataStore.Failure("\(snapPath): not a snapshot: \(error)") }
+        guard let flowName = json["flow"]?.stringValue, let f = flow(flowName) else {
+            throw DataStore.Failure("\(snapPath): the session uses flow '\(json["flow"]?.stringValue ?? "?")', which is not loaded (pass --flows with it)")
+        }
+        var sequencer: Sequencer
+        do {
+            sequencer = try Sequencer(restoring: json, flow: f, limits: configuration.limits.model,
+                                      idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog)
+        } catch {
+            throw DataStore.Failure("\(snapPath): \(error)")
+        }
+        let journalPath = dir + "/" + journalName(segment)
+        var journal = FlowDirectory.readFile(journalPath) ?? []
+        if let journalLimit, journal.count > journalLimit { journal.removeLast(journal.count - journalLimit) }
+        let scan = Journal.scan(journal)
+        var loaded = Loaded(sequencer: sequencer, scan: scan, badRecord: nil, replayed: 0)
+        for (record, offset) in zip(scan.records, scan.offsets) {
+            do throws(SnapshotError) {
+                try loaded.sequencer.replay([record])
+                loaded.replayed += 1
+            } catch {
+                loaded.badRecord = (offset, record.rev, error.description)
+                break
+            }
+        }
+        if journalLimit != nil {
+            if let p = scan.problem { throw DataStore.Failure("\(journalPath): \(p)") }
+            if let bad = loaded.badRecord { throw DataStore.Failure("\(journalPath): the record at offset \(bad.offset) does not apply: \(bad.reason)") }
+        }
+        return loaded
     }
 
     static func listDirectory(_ path: String) -> [String] {

@@ -37,7 +37,7 @@ public final class SessionServer: ServerApplication {
         // Sessions made before the store was attached (the demo session) are recorded now.
         for name in hub.sessions.keys.sorted() where !store.knows(name) { store.record(.created(hub.sessions[name]!)) }
         hub.onChange = { [unowned store] in store.record($0) }
-        store.onDurable = { [unowned self] in self.durable(batch: $0, failures: $1) }
+        store.onDurable = { [unowned self] in self.durable(batch: $0, events: $1) }
     }
 
     // MARK: Durability
@@ -47,22 +47,39 @@ public final class SessionServer: ServerApplication {
         store?.submit(on: server.loop)
     }
 
+    /// Sessions being read back from disk after a failed write, and why they failed.
+    private var reloading: [String: String] = [:]
+
     /// A journal batch is on disk: what waited for it goes out. A session whose write
-    /// failed goes back to its last durable state, and its held acks become errors.
-    private func durable(batch: Int, failures: [(session: String, fallback: Sequencer?, reason: String)]) {
+    /// failed is read back from disk (its commands are refused meanwhile); then its held
+    /// acks past the durable revision become errors and the rest goes out.
+    private func durable(batch: Int, events: [DataStore.Event]) {
         guard let server else { return }
-        for f in failures {
-            if let fallback = f.fallback {
-                server.logger.error("data: session '\(f.session)': journal write failed: \(f.reason); back to revision \(fallback.rev), its commands since are rejected (internal)")
-                hub.revert(f.session, to: fallback)
-                gate.fail(session: f.session, .to(rev: fallback.rev, state: fallback.state.json), because: f.reason)
-            } else {
-                server.logger.error("data: session '\(f.session)' could not be created: \(f.reason)")
-                hub.removeSession(f.session)
-                gate.fail(session: f.session, .gone, because: f.reason)
+        for event in events {
+            switch event {
+            case .gone(let s, let reason):
+                server.logger.error("data: session '\(s)' could not be created: \(reason)")
+                hub.removeSession(s)
+                gate.fail(session: s, .gone, because: reason)
+            case .reloading(let s, let reason):
+                server.logger.error("data: session '\(s)': journal write failed: \(reason); its commands are refused while it is read back from disk")
+                hub.frozen[s] = NavError(.internal, "session '\(s)' could not write its journal (\(reason)); it is being restored, try again")
+                reloading[s] = reason
+            case .reloaded(let s, let sequencer):
+                server.logger.warn("data: session '\(s)' is back at revision \(sequencer.rev), as on disk; it takes commands again")
+                hub.revert(s, to: sequencer)
+                hub.frozen[s] = nil
+                gate.fail(session: s, .to(rev: sequencer.rev, state: sequencer.state.json), because: reloading.removeValue(forKey: s) ?? "a failed write")
+            case .lost(let s, let reason):
+                server.logger.error("data: session '\(s)' could not be read back (\(reason)); it is unavailable until navsyncd restarts")
+                hub.removeSession(s)
+                hub.frozen[s] = NavError(.internal, "session '\(s)' is unavailable after a disk error; restart navsyncd")
+                gate.fail(session: s, .gone, because: reloading.removeValue(forKey: s) ?? reason)
             }
         }
-        // Everything held for this batch, or everything when nothing more is pending.
+        // Nothing goes out while a session is being read back: what is held for it may
+        // still have to be rewritten.
+        guard reloading.isEmpty else { return }
         for item in gate.release(through: store?.outstanding.map { $0 - 1 } ?? Int.max) {
             switch item {
             case .delivery(let d, let members): send(d, to: members, on: server)

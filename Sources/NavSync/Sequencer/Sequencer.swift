@@ -45,13 +45,19 @@ public struct Sequencer: Sendable {
 
     /// Decodes a command object and submits it.
     public mutating func submit(_ object: JSONObject, client: String) -> Outcome {
+        submitDecoding(object, client: client).outcome
+    }
+
+    /// The same, also giving the decoded command (what the journal records).
+    public mutating func submitDecoding(_ object: JSONObject, client: String) -> (outcome: Outcome, command: Command?) {
         if let id = try? CommandID(field: object["id"]), let ack = idempotency.ack(client: client, id: id) {
-            return .duplicate(ack)
+            return (.duplicate(ack), nil)
         }
         do throws(NavError) {
-            return submit(try Command(json: object), client: client)
+            let command = try Command(json: object)
+            return (submit(command, client: client), command)
         } catch {
-            return .failed(error)
+            return (.failed(error), nil)
         }
     }
 

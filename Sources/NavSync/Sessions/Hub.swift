@@ -69,6 +69,10 @@ public final class Hub {
     /// in memory only.
     public var onChange: ((Change) -> Void)?
 
+    /// Sessions that refuse commands (and creation under their name) with this error,
+    /// while reads go on: the journal is reading them back after a failed write.
+    public var frozen: [String: NavError] = [:]
+
     public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, newClientID: @escaping () -> String,
                 newEpoch: @escaping () -> String, clock: @escaping () -> UInt64) {
         self.configuration = configuration
@@ -89,6 +93,7 @@ public final class Hub {
     @discardableResult
     public func createSession(_ name: String, flow flowName: String) throws(NavError) -> Session {
         if let s = sessions[name] { return s }
+        if let e = frozen[name] { throw e }
         guard sessions.count < configuration.maxSessions else {
             throw NavError(.full, "the server holds \(configuration.maxSessions) sessions, its limit")
         }
@@ -303,16 +308,17 @@ public final class Hub {
             return (nil, .error(e))
         }
         guard sessions[name] != nil else { return fail(NavError(.unknownSession, "no session '\(name)'")) }
+        if let e = frozen[name] { return fail(e) }
         if role < .admin, let ops = object["ops"]?.arrayValue, ops.contains(where: { $0["op"] == "reset" }) {
             return fail(NavError(.forbidden, "role \(role.rawValue) may not reset a session: that needs admin"))
         }
         let started = clock()
-        let outcome = sessions[name]!.sequencer.submit(object, client: client)
+        let (outcome, command) = sessions[name]!.sequencer.submitDecoding(object, client: client)
         applyLatency.record(nanoseconds: clock() &- started)
         switch outcome {
         case .applied(let ack, let patch):
             commandOutcomes["applied", default: 0] += 1
-            if let onChange, let command = try? Command(json: object) {
+            if let onChange, let command {
                 onChange(.applied(session: name, JournalRecord(rev: ack.rev, client: client, command: command),
                                   sequencer: sessions[name]!.sequencer))
             }
