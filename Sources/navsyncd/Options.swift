@@ -14,7 +14,7 @@ struct Options {
     var dataDirectory: String?
     var sync = DataStore.Sync.batch
     var repair = false
-    var snapshotEvery = 10_000
+    var snapshotEvery = 50_000
 
     static let usage = """
     usage: navsyncd [options]
@@ -48,7 +48,7 @@ struct Options {
                               off (the OS syncs; a process crash loses nothing, a power
                               cut may) (default batch)
       --snapshot-every N      with --data: compact a session's journal into a snapshot
-                              after N records (default 10000)
+                              after N records, once the journal has grown past the last snapshot (default 50000)
       --repair                with --data: cut a journal at a corrupt record instead of
                               refusing to start (the records after it are lost)
       --auth FILE             tokens, roles and the sessions each may use (JSON); re-read on SIGHUP

@@ -16,6 +16,8 @@ public protocol ServerApplication: AnyObject {
     func reload(on server: Server)
     /// Once per loop iteration, before output is flushed and the loop blocks.
     func beforeSleep(on server: Server)
+    /// The server is stopping: every connection is closed; close what keeps the loop alive.
+    func stopping(on server: Server)
 }
 
 extension ServerApplication {
@@ -25,6 +27,7 @@ extension ServerApplication {
     public func drained(_ connection: Connection) {}
     public func reload(on server: Server) {}
     public func beforeSleep(on server: Server) {}
+    public func stopping(on server: Server) {}
 }
 
 /// `--ws-echo`: every text and binary message comes back as it came, through the same

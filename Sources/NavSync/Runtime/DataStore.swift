@@ -5,11 +5,11 @@ import CUV
 ///
 /// The hub reports each change (`Hub.Change`); the store turns it into a journal op and
 /// collects the ops of the loop iteration into a batch. Before the loop sleeps the batch
-/// goes to libuv's thread pool (`uv_queue_work`), which writes it — and, with `--fsync
-/// always` or `batch`, syncs it — while the loop goes on. One batch is in flight at a
-/// time; what arrives meanwhile forms the next one (group commit). When a batch is done
-/// the loop thread is told through `onDurable`, and the session server releases what it
-/// held for it (`DurabilityGate`).
+/// goes to the writer thread (`JournalWriter`), which writes it — and, with `--fsync
+/// always` or `batch`, syncs it — while the loop goes on; batches that queue while it
+/// syncs are written together (group commit). When batches are done the loop thread is
+/// told through `onDurable`, and the session server releases what it held for them
+/// (`DurabilityGate`).
 ///
 /// Layout: `DIR/LOCK` (flock: one server per directory), `DIR/sessions/NAME.session/`
 /// with `snapshot-REV.json` and `journal-REV.log` (see `JournalFiles`).
@@ -38,10 +38,15 @@ public final class DataStore {
     let logger: Logger
 
     private var gathering: [JournalFiles.Op] = []
-    private var gatheredSessions: Set<String> = []
     private var gatheredCreations: Set<String> = []
-    private var inFlight: (number: Int, sessions: Set<String>, created: Set<String>)?
+    private var writer: JournalWriter?
+    /// Batches are numbered from 1; the number of the batch being gathered, of the
+    /// newest handed to the writer, and of the newest known written.
     private var nextNumber = 1
+    private var submittedThrough = 0
+    public private(set) var durableThrough = 0
+    /// Sessions created in each batch not yet written: a failure there means they go.
+    private var creations: [Int: Set<String>] = [:]
     /// Sessions on disk or on their way there.
     private var known: Set<String> = []
     /// Each session's flow, to read it back with.
@@ -77,7 +82,7 @@ public final class DataStore {
     public var onDurable: ((_ batch: Int, _ events: [Event]) -> Void)?
 
     /// The batch new output must wait for, or nil when everything is on disk.
-    public var outstanding: Int? { gathering.isEmpty ? inFlight?.number : nextNumber }
+    public var outstanding: Int? { !gathering.isEmpty ? nextNumber : submittedThrough > durableThrough ? submittedThrough : nil }
 
     private init(path: String, sync: Sync, snapshotEvery: Int, lockFD: Int32, configuration: HubConfiguration, logger: Logger) {
         self.path = path
@@ -102,7 +107,6 @@ public final class DataStore {
         switch change {
         case .created(let session):
             gathering.append(.create(session: session.name, snapshot: Self.snapshot(of: session.sequencer, name: session.name)))
-            gatheredSessions.insert(session.name)
             gatheredCreations.insert(session.name)
             known.insert(session.name)
             sessionFlows[session.name] = session.flow
@@ -110,7 +114,6 @@ public final class DataStore {
         case .applied(let name, let record, let sequencer):
             let bytes = record.encoded()
             gathering.append(.append(session: name, record: bytes))
-            gatheredSessions.insert(name)
             var since = sinceSnapshot[name] ?? (0, 0)
             since.records += 1
             since.bytes += bytes.count
@@ -130,38 +133,34 @@ public final class DataStore {
         return JSON.object(o).encoded()
     }
 
-    /// Hands the gathered batch to the thread pool, unless one is in flight (then it
-    /// waits and grows: group commit). Called before the loop sleeps.
+    /// Hands the gathered batch to the writer thread. Called once per loop iteration,
+    /// before the loop sleeps: one batch per iteration, merged by the writer with the
+    /// others that queued while it synced (group commit).
     public func submit(on loop: UnsafeMutablePointer<uv_loop_t>) {
-        guard inFlight == nil, !gathering.isEmpty else { return }
+        guard !gathering.isEmpty else { return }
+        if writer == nil {
+            writer = JournalWriter(files: files, loop: loop) { [unowned self] results in
+                for r in results { completed(r.through, r.outcome) }
+            }
+        }
         let number = nextNumber
         nextNumber += 1
-        inFlight = (number, gatheredSessions, gatheredCreations)
-        let work = JournalWork(files: files, ops: gathering, store: self, number: number)
+        creations[number] = gatheredCreations
+        writer!.enqueue(number, gathering)
+        submittedThrough = number
         gathering = []
-        gatheredSessions = []
         gatheredCreations = []
-        let req = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
-        req.pointee.data = Unmanaged.passRetained(work).toOpaque()
-        let rc = uv_queue_work(loop, req, { r in
-            Unmanaged<JournalWork>.fromOpaque(r!.pointee.data).takeUnretainedValue().run()
-        }, { r, _ in
-            let work = Unmanaged<JournalWork>.fromOpaque(r!.pointee.data).takeRetainedValue()
-            r!.deallocate()
-            work.store.completed(work.number, work.outcome)
-        })
-        if rc != 0 {
-            // Cannot happen with a live loop; write on this thread rather than lose it.
-            Unmanaged<JournalWork>.fromOpaque(req.pointee.data).release()
-            req.deallocate()
-            work.run()
-            completed(number, work.outcome)
-        }
     }
 
-    private func completed(_ number: Int, _ outcome: JournalFiles.Outcome) {
-        guard let batch = inFlight, batch.number == number else { return }
-        inFlight = nil
+    /// The server is stopping: the writer finishes what is queued, then lets the loop end.
+    public func stop() { writer?.close() }
+
+    private func completed(_ through: Int, _ outcome: JournalFiles.Outcome) {
+        var created: Set<String> = []
+        for n in (durableThrough + 1)...max(through, durableThrough + 1) {
+            if let c = creations.removeValue(forKey: n) { created.formUnion(c) }
+        }
+        durableThrough = through
         batchesWritten += 1
         recordsWritten += outcome.records
         bytesWritten += outcome.bytes
@@ -174,7 +173,7 @@ public final class DataStore {
             // What was gathered since builds on what failed: it goes too.
             gathering.removeAll { $0.session == name }
             gatheredCreations.remove(name)
-            if batch.created.contains(name) {
+            if created.contains(name) {
                 known.remove(name)
                 sinceSnapshot[name] = nil
                 snapshotSize[name] = nil
@@ -183,7 +182,6 @@ public final class DataStore {
                 events.append(.lost(session: name, reason: reason))
             } else {
                 gathering.insert(.reload(session: name, flow: sessionFlows[name]!, configuration: configuration), at: 0)
-                gatheredSessions.insert(name)
                 sinceSnapshot[name] = (0, 0)
                 events.append(.reloading(session: name, reason: reason))
             }
@@ -192,7 +190,7 @@ public final class DataStore {
         for (name, sequencer) in outcome.reloaded.sorted(by: { $0.key < $1.key }) {
             events.append(.reloaded(session: name, sequencer))
         }
-        onDurable?(number, events)
+        onDurable?(through, events)
     }
 
     // MARK: Opening and restoring
@@ -201,7 +199,7 @@ public final class DataStore {
     /// A torn last record is cut off with a log line; a corrupt record in the middle, a
     /// record that does not apply or a snapshot that does not load refuses to start,
     /// naming the file and offset, unless `repair` (then the journal is cut there).
-    public static func open(path: String, sync: Sync, repair: Bool, snapshotEvery: Int = 10_000, flows: [Flow],
+    public static func open(path: String, sync: Sync, repair: Bool, snapshotEvery: Int = 50_000, flows: [Flow],
                             configuration: HubConfiguration, logger: Logger) throws(Failure) -> (DataStore, [Session]) {
         signal(SIGXFSZ, SIG_IGN)  // a file-size limit is an I/O error (EFBIG), not death
         let sessionsDir = path + "/sessions"
@@ -282,25 +280,6 @@ public final class DataStore {
         logger.info("data: session '\(name)' restored at revision \(sequencer.rev) (snapshot \(snapRev), \(loaded.replayed) records replayed)")
         return Session(name: name, flow: sequencer.document.flow, sequencer: sequencer)
     }
-}
-
-/// One batch on its way through the thread pool.
-private final class JournalWork: @unchecked Sendable {
-    let files: JournalFiles
-    let ops: [JournalFiles.Op]
-    let store: DataStore
-    let number: Int
-    var outcome = JournalFiles.Outcome()
-
-    init(files: JournalFiles, ops: [JournalFiles.Op], store: DataStore, number: Int) {
-        self.files = files
-        self.ops = ops
-        self.store = store
-        self.number = number
-    }
-
-    /// On a thread-pool thread: touches only `files` and `outcome`.
-    func run() { outcome = files.run(ops) }
 }
 
 private extension String {

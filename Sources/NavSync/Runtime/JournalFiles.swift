@@ -4,9 +4,8 @@
 /// session, `NAME.session/`, holding `snapshot-REV.json` (the session at revision REV)
 /// and `journal-REV.log` (the records of the revisions after REV).
 ///
-/// Only one batch runs at a time, on libuv's thread pool; between batches only the loop
-/// thread touches this object. That hand-over (uv_queue_work / its after-callback) is
-/// the only synchronisation it needs, hence `@unchecked Sendable`.
+/// Once the writer thread has started, only it touches this object (before, only the
+/// loop thread restoring sessions did), hence `@unchecked Sendable`.
 final class JournalFiles: @unchecked Sendable {
     enum Op {
         /// A new session: its folder, its snapshot at revision 0 and an empty journal.
@@ -60,6 +59,10 @@ final class JournalFiles: @unchecked Sendable {
     let root: String
     let mode: DataStore.Sync
     var files: [String: SessionFile] = [:]
+    /// Sessions whose write failed: their ops are skipped until the `reload` (or, for a
+    /// failed creation, a new `create`) the loop thread sends once it knows, since they
+    /// were made on top of what failed.
+    private var poisoned: Set<String> = []
 
     init(root: String, mode: DataStore.Sync) {
         self.root = root
@@ -85,6 +88,7 @@ final class JournalFiles: @unchecked Sendable {
         var order: [String] = []
         func fail(_ session: String, _ error: Error) {
             out.failed[session] = "\(error)"
+            poisoned.insert(session)
             buffered[session] = nil
             if let f = files[session], let start = startLength[session] {
                 _ = ftruncate(f.fd, off_t(start))
@@ -100,6 +104,12 @@ final class JournalFiles: @unchecked Sendable {
         for op in ops {
             let s = op.session
             guard out.failed[s] == nil else { continue }
+            if poisoned.contains(s) {
+                switch op {
+                case .reload, .create: poisoned.remove(s)
+                default: continue
+                }
+            }
             do throws(IOFailure) {
                 switch op {
                 case .create(_, let snapshot):

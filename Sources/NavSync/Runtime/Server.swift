@@ -284,6 +284,7 @@ public final class Server {
 
     private func finishShutdown() {
         flushAll()
+        application.stopping(on: self)
         for handle in [UV.handle(prepare), UV.handle(timer), UV.handle(graceTimer), UV.handle(wakeup)] + (signals + [hangup]).map({ UV.handle($0) })
         where uv_is_closing(handle) == 0 {
             uv_close(handle, nil)

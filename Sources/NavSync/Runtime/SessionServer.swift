@@ -47,6 +47,8 @@ public final class SessionServer: ServerApplication {
         store?.submit(on: server.loop)
     }
 
+    public func stopping(on server: Server) { store?.stop() }
+
     /// Sessions being read back from disk after a failed write, and why they failed.
     private var reloading: [String: String] = [:]
 
@@ -80,7 +82,7 @@ public final class SessionServer: ServerApplication {
         // Nothing goes out while a session is being read back: what is held for it may
         // still have to be rewritten.
         guard reloading.isEmpty else { return }
-        for item in gate.release(through: store?.outstanding.map { $0 - 1 } ?? Int.max) {
+        for item in gate.release(through: store.map { $0.outstanding == nil ? Int.max : $0.durableThrough } ?? Int.max) {
             switch item {
             case .delivery(let d, let members): send(d, to: members, on: server)
             case .answer(let c, let request, let response, _, _, _): server.connections[c]?.answer(request, with: response)
