@@ -43,12 +43,23 @@ extension Bench {
                 }
             }
             client.onText = { [weak self] bytes in
-                guard let self, let m = try? JSON.parse(bytes), let id = m["id"]?.intValue else { return }
+                guard let self else { return }
+                // Acks are read without a full parse, so the load generator stays light.
+                let id: Int64
+                let isAck: Bool
+                var code = "?"
+                if let ackID = Bench.ackID(bytes) {
+                    (id, isAck) = (ackID, true)
+                } else {
+                    guard let m = try? JSON.parse(bytes), let mid = m["id"]?.intValue else { return }
+                    (id, isAck) = (mid, m["type"] == "ack")
+                    code = m["code"]?.stringValue ?? "?"
+                }
                 if let sent = sentAt[id] {
                     stats.ackLatencies.append(monotonicNanoseconds() &- sent)
                     inFlight -= 1
                 }
-                if m["type"] == "ack" { stats.acked += 1 } else { stats.errors[m["code"]?.stringValue ?? "?", default: 0] += 1 }
+                if isAck { stats.acked += 1 } else { stats.errors[code, default: 0] += 1 }
                 if bench.rate == nil { fill() }
                 onAnswered?()
             }
@@ -85,4 +96,22 @@ extension Bench {
             inFlight += 1
         }
     }
+
+    /// The id of an ack (`{"type":"ack","id":N,...}`, as the server writes it), or nil.
+    static func ackID(_ bytes: [UInt8]) -> Int64? {
+        bytes.withUnsafeBufferPointer { b -> Int64? in
+            guard startsWith(b, ackPrefix) else { return nil }
+            var j = ackPrefix.count
+            var value: Int64 = 0
+            var digits = 0
+            while j < b.count, b[j] >= 48, b[j] <= 57 {
+                value = value &* 10 &+ Int64(b[j] - 48)
+                j += 1
+                digits += 1
+            }
+            return digits > 0 && j < b.count && b[j] == 44 ? value : nil
+        }
+    }
+
+    static let ackPrefix = Array(#"{"type":"ack","id":"#.utf8)
 }

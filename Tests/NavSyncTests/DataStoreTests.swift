@@ -152,6 +152,18 @@ struct DataStoreTests {
         #expect(server.http("GET /api/sessions/demo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").contains("\"rev\":1"))
         #expect(server.metric("navsync_journal_write_failures_total") == 1)
 
+        // A burst while the disk is full: every command of it is refused, none applies.
+        for i in 0..<10 {
+            a.sendJSON(["type": "command", "session": "demo", "id": .string("burst\(i)"), "ops": [["op": "select", "index": .int(Int64(i % 2 + 1))]]])
+        }
+        var answers: [JSON] = []
+        while answers.count < 10, let m = a.nextJSON() {
+            if m["type"] == "error" || m["type"] == "ack" { answers.append(m) }
+        }
+        #expect(answers.count == 10 && answers.allSatisfy { $0["type"] == "error" && $0["code"] == "internal" }, "\(answers.map { "\($0["type"]!) \($0["code"] ?? .null) \($0["rev"] ?? .null)" })")
+        #expect(Self.get(a)?["rev"] == 1)
+        #expect(watcher.availableJSON().filter { $0["type"] == "patch" }.isEmpty)
+
         // Space returns: the same command (same id) now applies.
         dup2(saved, fd)
         close(saved); close(full)

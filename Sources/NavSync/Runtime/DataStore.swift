@@ -203,8 +203,13 @@ public final class DataStore {
                             configuration: HubConfiguration, logger: Logger) throws(Failure) -> (DataStore, [Session]) {
         signal(SIGXFSZ, SIG_IGN)  // a file-size limit is an I/O error (EFBIG), not death
         let sessionsDir = path + "/sessions"
-        for dir in [path, sessionsDir] where mkdir(dir, 0o755) != 0 && errno != EEXIST {
-            throw Failure("cannot create the data directory \(dir): \(String(cString: strerror(errno)))")
+        // Like mkdir -p: the directory and any missing parents.
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for part in (path + "/sessions").split(separator: "/") {
+            prefix += "/" + part
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw Failure("cannot create the data directory \(prefix): \(String(cString: strerror(errno)))")
+            }
         }
         let lockPath = path + "/LOCK"
         let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
