@@ -16,8 +16,12 @@ start_navsyncd data --data "$DATA/one" --fsync always
 check "with --data the start-up names the directory and the fsync mode" grep -q "sessions are kept in $DATA/one (--fsync always)" "$OUT/data.log"
 check "a second navsyncd on the same directory is refused, naming the first" bash -c \
     "! '$NAVSYNCD' --port 0 --data '$DATA/one' >/dev/null 2>'$OUT/second.err' && grep -q 'in use by another navsyncd (pid $NAVSYNCD_PID)' '$OUT/second.err'"
+check "--fsync with an unknown mode is a usage error (exit 2)" bash -c \
+    "'$NAVSYNCD' --data '$DATA/x' --fsync sometimes 2>'$OUT/usage.err'; [ \$? -eq 2 ] && grep -q 'fsync needs always, batch or off' '$OUT/usage.err'"
 for i in 1 2 3 4 5; do post "{\"id\":\"s$i\",\"ops\":[{\"op\":\"update\",\"entry\":\"e1\",\"data\":{\"n\":$i}}]}" >/dev/null; done
 check "five commands applied" test "$(rev)" = 5
+check "/metrics counts journal records and syncs" bash -c \
+    "m=\$(curl -sf '${HTTP_URL}metrics'); echo \"\$m\" | grep -q '^navsync_journal_records_total 5' && echo \"\$m\" | grep -q '^navsync_journal_syncs_total [1-9]'"
 stop_navsyncd
 start_navsyncd data2 --data "$DATA/one"
 check "after a restart: same revision, and a resent id gets its original ack" bash -c \
