@@ -3,7 +3,13 @@
 # (both --fsync always and batch), a corrupt journal, and a full disk.
 . "$(dirname "$0")/lib.sh"
 DATA="$(mktemp -d /tmp/navsync-durability-XXXXXX)"
-trap 'kill -9 "$NAVSYNCD_PID" 2>/dev/null; sleep 0.2; umount "$DATA/small" 2>/dev/null; rm -rf "$DATA"' EXIT
+cleanup() {
+    set +e
+    kill -9 "$NAVSYNCD_PID" 2>/dev/null; sleep 0.2
+    umount "$DATA/small" 2>/dev/null; rm -rf "$DATA"
+    return 0
+}
+trap cleanup EXIT
 api() { echo "${HTTP_URL}api/sessions/demo${1:-}"; }
 post() { curl -s -o "$OUT/post.json" -w '%{http_code}' -X POST -d "$1" "$(api /commands)"; }
 rev() { curl -s "$(api)" | sed 's/.*"rev":\([0-9]*\).*/\1/'; }
