@@ -6,10 +6,16 @@ import Testing
 /// directory, a journal that hits a full device.
 @Suite("Loopback: durable sessions", .serialized)
 struct DataStoreTests {
-    /// A fresh directory under /tmp.
+    /// A fresh directory under /tmp (removed by `remove`).
     static func directory() -> String {
         var template = Array("/tmp/navsync-data-XXXXXX".utf8CString)
         return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    }
+
+    static func remove(_ path: String) {
+        guard unlink(path) != 0 else { return }
+        for entry in JournalFiles.listDirectory(path) { remove(path + "/" + entry) }
+        rmdir(path)
     }
 
     static func server(_ dir: String, sync: DataStore.Sync = .batch, snapshotEvery: Int = 10_000) throws -> TestServer {
@@ -42,6 +48,7 @@ struct DataStoreTests {
     @Test(arguments: [DataStore.Sync.always, .batch, .off])
     func aRestartRestoresRevisionIdsEpochAndAcks(_ sync: DataStore.Sync) throws {
         let dir = Self.directory()
+        defer { Self.remove(dir) }
         var acks: [String: JSON] = [:]
         let before: JSON, epoch: JSON
         do {
@@ -105,6 +112,7 @@ struct DataStoreTests {
 
     @Test func aSecondServerCannotUseTheSameDirectory() throws {
         let dir = Self.directory()
+        defer { Self.remove(dir) }
         let first = try DataStore.open(path: dir, sync: .batch, repair: false, flows: [], configuration: HubConfiguration(), logger: Logger(level: .off))
         #expect(throws: DataStore.Failure.self) {
             _ = try DataStore.open(path: dir, sync: .batch, repair: false, flows: [], configuration: HubConfiguration(), logger: Logger(level: .off))
@@ -131,6 +139,7 @@ struct DataStoreTests {
 
     @Test func aFullDiskRejectsCommandsWithInternalKeepsReadsAndRecovers() throws {
         let dir = Self.directory()
+        defer { Self.remove(dir) }
         let server = try Self.server(dir, sync: .always)
         let (a, _) = try RawClient.member(server)
         let (watcher, _) = try RawClient.member(server)
@@ -180,6 +189,7 @@ struct DataStoreTests {
 
     @Test func httpCommandsAreAnsweredOnceDurable() throws {
         let dir = Self.directory()
+        defer { Self.remove(dir) }
         let server = try Self.server(dir, sync: .always)
         let post = { (body: String) in
             server.http("POST /api/sessions/demo/commands HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
@@ -214,12 +224,14 @@ struct DataStoreTests {
         let whole = records.flatMap { $0 }
 
         let torn = layout(Array(whole.dropLast(5)))
+        defer { Self.remove(torn) }
         #expect(try open(torn).first?.sequencer.rev == 2)
         #expect(FlowDirectory.readFile(torn + "/sessions/demo.session/journal-0.log")?.count == records[0].count + records[1].count)
 
         var corrupt = whole
         corrupt[records[0].count + 10] ^= 0xFF
         let bad = layout(corrupt)
+        defer { Self.remove(bad) }
         do {
             _ = try open(bad)
             Issue.record("a corrupt middle record must refuse to start")

@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -242,6 +243,7 @@ async def main():
     check(f"{MODE}: compaction left one snapshot and one journal segment ({files})",
           sum(f.startswith("snapshot-") for f in files) == 1 and sum(f.startswith("journal-") for f in files) == 1)
     server.stop()
+    shutil.rmtree(data, ignore_errors=True)
 
 
 asyncio.run(main())
