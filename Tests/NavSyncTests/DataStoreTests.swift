@@ -30,8 +30,8 @@ struct DataStoreTests {
         }
     }
 
-    static func command(_ c: RawClient, _ id: String, _ ops: JSON, base: Int? = nil) -> JSON? {
-        var m: JSONObject = ["type": "command", "session": "demo", "id": .string(id), "ops": ops]
+    static func command(_ c: RawClient, _ id: String, _ ops: JSON, base: Int? = nil, session: String = "demo") -> JSON? {
+        var m: JSONObject = ["type": "command", "session": .string(session), "id": .string(id), "ops": ops]
         if let base { m["base"] = .int(Int64(base)) }
         c.sendJSON(.object(m))
         while let r = c.nextJSON() {
@@ -241,4 +241,29 @@ struct DataStoreTests {
         #expect(try open(bad, repair: true).first?.sequencer.rev == 1)
         #expect(try open(bad).first?.sequencer.rev == 1)   // repaired for good
     }
+
+    @Test func aSessionWhoseCreationCannotBeWrittenIsNotCreated() throws {
+        let dir = Self.directory()
+        defer { Self.remove(dir) }
+        let server = try Self.server(dir)
+        defer { server.stop() }
+        // A file where the session's folder would go: its snapshot cannot be written.
+        let blocker = dir + "/sessions/blocked.session"
+        #expect(FlowDirectory.readFile(blocker) == nil)
+        let fd = open(blocker, O_WRONLY | O_CREAT, 0o644)
+        close(fd)
+        let c = try RawClient(port: server.port)
+        c.upgrade(extra: "Sec-WebSocket-Protocol: navsync.v1\r\n")
+        c.sendJSON(["type": "join", "session": "blocked", "create": true, "id": "j1"])
+        let refused = try #require(c.nextJSON())
+        #expect(refused["type"] == "error" && refused["code"] == "internal" && refused["id"] == "j1", "\(refused)")
+        c.sendJSON(["type": "sessions", "id": "s"])
+        #expect(c.next(type: "sessions")?["sessions"]?.arrayValue?.contains { $0["session"] == "blocked" } == false)
+        // Once the way is clear, the same name can be created.
+        unlink(blocker)
+        c.sendJSON(["type": "join", "session": "blocked", "create": true, "id": "j2"])
+        #expect(c.next(type: "joined")?["rev"] == 0)
+        #expect(Self.command(c, "b1", [["op": "setRoot", "route": "main"]], session: "blocked")?["rev"] == 1)
+    }
 }
+

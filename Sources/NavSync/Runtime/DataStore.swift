@@ -38,15 +38,12 @@ public final class DataStore {
     let logger: Logger
 
     private var gathering: [JournalFiles.Op] = []
-    private var gatheredCreations: Set<String> = []
     private var writer: JournalWriter?
     /// Batches are numbered from 1; the number of the batch being gathered, of the
     /// newest handed to the writer, and of the newest known written.
     private var nextNumber = 1
     private var submittedThrough = 0
     public private(set) var durableThrough = 0
-    /// Sessions created in each batch not yet written: a failure there means they go.
-    private var creations: [Int: Set<String>] = [:]
     /// Sessions on disk or on their way there.
     private var known: Set<String> = []
     /// Each session's flow, to read it back with.
@@ -107,7 +104,6 @@ public final class DataStore {
         switch change {
         case .created(let session):
             gathering.append(.create(session: session.name, snapshot: Self.snapshot(of: session.sequencer, name: session.name)))
-            gatheredCreations.insert(session.name)
             known.insert(session.name)
             sessionFlows[session.name] = session.flow
             sinceSnapshot[session.name] = (0, 0)
@@ -145,21 +141,15 @@ public final class DataStore {
         }
         let number = nextNumber
         nextNumber += 1
-        creations[number] = gatheredCreations
         writer!.enqueue(number, gathering)
         submittedThrough = number
         gathering = []
-        gatheredCreations = []
     }
 
     /// The server is stopping: the writer finishes what is queued, then lets the loop end.
     public func stop() { writer?.close() }
 
     private func completed(_ through: Int, _ outcome: JournalFiles.Outcome) {
-        var created: Set<String> = []
-        for n in (durableThrough + 1)...max(through, durableThrough + 1) {
-            if let c = creations.removeValue(forKey: n) { created.formUnion(c) }
-        }
         durableThrough = through
         batchesWritten += 1
         recordsWritten += outcome.records
@@ -172,8 +162,7 @@ public final class DataStore {
             failedWrites += 1
             // What was gathered since builds on what failed: it goes too.
             gathering.removeAll { $0.session == name }
-            gatheredCreations.remove(name)
-            if created.contains(name) {
+            if outcome.creationFailed.contains(name) {
                 known.remove(name)
                 sinceSnapshot[name] = nil
                 snapshotSize[name] = nil

@@ -37,6 +37,8 @@ final class JournalFiles: @unchecked Sendable {
     struct Outcome {
         /// Sessions whose writes failed, and why; their part of the batch is undone.
         var failed: [String: String] = [:]
+        /// Sessions whose creation failed (they never reached the disk).
+        var creationFailed: Set<String> = []
         /// Sessions read back from disk (`reload`).
         var reloaded: [String: Sequencer] = [:]
         /// Bytes of each snapshot written.
@@ -113,7 +115,10 @@ final class JournalFiles: @unchecked Sendable {
             do throws(IOFailure) {
                 switch op {
                 case .create(_, let snapshot):
-                    try create(s, snapshot: snapshot, out: &out)
+                    do { try create(s, snapshot: snapshot, out: &out) } catch {
+                        out.creationFailed.insert(s)
+                        throw error
+                    }
                 case .append(_, let record):
                     guard let f = files[s] else { throw IOFailure("no journal open for", folder(s), EBADF) }
                     if startLength[s] == nil {
