@@ -102,6 +102,22 @@ struct DurabilityTests {
         #expect(Journal.scan([]) == JournalScan(records: [], offsets: [], validLength: 0, problem: nil))
     }
 
+    @Test func zerosWrittenAheadEndTheJournalCleanly() {
+        let rs = records(3)
+        let bytes = rs.flatMap { $0.encoded() }
+        let ahead = bytes + [UInt8](repeating: 0, count: 4096)
+        #expect(Journal.scan(ahead).records == rs && Journal.scan(ahead).validLength == bytes.count && Journal.scan(ahead).problem == nil)
+        // A record torn inside the zeros is still a torn tail, cut where it starts.
+        let head = rs.dropLast().flatMap { $0.encoded() }
+        let last = rs.last!.encoded()
+        for cut in [1, 8, last.count / 2, last.count - 1] {
+            var torn = head + last.prefix(cut)
+            torn += [UInt8](repeating: 0, count: 4096 - torn.count % 4096)
+            let scan = Journal.scan(torn)
+            #expect(scan.records == Array(rs.dropLast()) && scan.problem == .tornTail(offset: head.count), "cut \(cut)")
+        }
+    }
+
     @Test func tornTailsAtEveryByteOffsetOfTheLastRecordAreCut() {
         let rs = records(4)
         let head = rs.dropLast().flatMap { $0.encoded() }

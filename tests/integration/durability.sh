@@ -76,7 +76,7 @@ for i in 1 2 3; do post "{\"id\":\"f$i\",\"ops\":[{\"op\":\"update\",\"entry\":\
 fill_disk
 first_500=""
 for i in $(seq 4 300); do
-    code="$(post "{\"id\":\"f$i\",\"ops\":[{\"op\":\"update\",\"entry\":\"e1\",\"data\":{\"f\":\"$(printf '%0200d' "$i")\"}}]}")"
+    code="$(post "{\"id\":\"f$i\",\"ops\":[{\"op\":\"update\",\"entry\":\"e1\",\"data\":{\"f\":\"$(printf '%012000d' "$i")\"}}]}")"
     if [ "$code" = 500 ]; then first_500=$i; break; fi
 done
 check "$how: a command is refused with 500 internal once the disk is full" bash -c \

@@ -56,14 +56,19 @@ public struct JournalScan: Sendable, Equatable {
 }
 
 public enum Journal {
-    /// Reads every whole record. A bad record at the end is a torn tail; a bad record
-    /// followed by at least one good one is corruption in the middle.
+    /// Reads every whole record, up to the end or to zeros written ahead. A bad record at
+    /// the end is a torn tail; a bad record followed by at least one good one is
+    /// corruption in the middle.
     public static func scan(_ bytes: [UInt8]) -> JournalScan {
         var records: [JournalRecord] = []
         var offsets: [Int] = []
         var offset = 0
         while offset < bytes.count {
             guard let (record, next) = record(at: offset, in: bytes) else {
+                // Zeros written ahead of the records (journals grow in zeroed chunks).
+                if bytes[offset...].allSatisfy({ $0 == 0 }) {
+                    return JournalScan(records: records, offsets: offsets, validLength: offset, problem: nil)
+                }
                 // Is there a good record anywhere after this one? Then this is corruption.
                 let resumes = (offset + 1..<bytes.count).contains { record(at: $0, in: bytes) != nil }
                 return JournalScan(records: records, offsets: offsets, validLength: offset,

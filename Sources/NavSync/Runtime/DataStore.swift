@@ -133,6 +133,7 @@ public final class DataStore {
     /// before the loop sleeps: one batch per iteration, merged by the writer with the
     /// others that queued while it synced (group commit).
     public func submit(on loop: UnsafeMutablePointer<uv_loop_t>) {
+        writer?.deliver()
         guard !gathering.isEmpty else { return }
         if writer == nil {
             writer = JournalWriter(files: files, loop: loop) { [unowned self] results in
@@ -264,7 +265,7 @@ public final class DataStore {
         }
         // Files an interrupted compaction left behind.
         for (entry, rev) in revisionFiles where rev < snapRev { unlink(dir + "/" + entry) }
-        files.files[name] = JournalFiles.SessionFile(segment: snapRev, fd: fd, length: keep)
+        files.files[name] = JournalFiles.SessionFile(segment: snapRev, fd: fd, length: keep, allocated: keep)
         let sequencer = loaded.sequencer
         known.insert(name)
         sessionFlows[name] = sequencer.document.flow

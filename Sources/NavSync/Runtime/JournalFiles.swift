@@ -31,8 +31,19 @@ final class JournalFiles: @unchecked Sendable {
     struct SessionFile {
         var segment: Int
         var fd: Int32
+        /// Bytes of records.
         var length: Int
+        /// Bytes the file holds: records, then zeros written ahead (see `reserve`).
+        var allocated: Int
+        /// After a reserve failed (a full disk): the length before trying again.
+        var reserveRetryAt = 0
     }
+
+    /// Journals grow by this much of zeros at a time. Appending into blocks that are
+    /// already written leaves the file's size and extents alone, so a sync flushes the
+    /// data only, without a filesystem journal commit (what databases do with their
+    /// write-ahead logs). A scan ends at the zeros.
+    static let reserveChunk = 1 << 20
 
     struct Outcome {
         /// Sessions whose writes failed, and why; their part of the batch is undone.
@@ -95,11 +106,13 @@ final class JournalFiles: @unchecked Sendable {
             if let f = files[session], let start = startLength[session] {
                 _ = ftruncate(f.fd, off_t(start))
                 files[session]!.length = start
+                files[session]!.allocated = start
             }
         }
         /// Writes what is buffered for the session at the end of its journal.
         func flush(_ s: String) throws(IOFailure) {
             guard let bytes = buffered.removeValue(forKey: s), let f = files[s] else { return }
+            reserve(s, bytes.count)
             try Self.writeAll(f.fd, bytes, at: f.length, path: journalPath(s, f))
             files[s]!.length += bytes.count
         }
@@ -128,6 +141,7 @@ final class JournalFiles: @unchecked Sendable {
                     out.records += 1
                     out.bytes += record.count
                     if mode == .always {
+                        reserve(s, record.count)
                         try Self.writeAll(f.fd, record, at: f.length, path: journalPath(s, f))
                         files[s]!.length += record.count
                         try sync(f.fd, journalPath(s, f), &out)
@@ -170,6 +184,24 @@ final class JournalFiles: @unchecked Sendable {
         return out
     }
 
+    /// Makes room for `count` more bytes of records: zeros written ahead, synced once.
+    /// Best effort: on a disk too full for a chunk the records are appended as they
+    /// come (and fail only when they themselves do not fit); the next try waits a chunk.
+    private func reserve(_ s: String, _ count: Int) {
+        guard let f = files[s], f.length + count > f.allocated, f.length >= f.reserveRetryAt else { return }
+        let from = max(f.allocated, f.length)
+        let target = (f.length + count + Self.reserveChunk - 1) / Self.reserveChunk * Self.reserveChunk
+        do {
+            try Self.writeAll(f.fd, [UInt8](repeating: 0, count: target - from), at: from, path: journalPath(s, f))
+            if mode != .off && fsync(f.fd) != 0 { throw IOFailure("fsync", journalPath(s, f)) }
+            files[s]!.allocated = target
+        } catch {
+            _ = ftruncate(f.fd, off_t(f.length))
+            files[s]!.allocated = f.length
+            files[s]!.reserveRetryAt = f.length + Self.reserveChunk
+        }
+    }
+
     private func sync(_ fd: Int32, _ path: String, _ out: inout Outcome) throws(IOFailure) {
         guard mode != .off else { return }
         out.syncs += 1
@@ -190,7 +222,7 @@ final class JournalFiles: @unchecked Sendable {
             }
         }
         if let old = files[s] { close(old.fd) }
-        files[s] = SessionFile(segment: 0, fd: fd, length: 0)
+        files[s] = SessionFile(segment: 0, fd: fd, length: 0, allocated: 0)
         out.bytes += snapshot.count
     }
 
@@ -209,7 +241,7 @@ final class JournalFiles: @unchecked Sendable {
                 throw IOFailure("fsync", dir)
             }
             close(old.fd)
-            files[s] = SessionFile(segment: rev, fd: fd, length: 0)
+            files[s] = SessionFile(segment: rev, fd: fd, length: 0, allocated: 0)
         }
         var removed = 0
         for (name, r) in Self.revisionFiles(in: dir) where r < rev {

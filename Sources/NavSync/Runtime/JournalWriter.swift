@@ -86,8 +86,10 @@ final class JournalWriter: @unchecked Sendable {
         outstanding += 1
     }
 
-    /// Loop thread, from the async handle: the outcomes written since the last call.
-    private func deliver() {
+    /// Loop thread, from the async handle, and before the loop sleeps (so an outcome
+    /// that arrived while the loop was busy goes out in this iteration's flush, not
+    /// the next one's): the outcomes written since the last call.
+    func deliver() {
         uv_mutex_lock(lock)
         let ready = results
         results = []
