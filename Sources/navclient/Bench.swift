@@ -29,7 +29,7 @@ struct Bench {
     setRoot main, then push and pop of a detail screen, alternating (each one revision
     and one patch).
 
-      --clients N        members, spread over the sessions (default 100)
+      --clients N        members, spread over the sessions (default 100; 0: writers only)
       --sessions N       sessions (default 1)
       --publishers N     publishers per session, each on its own connection (default 1)
       --in-flight K      commands each publisher keeps unanswered (default 64)
@@ -204,7 +204,30 @@ struct Bench {
             members.append(m)
             m.connect()
         }
-        if clients == 0 { startPublishers() }
+        if clients == 0 {
+            // Without members, one short connection per session creates it (joins and
+            // leaves), then the publishers start: a pure write load.
+            var created = 0
+            var creators: [WebSocketClient] = []
+            for session in sessionNames {
+                let c = WebSocketClient(loop: loop, url: url)
+                c.onOpen = { c.send(text: Array(#"{"type":"join","session":"\#(session)","create":true}"#.utf8)) }
+                c.onText = { bytes in
+                    guard let m = try? JSON.parse(bytes), m["type"] == "joined" || m["type"] == "error" else { return }
+                    if m["type"] == "error", failure == nil { failure = "join refused: \(m["message"]?.stringValue ?? "")"; loop.stop() }
+                    c.send(text: Array(#"{"type":"leave","session":"\#(session)"}"#.utf8))
+                    c.close()
+                    created += 1
+                    if created == sessionNames.count { startPublishers() }
+                }
+                c.onClose = { _, reason in
+                    if started == 0 && failure == nil && created < sessionNames.count { failure = reason; loop.stop() }
+                }
+                creators.append(c)
+                c.connect()
+            }
+            members = creators
+        }
 
         var lastDeliveries = 0
         loop.every(1000) {
