@@ -100,16 +100,8 @@ extension Bench {
     /// The id of an ack (`{"type":"ack","id":N,...}`, as the server writes it), or nil.
     static func ackID(_ bytes: [UInt8]) -> Int64? {
         bytes.withUnsafeBufferPointer { b -> Int64? in
-            guard startsWith(b, ackPrefix) else { return nil }
-            var j = ackPrefix.count
-            var value: Int64 = 0
-            var digits = 0
-            while j < b.count, b[j] >= 48, b[j] <= 57 {
-                value = value &* 10 &+ Int64(b[j] - 48)
-                j += 1
-                digits += 1
-            }
-            return digits > 0 && j < b.count && b[j] == 44 ? value : nil
+            guard startsWith(b, ackPrefix), let (value, end) = digits(in: b, at: ackPrefix.count), end < b.count, b[end] == 44 else { return nil }
+            return value
         }
     }
 

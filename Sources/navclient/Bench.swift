@@ -284,16 +284,19 @@ struct Bench {
                 i = k + 1
             }
             guard let at else { return -1 }
-            var j = at + cmdKey.count
-            var value: Int64 = 0
-            var digits = 0
-            while j < b.count, b[j] >= 48, b[j] <= 57 {
-                value = value &* 10 &+ Int64(b[j] - 48)
-                j += 1
-                digits += 1
-            }
-            return digits > 0 ? value : -1
+            return digits(in: b, at: at + cmdKey.count)?.value ?? -1
         }
+    }
+
+    /// The unsigned decimal number starting at `start`, and where it ends.
+    static func digits(in b: UnsafeBufferPointer<UInt8>, at start: Int) -> (value: Int64, end: Int)? {
+        var j = start
+        var value: Int64 = 0
+        while j < b.count, b[j] >= 48, b[j] <= 57 {
+            value = value &* 10 &+ Int64(b[j] - 48)
+            j += 1
+        }
+        return j > start ? (value, j) : nil
     }
 
     /// Presence floods every member at join time; members skip it unparsed.

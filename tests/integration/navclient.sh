@@ -33,6 +33,7 @@ kill $watcher; wait $watcher 2>/dev/null || true
 check "watch --json prints each message as a JSON line" bash -c "head -1 '$OUT/watch.jsonl' | grep -q '\"type\":\"welcome\"' && grep -q '\"type\":\"patch\".*watched' '$OUT/watch.jsonl'"
 
 check "bench: N members in M sessions, a count of commands, JSON figures" bash -c "'$NC' bench '$WS_URL' --clients 6 --sessions 2 --commands 300 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"deliveries\"]==1800 and r[\"errors\"]==0 and r[\"commands\"]==600, r'"
+check "bench: writers only (--clients 0), 3 publishers per session, every command acked" bash -c "'$NC' bench '$WS_URL' --clients 0 --sessions 2 --publishers 3 --commands 100 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"commands\"]==600 and r[\"errors\"]==0 and r[\"deliveries\"]==0 and r[\"publishers\"]==3, r'"
 
 # --- the interactive client in tmux
 tmux kill-session -t nc 2>/dev/null || true
