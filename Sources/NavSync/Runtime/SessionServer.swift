@@ -37,7 +37,7 @@ public final class SessionServer: ServerApplication {
         // Sessions made before the store was attached (the demo session) are recorded now.
         for name in hub.sessions.keys.sorted() where !store.knows(name) { store.record(.created(hub.sessions[name]!)) }
         hub.onChange = { [unowned store] in store.record($0) }
-        store.onDurable = { [unowned self] in self.durable(batch: $0, events: $1) }
+        store.onDurable = { [unowned self] _, events in self.durable(events) }
     }
 
     // MARK: Durability
@@ -52,10 +52,10 @@ public final class SessionServer: ServerApplication {
     /// Sessions being read back from disk after a failed write, and why they failed.
     private var reloading: [String: String] = [:]
 
-    /// A journal batch is on disk: what waited for it goes out. A session whose write
+    /// Journal batches are on disk: what waited for them goes out. A session whose write
     /// failed is read back from disk (its commands are refused meanwhile); then its held
     /// acks past the durable revision become errors and the rest goes out.
-    private func durable(batch: Int, events: [DataStore.Event]) {
+    private func durable(_ events: [DataStore.Event]) {
         guard let server else { return }
         for event in events {
             switch event {
