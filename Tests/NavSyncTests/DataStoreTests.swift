@@ -265,5 +265,41 @@ struct DataStoreTests {
         #expect(c.next(type: "joined")?["rev"] == 0)
         #expect(Self.command(c, "b1", [["op": "setRoot", "route": "main"]], session: "blocked")?["rev"] == 1)
     }
+
+    /// The writer's side of a failed write: what was built on it is skipped until the
+    /// reload, which reads the session back as on disk; a session that cannot be read
+    /// back is reported as such.
+    @Test func aFailedWriteIsCutSkippedUntilReloadAndReadBack() throws {
+        let dir = Self.directory()
+        defer { Self.remove(dir) }
+        let files = JournalFiles(root: dir, mode: .batch)
+        let session = "s"
+        let record = { (rev: Int) in
+            JournalRecord(rev: rev, client: "a", command: Command(id: .int(Int64(rev)), ops: [["op": "update", "entry": "e1", "data": ["n": .int(Int64(rev))]]])).encoded()
+        }
+        let reload = JournalFiles.Op.reload(session: session, flow: .demo, configuration: HubConfiguration())
+        #expect(files.run([.create(session: session, snapshot: DataStore.snapshot(of: Sequencer(flow: .demo, epoch: "e"), name: session)),
+                           .append(session: session, record: record(1))]).failed.isEmpty)
+
+        // The journal now writes to /dev/full: the batch fails and is cut back.
+        let fd = files.files[session]!.fd
+        let saved = dup(fd), full = open("/dev/full", O_WRONLY)
+        dup2(full, fd)
+        let failed = files.run([.append(session: session, record: record(2)), .append(session: session, record: record(3))])
+        #expect(failed.failed[session]?.contains("No space left on device") == true)
+        dup2(saved, fd)
+        close(saved); close(full)
+        #expect(files.files[session]!.length == record(1).count)
+        // Records made on top of what failed are skipped, not written, until the reload.
+        let skipped = files.run([.append(session: session, record: record(2))])
+        #expect(skipped.failed.isEmpty && skipped.records == 0 && files.files[session]!.length == record(1).count)
+        let back = files.run([reload, .append(session: session, record: record(2))])
+        #expect(back.reloaded[session]?.rev == 1 && back.failed.isEmpty && back.records == 1)
+
+        // A session whose files are gone cannot be read back: reported, not reloaded.
+        unlink(dir + "/s.session/snapshot-0.json")
+        let lost = files.run([reload])
+        #expect(lost.reloadFailed == [session] && lost.reloaded.isEmpty && lost.failed[session]?.contains("reading it back failed") == true)
+    }
 }
 

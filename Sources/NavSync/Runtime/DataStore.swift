@@ -39,14 +39,11 @@ public final class DataStore {
 
     private var gathering: [JournalFiles.Op] = []
     private var writer: JournalWriter?
-    /// Batches are numbered from 1; the number of the batch being gathered, of the
-    /// newest handed to the writer, and of the newest known written.
+    /// Batches are numbered from 1 as they are handed to the writer: the number the
+    /// batch being gathered will get, and the newest known written.
     private var nextNumber = 1
-    private var submittedThrough = 0
     public private(set) var durableThrough = 0
-    /// Sessions on disk or on their way there.
-    private var known: Set<String> = []
-    /// Each session's flow, to read it back with.
+    /// Each session on disk or on its way there, with its flow (to read it back with).
     private var sessionFlows: [String: Flow] = [:]
     private let configuration: HubConfiguration
     /// Records and bytes journaled since each session's snapshot, and its size: a new
@@ -79,7 +76,7 @@ public final class DataStore {
     public var onDurable: ((_ batch: Int, _ events: [Event]) -> Void)?
 
     /// The batch new output must wait for, or nil when everything is on disk.
-    public var outstanding: Int? { !gathering.isEmpty ? nextNumber : submittedThrough > durableThrough ? submittedThrough : nil }
+    public var outstanding: Int? { !gathering.isEmpty ? nextNumber : nextNumber - 1 > durableThrough ? nextNumber - 1 : nil }
 
     private init(path: String, sync: Sync, snapshotEvery: Int, lockFD: Int32, configuration: HubConfiguration, logger: Logger) {
         self.path = path
@@ -94,7 +91,7 @@ public final class DataStore {
     deinit { close(lockFD) }
 
     /// Whether the store holds this session (restored or created through it).
-    public func knows(_ session: String) -> Bool { known.contains(session) }
+    public func knows(_ session: String) -> Bool { sessionFlows[session] != nil }
 
     // MARK: Recording
 
@@ -104,7 +101,6 @@ public final class DataStore {
         switch change {
         case .created(let session):
             gathering.append(.create(session: session.name, snapshot: Self.snapshot(of: session.sequencer, name: session.name)))
-            known.insert(session.name)
             sessionFlows[session.name] = session.flow
             sinceSnapshot[session.name] = (0, 0)
         case .applied(let name, let record, let sequencer):
@@ -143,7 +139,6 @@ public final class DataStore {
         let number = nextNumber
         nextNumber += 1
         writer!.enqueue(number, gathering)
-        submittedThrough = number
         gathering = []
     }
 
@@ -164,11 +159,11 @@ public final class DataStore {
             // What was gathered since builds on what failed: it goes too.
             gathering.removeAll { $0.session == name }
             if outcome.creationFailed.contains(name) {
-                known.remove(name)
+                sessionFlows[name] = nil
                 sinceSnapshot[name] = nil
                 snapshotSize[name] = nil
                 events.append(.gone(session: name, reason: reason))
-            } else if reason.hasPrefix("reload ") {
+            } else if outcome.reloadFailed.contains(name) {
                 events.append(.lost(session: name, reason: reason))
             } else {
                 gathering.insert(.reload(session: name, flow: sessionFlows[name]!, configuration: configuration), at: 0)
@@ -267,7 +262,6 @@ public final class DataStore {
         for (entry, rev) in revisionFiles where rev < snapRev { unlink(dir + "/" + entry) }
         files.files[name] = JournalFiles.SessionFile(segment: snapRev, fd: fd, length: keep, allocated: keep)
         let sequencer = loaded.sequencer
-        known.insert(name)
         sessionFlows[name] = sequencer.document.flow
         sinceSnapshot[name] = (loaded.replayed, keep)
         var info = stat()

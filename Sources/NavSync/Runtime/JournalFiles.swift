@@ -50,6 +50,8 @@ final class JournalFiles: @unchecked Sendable {
         var failed: [String: String] = [:]
         /// Sessions whose creation failed (they never reached the disk).
         var creationFailed: Set<String> = []
+        /// Sessions that could not be read back (`reload`).
+        var reloadFailed: Set<String> = []
         /// Sessions read back from disk (`reload`).
         var reloaded: [String: Sequencer] = [:]
         /// Bytes of each snapshot written.
@@ -166,7 +168,8 @@ final class JournalFiles: @unchecked Sendable {
                         out.reloaded[s] = try Self.load(folder(s), segment: f.segment, flow: { _ in flow }, configuration: configuration,
                                                         journalLimit: f.length).sequencer
                     } catch {
-                        throw IOFailure(message: "reload \(error)")
+                        out.reloadFailed.insert(s)
+                        throw IOFailure(message: "reading it back failed: \(error)")
                     }
                 }
             } catch {
