@@ -101,6 +101,33 @@ struct AccessTests {
         }
     }
 
+    /// Regression: a controller's `reset` was refused, but a link that expands to one ran.
+    @Test func adminOperationsAreCheckedAfterLinksExpand() throws {
+        let wiper = try Flow.load(bytes: Array(#"""
+            {"name": "wiper", "root": "Main",
+             "coordinators": {"Main": {"kind": "stack", "initial": "home", "routes": {"home": {}, "page": {}}}},
+             "links": {"/wipe": [{"op": "push", "route": "page"}, {"op": "reset"}], "/page": [{"op": "push", "route": "page"}]}}
+            """#.utf8), file: "wiper.json")
+        var seq = Sequencer(flow: wiper, epoch: "e")
+        let refused = Hub.Role.controller.refusedOperations
+        guard case .applied = seq.submit(["id": 1, "ops": [["op": "push", "route": "page"]]], client: "c", refused: refused) else {
+            Issue.record("push refused"); return
+        }
+        let before = seq.state
+        guard case .failed(let e) = seq.submit(["id": 2, "ops": [["op": "open", "url": "/wipe"]]], client: "c", refused: refused) else {
+            Issue.record("a controller's link ran reset"); return
+        }
+        #expect(e.code == .forbidden && e.op == 0 && e.message.contains("reset") && e.message.contains("/wipe"))
+        #expect(seq.state == before && seq.rev == 1)
+        guard case .applied = seq.submit(["id": 3, "ops": [["op": "open", "url": "/page"]]], client: "c", refused: refused) else {
+            Issue.record("a harmless link was refused"); return
+        }
+        guard case .applied = seq.submit(["id": 4, "ops": [["op": "open", "url": "/wipe"]]], client: "admin",
+                                          refused: Hub.Role.admin.refusedOperations) else {
+            Issue.record("admin's link was refused"); return
+        }
+    }
+
     @Test func refusalsSayWhatIsMissing() throws {
         let h = try hub()
         h.connect(1, now: 0)

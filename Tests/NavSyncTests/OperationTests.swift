@@ -233,6 +233,18 @@ struct OperationTests {
         h.fails(.unknownRoute, ["op": "setTabs", "routes": ["home", "nowhere"]])
     }
 
+    /// Regression: a kept tab's params were not checked, so undeclared params passed.
+    @Test func setTabsChecksParamsOfKeptTabs() {
+        var h = Harness.onMain()
+        h.ok(["op": "select", "route": "search"])
+        h.ok(["op": "open", "url": "/product/1"])
+        let before = h.json
+        h.fails(.badParams, ["op": "setTabs", "routes": [["route": "search", "params": ["bogus": 1]], "home", "profile"]])
+        h.fails(.badParams, ["op": "setTabs", "routes": ["home", ["route": "cart", "params": ["id": "x"]]]])
+        #expect(h.json == before)
+        #expect(h.ok(["op": "setTabs", "routes": ["search", "home", "profile"]]) == [.applied])
+    }
+
     @Test func appendInsertRemoveTabs() {
         var h = Harness.onMain()
         h.ok(["op": "appendTab", "route": "search", "hints": ["transition": "none"]])

@@ -13,10 +13,14 @@ public struct CommandContext: Sendable {
     public internal(set) var changed: Set<CoordinatorKey> = []
     /// Whether a `reset` applied: everything changes at this revision.
     public internal(set) var didReset = false
+    /// Operations the sender may not run, with why (DESIGN.md section 10). Checked on
+    /// every operation that runs, including those a deep link expands to.
+    public let refused: [OpName: String]
 
-    public init(conflicts: ConflictGuard?, firstID: Int) {
+    public init(conflicts: ConflictGuard?, firstID: Int, refused: [OpName: String] = [:]) {
         self.conflicts = conflicts
         self.firstID = firstID
+        self.refused = refused
     }
 }
 
@@ -69,6 +73,7 @@ extension NavDocument {
     /// caller throws this copy away (commands are atomic).
     public mutating func apply(_ op: Operation, _ ctx: inout CommandContext) throws(NavError) -> OpResult {
         let name = op.action.name
+        if let why = ctx.refused[name] { throw NavError(.forbidden, why) }
         let at = name.isSessionWide ? AtTarget.none : resolveAt(op.at)
         var entry: EntryTarget?
         if let named = op.action.namedEntry { entry = resolveEntry(named) }

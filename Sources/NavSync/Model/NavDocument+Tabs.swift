@@ -35,16 +35,18 @@ extension NavDocument {
             }
             // An existing tab of the same route is kept, first unused one in order, with
             // its params, hints, data and coordinator; the rest are new.
+            // Params are checked for every item, kept or not: a kept tab ignores them, but
+            // params its route does not declare are an error wherever they are sent.
             var unused = owner.entries
             var tabs: [Entry] = []
             for (i, item) in items.enumerated() {
-                if let k = unused.firstIndex(where: { $0.route == item.route }) {
-                    tabs.append(unused.remove(at: k))
-                    continue
-                }
                 let params: JSONObject
                 do throws(NavError) { params = try self.params(item, of: p) } catch {
                     throw NavError(error.code, "routes[\(i)]: \(error.message)")
+                }
+                if let k = unused.firstIndex(where: { $0.route == item.route }) {
+                    tabs.append(unused.remove(at: k))
+                    continue
                 }
                 tabs.append(makeEntry(item.route, of: owner.type, params: params, presentation: nil, hints: item.hints))
             }

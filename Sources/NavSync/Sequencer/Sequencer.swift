@@ -44,24 +44,27 @@ public struct Sequencer: Sendable {
     }
 
     /// Decodes a command object and submits it.
-    public mutating func submit(_ object: JSONObject, client: String) -> Outcome {
-        submitDecoding(object, client: client).outcome
+    public mutating func submit(_ object: JSONObject, client: String, refused: [OpName: String] = [:]) -> Outcome {
+        submitDecoding(object, client: client, refused: refused).outcome
     }
 
     /// The same, also giving the decoded command (what the journal records).
-    public mutating func submitDecoding(_ object: JSONObject, client: String) -> (outcome: Outcome, command: Command?) {
+    public mutating func submitDecoding(_ object: JSONObject, client: String,
+                                        refused: [OpName: String] = [:]) -> (outcome: Outcome, command: Command?) {
         if let id = try? CommandID(field: object["id"]), let ack = idempotency.ack(client: client, id: id) {
             return (.duplicate(ack), nil)
         }
         do throws(NavError) {
             let command = try Command(json: object)
-            return (submit(command, client: client), command)
+            return (submit(command, client: client, refused: refused), command)
         } catch {
             return (.failed(error), nil)
         }
     }
 
-    public mutating func submit(_ command: Command, client: String) -> Outcome {
+    /// `refused`: operations the sender may not run, with why; one of them anywhere in
+    /// the command, or in a link it opens, fails it with `forbidden`.
+    public mutating func submit(_ command: Command, client: String, refused: [OpName: String] = [:]) -> Outcome {
         if let ack = idempotency.ack(client: client, id: command.id) { return .duplicate(ack) }
         let limits = document.limits
         guard !command.ops.isEmpty else { return .failed(NavError(.badRequest, "'ops' is empty")) }
@@ -78,7 +81,7 @@ public struct Sequencer: Sendable {
         }
 
         var working = document
-        var ctx = CommandContext(conflicts: guardRev, firstID: working.nextID)
+        var ctx = CommandContext(conflicts: guardRev, firstID: working.nextID, refused: refused)
         var results: [OpResult] = []
         results.reserveCapacity(command.ops.count)
         for (index, json) in command.ops.enumerated() {

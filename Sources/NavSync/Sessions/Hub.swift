@@ -22,6 +22,12 @@ public final class Hub {
             let order: [Role] = [.viewer, .controller, .admin]
             return order.firstIndex(of: a)! < order.firstIndex(of: b)!
         }
+
+        /// The operations this role may not run, with why. The sequencer checks them on
+        /// the decoded operations that actually run, links expanded, never on raw JSON.
+        public var refusedOperations: [OpName: String] {
+            self == .admin ? [:] : [.reset: "role \(rawValue) may not reset a session: that needs admin"]
+        }
     }
 
     struct Peer {
@@ -309,11 +315,8 @@ public final class Hub {
         }
         guard sessions[name] != nil else { return fail(NavError(.unknownSession, "no session '\(name)'")) }
         if let e = frozen[name] { return fail(e) }
-        if role < .admin, let ops = object["ops"]?.arrayValue, ops.contains(where: { $0["op"] == "reset" }) {
-            return fail(NavError(.forbidden, "role \(role.rawValue) may not reset a session: that needs admin"))
-        }
         let started = clock()
-        let (outcome, command) = sessions[name]!.sequencer.submitDecoding(object, client: client)
+        let (outcome, command) = sessions[name]!.sequencer.submitDecoding(object, client: client, refused: role.refusedOperations)
         applyLatency.record(nanoseconds: clock() &- started)
         switch outcome {
         case .applied(let ack, let patch):
