@@ -80,6 +80,28 @@ struct LoopbackTests {
         }
     }
 
+    /// Regression (Autobahn 3.2, 3.3, 4.1.3, 4.1.4, 4.2.3-4.2.5, 5.15 were NON-STRICT): a
+    /// valid message and a broken frame in one TCP segment; the echo of the valid one
+    /// must go out before the close frame.
+    @Test func outputOfValidFramesGoesOutBeforeTheFailure() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let m: (UInt8, UInt8, UInt8, UInt8) = (9, 8, 7, 6)
+        let broken: [(String, [UInt8])] = [
+            ("reserved bit", [0xC1, 0x80, 1, 2, 3, 4]),
+            ("reserved opcode", [0x83, 0x80, 1, 2, 3, 4]),
+            ("stray continuation", WebSocketEncoder.frame(.continuation, [97], mask: m)),
+        ]
+        for (name, bytes) in broken {
+            let c = try RawClient(port: server.port)
+            c.upgrade()
+            c.send(WebSocketEncoder.frame(.text, Array("before \(name)".utf8), mask: m) + WebSocketEncoder.frame(.ping, [1], mask: m) + bytes)
+            #expect(c.next() == .text(Array("before \(name)".utf8)), "\(name)")
+            #expect(c.next() == .pong([1]), "\(name)")
+            #expect(c.closeCode() == .some(1002), "\(name)")
+        }
+    }
+
     /// Regression: failing a connection while the peer is still sending used to close
     /// the socket with unread input, and the RST could destroy the close frame.
     @Test func thePeerReadsOurCloseFrameEvenWhileItKeepsSending() throws {

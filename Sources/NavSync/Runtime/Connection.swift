@@ -54,8 +54,13 @@ public final class Connection {
         machine = ConnectionMachine(limits: server.configuration.connection, now: now)
     }
 
-    /// Whether the WebSocket is open and not closing: messages may be sent.
-    public var isOpen: Bool { machine.isOpen && closeReason == nil }
+    /// Whether messages may be sent: the WebSocket opened and no close frame is queued.
+    /// Not the machine's state: when one read holds a valid message and then a protocol
+    /// error, the machine is already closed while the message is handled, and what the
+    /// application answers must still go out before the close frame (RFC 6455 section
+    /// 7.1.7 fails the connection after what was sent before).
+    public var isOpen: Bool { acceptsMessages && closeReason == nil }
+    private var acceptsMessages = false
 
     /// Output bytes queued or in flight.
     public var queuedBytes: Int { pendingBytes + inFlightBytes }
@@ -84,6 +89,7 @@ public final class Connection {
 
     /// Starts the WebSocket close handshake (or ends an HTTP connection).
     public func close(code: UInt16, reason: String) {
+        acceptsMessages = false
         perform(machine.close(code: code, reason: reason, now: server.now))
     }
 
@@ -177,6 +183,7 @@ public final class Connection {
                 let refusal = server.application.admit(request, on: self)
                 perform(machine.admit(request, refusal: refusal, now: server.now))
             case .opened(let request, let subprotocol):
+                acceptsMessages = true
                 server.logger.info("#\(id) \(peer) websocket open \(redactedTarget(request.target))\(subprotocol.map { " (\($0))" } ?? "")")
                 server.application.opened(self, request: request, subprotocol: subprotocol)
             case .text(let bytes):
@@ -184,6 +191,7 @@ public final class Connection {
             case .binary(let bytes):
                 if isOpen { server.application.received(binary: bytes, from: self) }
             case .closeSocket(let reason):
+                acceptsMessages = false
                 drop(reason)
             }
         }
