@@ -37,7 +37,7 @@ struct ProcessStats {
     let rssKiB: Int
 
     static func read(_ pid: Int32?) -> ProcessStats? {
-        guard let pid, let stat = FlowDirectory.readFile("/proc/\(pid)/stat"), let status = FlowDirectory.readFile("/proc/\(pid)/status") else { return nil }
+        guard let pid, let stat = FileSystem.read("/proc/\(pid)/stat"), let status = FileSystem.read("/proc/\(pid)/status") else { return nil }
         // Fields after the ")" of the command name: utime is 14th, stime 15th overall.
         let text = String(decoding: stat, as: UTF8.self)
         guard let close = text.lastIndex(of: ")") else { return nil }

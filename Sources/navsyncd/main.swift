@@ -62,9 +62,8 @@ let application: ServerApplication
 if options.wsEcho {
     application = EchoApplication()
 } else {
-    let hub = Hub(configuration: options.hub, flows: flows, policy: policy, newClientID: { "c" + RandomIDs.hex(6) },
-                  newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds)
-    for session in restored { hub.install(session) }
+    let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, journaled: store != nil,
+                  newClientID: { "c" + RandomIDs.hex(6) }, newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds)
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
                                 allowedOrigins: options.allowedOrigins.isEmpty ? nil : options.allowedOrigins, authFile: options.authFile,
                                 store: store)

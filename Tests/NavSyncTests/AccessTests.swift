@@ -51,8 +51,9 @@ struct AccessTests {
 
     func hub() throws -> Hub {
         var n = 0
-        let h = Hub(configuration: HubConfiguration(), flows: [], policy: try Self.policy(), newClientID: { n += 1; return "c\(n)" },
+        var h = Hub(configuration: HubConfiguration(), flows: [], policy: try Self.policy(), newClientID: { n += 1; return "c\(n)" },
                     newEpoch: { "ep" }, clock: { 0 })
+        _ = h.handle(.started, now: 0)
         _ = try? h.createSession("lab-1", flow: "shop")
         _ = try? h.createSession("prod", flow: "shop")
         return h
@@ -60,9 +61,9 @@ struct AccessTests {
 
     func bytes(_ m: JSON) -> [UInt8] { m.encoded() }
 
-    func codes(_ h: Hub, _ c: Int, _ m: JSON) -> String? {
-        for d in h.handle(text: m.encoded(), from: c, now: 0) {
-            if case .reply(let to, let msg, _) = d, to == c {
+    func codes(_ h: inout Hub, _ c: Int, _ m: JSON) -> String? {
+        for d in h.handle(.text(c, m.encoded()), now: 0) {
+            if case .send(let to, let msg, _) = d, to == c {
                 let j = msg.json()
                 return j["type"] == "error" ? "error:" + (j["code"]?.stringValue ?? "") : j["type"]?.stringValue
             }
@@ -92,11 +93,11 @@ struct AccessTests {
                               "sessions": "sessions", "command": "ack", "reset": "ack"],
         ]
         for (token, table) in expected {
-            let h = try hub()
-            h.connect(1, now: 0)
-            if token != "none" { #expect(codes(h, 1, ["type": "hello", "token": .string(token)]) == "welcome") }
+            var h = try hub()
+            _ = h.handle(.connected(1, grant: nil), now: 0)
+            if token != "none" { #expect(codes(&h, 1, ["type": "hello", "token": .string(token)]) == "welcome") }
             for (name, message) in messages {
-                #expect(codes(h, 1, message) == table[name], "\(token) \(name)")
+                #expect(codes(&h, 1, message) == table[name], "\(token) \(name)")
             }
         }
     }
@@ -129,38 +130,38 @@ struct AccessTests {
     }
 
     @Test func refusalsSayWhatIsMissing() throws {
-        let h = try hub()
-        h.connect(1, now: 0)
-        let none = h.handle(text: bytes(["type": "get", "session": "demo"]), from: 1, now: 0)
-        #expect(none.first.map { if case .reply(_, .error(let e), _) = $0 { e.message } else { "" } }?.contains("no token") == true)
-        h.connect(9, now: 0)
-        #expect(codes(h, 9, ["type": "hello", "token": "wrong-token-x"]) == "error:forbidden")
-        #expect(codes(h, 9, ["type": "get", "session": "demo"]) == "error:forbidden")   // still no token
-        h.connect(2, now: 0, grant: try Self.policy().grant(for: "viewer-token-3"))
-        let viewer = h.handle(text: bytes(["type": "command", "session": "demo", "id": 1, "ops": [["op": "pop"]]]), from: 2, now: 0)
-        #expect(viewer.first.map { if case .reply(_, .error(let e), _) = $0 { e.message } else { "" } } == "role viewer may not send commands: that needs controller or admin")
+        var h = try hub()
+        _ = h.handle(.connected(1, grant: nil), now: 0)
+        let none = h.handle(.text(1, bytes(["type": "get", "session": "demo"])), now: 0)
+        #expect(none.first.map { if case .send(_, .error(let e), _) = $0 { e.message } else { "" } }?.contains("no token") == true)
+        _ = h.handle(.connected(9, grant: nil), now: 0)
+        #expect(codes(&h, 9, ["type": "hello", "token": "wrong-token-x"]) == "error:forbidden")
+        #expect(codes(&h, 9, ["type": "get", "session": "demo"]) == "error:forbidden")   // still no token
+        _ = h.handle(.connected(2, grant: try Self.policy().grant(for: "viewer-token-3")), now: 0)
+        let viewer = h.handle(.text(2, bytes(["type": "command", "session": "demo", "id": 1, "ops": [["op": "pop"]]])), now: 0)
+        #expect(viewer.first.map { if case .send(_, .error(let e), _) = $0 { e.message } else { "" } } == "role viewer may not send commands: that needs controller or admin")
     }
 
     @Test func sessionPatternsLimitATokenAndTheList() throws {
-        let h = try hub()
-        h.connect(1, now: 0, grant: try Self.policy().grant(for: "controller-2"))
-        #expect(codes(h, 1, ["type": "join", "session": "lab-1"]) == "joined")
-        #expect(codes(h, 1, ["type": "join", "session": "prod"]) == "error:forbidden")
-        #expect(codes(h, 1, ["type": "command", "session": "prod", "id": 1, "ops": [["op": "dismiss"]]]) == "error:forbidden")
-        let list = h.handle(text: bytes(["type": "sessions"]), from: 1, now: 0)
-        guard case .reply(_, .sessions(let summaries), _)? = list.first else { Issue.record(); return }
+        var h = try hub()
+        _ = h.handle(.connected(1, grant: try Self.policy().grant(for: "controller-2")), now: 0)
+        #expect(codes(&h, 1, ["type": "join", "session": "lab-1"]) == "joined")
+        #expect(codes(&h, 1, ["type": "join", "session": "prod"]) == "error:forbidden")
+        #expect(codes(&h, 1, ["type": "command", "session": "prod", "id": 1, "ops": [["op": "dismiss"]]]) == "error:forbidden")
+        let list = h.handle(.text(1, bytes(["type": "sessions"])), now: 0)
+        guard case .send(_, .sessions(let summaries), _)? = list.first else { Issue.record(); return }
         #expect(summaries.map(\.session) == ["demo", "lab-1"])
     }
 
     @Test func reloadMovesGrantsAndReportsLostTokens() throws {
-        let h = try hub()
+        var h = try hub()
         let p = try Self.policy()
-        h.connect(1, now: 0, grant: p.grant(for: "controller-2"))
-        h.connect(2, now: 0, grant: p.grant(for: "viewer-token-3"))
-        h.connect(3, now: 0)
+        _ = h.handle(.connected(1, grant: p.grant(for: "controller-2")), now: 0)
+        _ = h.handle(.connected(2, grant: p.grant(for: "viewer-token-3")), now: 0)
+        _ = h.handle(.connected(3, grant: nil), now: 0)
         let newFile = #"{"tokens": [{"token": "viewer-token-3", "role": "controller"}]}"#
-        let lost = h.reload(policy: try AccessPolicy.load(bytes: Array(newFile.utf8), file: "auth.json"))
-        #expect(lost == [1])
-        #expect(codes(h, 2, ["type": "command", "session": "demo", "id": 1, "ops": [["op": "dismiss"]]]) == "ack")   // promoted
+        let effects = h.handle(.policy(try AccessPolicy.load(bytes: Array(newFile.utf8), file: "auth.json")), now: 0)
+        #expect(effects.filter { if case .close = $0 { true } else { false } } == [.close(1, code: CloseCode.policyViolation, reason: "token no longer valid")])
+        #expect(codes(&h, 2, ["type": "command", "session": "demo", "id": 1, "ops": [["op": "dismiss"]]]) == "ack")   // promoted
     }
 }

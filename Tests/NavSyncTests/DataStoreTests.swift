@@ -23,9 +23,8 @@ struct DataStoreTests {
             let (store, restored) = try! DataStore.open(path: dir, sync: sync, repair: false, snapshotEvery: snapshotEvery, flows: [],
                                                         configuration: HubConfiguration(), logger: Logger(level: .off))
             var n = 0
-            let hub = Hub(configuration: HubConfiguration(), flows: [], newClientID: { n += 1; return "c\(n)" },
-                          newEpoch: { RandomIDs.hex(4) }, clock: monotonicNanoseconds)
-            for s in restored { hub.install(s) }
+            let hub = Hub(configuration: HubConfiguration(), flows: [], restored: restored, journaled: true,
+                          newClientID: { n += 1; return "c\(n)" }, newEpoch: { RandomIDs.hex(4) }, clock: monotonicNanoseconds)
             return SessionServer(hub: hub, store: store)
         }
     }
@@ -226,7 +225,7 @@ struct DataStoreTests {
         let torn = layout(Array(whole.dropLast(5)))
         defer { Self.remove(torn) }
         #expect(try open(torn).first?.sequencer.rev == 2)
-        #expect(FlowDirectory.readFile(torn + "/sessions/demo.session/journal-0.log")?.count == records[0].count + records[1].count)
+        #expect(FileSystem.read(torn + "/sessions/demo.session/journal-0.log")?.count == records[0].count + records[1].count)
 
         var corrupt = whole
         corrupt[records[0].count + 10] ^= 0xFF
@@ -249,7 +248,7 @@ struct DataStoreTests {
         defer { server.stop() }
         // A file where the session's folder would go: its snapshot cannot be written.
         let blocker = dir + "/sessions/blocked.session"
-        #expect(FlowDirectory.readFile(blocker) == nil)
+        #expect(FileSystem.read(blocker) == nil)
         let fd = open(blocker, O_WRONLY | O_CREAT, 0o644)
         close(fd)
         let c = try RawClient(port: server.port)

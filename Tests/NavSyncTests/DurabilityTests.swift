@@ -149,13 +149,13 @@ struct DurabilityTests {
 
     @Test func theGateReleasesInOrderBatchByBatch() {
         var gate = DurabilityGate()
-        gate.hold(.delivery(.broadcast(session: "s", .patch(session: "s", patch(1)), except: nil)), until: 1)
-        gate.hold(.delivery(.reply(to: 1, .ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: nil)), until: 1)
-        gate.hold(.delivery(.reply(to: 2, .pong, id: 7)), until: 2)
+        gate.hold(.broadcast(session: "s", .patch(session: "s", patch(1)), to: [1]), until: 1)
+        gate.hold(.send(to: 1, .ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: nil), until: 1)
+        gate.hold(.send(to: 2, .pong, id: 7), until: 2)
         #expect(gate.release(through: 0).isEmpty)
         #expect(gate.release(through: 1).count == 2)
         #expect(gate.count == 1)
-        #expect(gate.release(through: .max) == [.delivery(.reply(to: 2, .pong, id: 7))])
+        #expect(gate.release(through: .max) == [.send(to: 2, .pong, id: 7)])
         #expect(gate.isEmpty)
     }
 
@@ -163,41 +163,41 @@ struct DurabilityTests {
         var gate = DurabilityGate()
         let ack2 = Ack(id: .int(2), rev: 2, results: [.applied])
         let joined = ServerMessage.Joined(session: "s", epoch: "e", rev: 3, flow: .null, members: [], catchUp: .state(["rev": 3]))
-        gate.hold(.delivery(.broadcast(session: "s", .patch(session: "s", patch(2)), except: nil)), until: 1)
-        gate.hold(.delivery(.broadcast(session: "t", .patch(session: "t", patch(2)), except: nil)), until: 1)
-        gate.hold(.delivery(.reply(to: 1, .ack(session: "s", ack2), id: 5)), until: 1)
-        gate.hold(.delivery(.reply(to: 1, .ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: 4)), until: 1)
-        gate.hold(.delivery(.reply(to: 3, .joined(joined), id: nil)), until: 2)
-        gate.hold(.delivery(.reply(to: 3, .synced(session: "s", rev: 3), id: nil)), until: 2)
-        gate.hold(.answer(connection: 9, request: HTTPRequest(method: "POST", target: "/api/sessions/s/commands", minorVersion: 1, headers: [], body: []),
-                          response: .json(200, ["rev": 3]), session: "s", rev: 3, id: "h"), until: 2)
+        gate.hold(.broadcast(session: "s", .patch(session: "s", patch(2)), to: [1]), until: 1)
+        gate.hold(.broadcast(session: "t", .patch(session: "t", patch(2)), to: [1]), until: 1)
+        gate.hold(.send(to: 1, .ack(session: "s", ack2), id: 5), until: 1)
+        gate.hold(.send(to: 1, .ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: 4), until: 1)
+        gate.hold(.send(to: 3, .joined(joined), id: nil), until: 2)
+        gate.hold(.send(to: 3, .synced(session: "s", rev: 3), id: nil), until: 2)
+        gate.hold(.answer(connection: 9, HTTPRequest(method: "POST", target: "/api/sessions/s/commands", minorVersion: 1, headers: [], body: []),
+                          .ack(session: "s", Ack(id: .string("h"), rev: 3, results: [.applied])), id: "h"), until: 2)
         gate.fail(session: "s", .to(rev: 1, state: ["rev": 1]), because: "No space left on device")
         let out = gate.release(through: .max)
         #expect(out.count == 6)
         // The patch of revision 2 is gone; the other session's stays.
-        #expect(out[0] == .delivery(.broadcast(session: "t", .patch(session: "t", patch(2)), except: nil)))
+        #expect(out[0] == .broadcast(session: "t", .patch(session: "t", patch(2)), to: [1]))
         // The ack of revision 2 is an internal error with the request's id; revision 1's stands.
-        guard case .delivery(.reply(1, .error(let e), 5), _) = out[1] else { Issue.record("\(out[1])"); return }
+        guard case .send(1, .error(let e), 5) = out[1] else { Issue.record("\(out[1])"); return }
         #expect(e.code == .internal && e.message.contains("No space left on device"))
-        #expect(out[2] == .delivery(.reply(to: 1, .ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: 4)))
+        #expect(out[2] == .send(to: 1, .ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: 4))
         // A joiner gets the durable state; a sync ends in a snapshot of it.
         var durableJoin = joined
         durableJoin.rev = 1
         durableJoin.catchUp = .state(["rev": 1])
-        #expect(out[3] == .delivery(.reply(to: 3, .joined(durableJoin), id: nil)))
-        #expect(out[4] == .delivery(.reply(to: 3, .snapshot(session: "s", rev: 1, state: ["rev": 1]), id: nil)))
-        guard case .answer(_, _, let response, _, _, _) = out[5] else { Issue.record(); return }
-        #expect(response.status == 500)
+        #expect(out[3] == .send(to: 3, .joined(durableJoin), id: nil))
+        #expect(out[4] == .send(to: 3, .snapshot(session: "s", rev: 1, state: ["rev": 1]), id: nil))
+        guard case .answer(9, _, .error(let answer), "h") = out[5] else { Issue.record("\(out[5])"); return }
+        #expect(answer.code == .internal && answer.code.httpStatus == 500)
     }
 
     @Test func aSessionWhoseCreationFailedIsGoneFromHeldOutput() {
         var gate = DurabilityGate()
         let joined = ServerMessage.Joined(session: "new", epoch: "e", rev: 0, flow: .null, members: [], catchUp: .state(.null))
-        gate.hold(.delivery(.reply(to: 1, .joined(joined), id: "j")), until: 1)
-        gate.hold(.delivery(.broadcast(session: "new", .presence(session: "new", .left(client: "x")), except: nil)), until: 1)
+        gate.hold(.send(to: 1, .joined(joined), id: "j"), until: 1)
+        gate.hold(.broadcast(session: "new", .presence(session: "new", .left(client: "x")), to: [1]), until: 1)
         gate.fail(session: "new", .gone, because: "EIO")
         let out = gate.release(through: 1)
-        guard out.count == 1, case .delivery(.reply(1, .error(let e), "j"), _) = out[0] else { Issue.record("\(out)"); return }
+        guard out.count == 1, case .send(1, .error(let e), "j") = out[0] else { Issue.record("\(out)"); return }
         #expect(e.code == .internal)
     }
 }

@@ -6,7 +6,7 @@ import Testing
 struct HubTests {
     final class Fixture {
         var n = 0
-        let hub: Hub
+        var hub: Hub
         var now: Int64 = 0
 
         init(_ configure: (inout HubConfiguration) -> Void = { _ in }) {
@@ -16,25 +16,30 @@ struct HubTests {
             var epochs = 0
             hub = Hub(configuration: config, flows: [studioFlow], newClientID: { clients += 1; return "c\(clients)" },
                       newEpoch: { epochs += 1; return "ep\(epochs)" }, clock: { 0 })
+            #expect(hub.handle(.started, now: 0).isEmpty)   // no journal: the demo session, no effects
         }
 
         func connect() -> Int {
             n += 1
-            hub.connect(n, now: now)
+            #expect(hub.handle(.connected(n, grant: nil), now: now).isEmpty)
             return n
         }
 
-        func send(_ c: Int, _ message: JSON) -> [Hub.Delivery] {
-            hub.handle(text: message.encoded(), from: c, now: now)
+        func send(_ c: Int, _ message: JSON) -> [Hub.Effect] {
+            hub.handle(.text(c, message.encoded()), now: now)
         }
 
-        /// The messages one connection receives from these deliveries, as JSON.
-        func inbox(_ c: Int, _ deliveries: [Hub.Delivery]) -> [JSON] {
-            deliveries.compactMap { d -> JSON? in
-                switch d {
-                case .reply(let to, let m, let id): return to == c ? m.json(id: id) : Optional<JSON>.none
-                case .broadcast(let s, let m, let except):
-                    return except != c && hub.members(of: s).contains(c) ? m.json() : Optional<JSON>.none
+        func disconnect(_ c: Int) -> [Hub.Effect] { hub.handle(.disconnected(c), now: now) }
+
+        /// The messages one connection receives from these effects, as JSON.
+        func inbox(_ c: Int, _ effects: [Hub.Effect]) -> [JSON] { Self.inbox(c, effects) }
+
+        static func inbox(_ c: Int, _ effects: [Hub.Effect]) -> [JSON] {
+            effects.compactMap { e -> JSON? in
+                switch e {
+                case .send(let to, let m, let id): return to == c ? m.json(id: id) : Optional<JSON>.none
+                case .broadcast(_, let m, let to): return to.contains(c) ? m.json() : Optional<JSON>.none
+                default: return Optional<JSON>.none
                 }
             }
         }
@@ -84,9 +89,11 @@ struct HubTests {
         let leave = f.send(b, ["type": "leave", "session": "demo", "id": 3])
         #expect(f.inbox(a, leave) == [["type": "presence", "session": "demo", "left": "c2"]])
         #expect(f.inbox(b, leave) == [["type": "left", "id": 3, "session": "demo"]])
-        #expect(f.inbox(a, f.hub.disconnect(outsider)).isEmpty)
-        #expect(f.hub.disconnect(a) == [.broadcast(session: "demo", .presence(session: "demo", .left(client: "c1")), except: nil)])
-        #expect(f.hub.members(of: "demo").isEmpty)
+        #expect(f.inbox(a, f.disconnect(outsider)).isEmpty)
+        let b2 = f.connect()
+        _ = f.send(b2, ["type": "join", "session": "demo"])
+        #expect(f.disconnect(a) == [.broadcast(session: "demo", .presence(session: "demo", .left(client: "c1")), to: [b2])])
+        #expect(f.hub.members(of: "demo") == [b2])
     }
 
     @Test func catchUpWithSinceAndEpoch() {
@@ -172,7 +179,7 @@ struct HubTests {
         for (message, code) in cases {
             #expect(f.inbox(a, f.send(a, message)).first?["code"] == .string(code), "\(message)")
         }
-        #expect(f.inbox(a, f.hub.handle(text: Array("{not json".utf8), from: a, now: 0)).first?["code"] == "bad_json")
+        #expect(f.inbox(a, f.hub.handle(.text(a, Array("{not json".utf8)), now: 0)).first?["code"] == "bad_json")
         #expect(f.hub.sessions["demo"]!.sequencer.rev == before)
         // A status from a non-member is refused.
         let b = f.connect()

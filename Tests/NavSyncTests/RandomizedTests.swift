@@ -20,7 +20,7 @@ struct SeededRandom: RandomNumberGenerator {
 let studioFlow: Flow = {
     let path = #filePath.split(separator: "/").dropLast(3).joined(separator: "/")   // the repository root
     let file = "/" + path + "/tests/integration/flows/studio.json"
-    guard let bytes = FlowDirectory.readFile(file) else { preconditionFailure("cannot read \(file)") }
+    guard let bytes = FileSystem.read(file) else { preconditionFailure("cannot read \(file)") }
     return try! Flow.load(bytes: bytes, file: file)
 }()
 

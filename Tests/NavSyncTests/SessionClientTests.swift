@@ -85,7 +85,7 @@ struct WebPageTests {
     /// The page is embedded by scripts/embed-web; the embedded copy must be the file.
     @Test func embeddedPageIsWebIndexHTML() throws {
         let root = #filePath.split(separator: "/").dropLast(3).joined(separator: "/")
-        let file = FlowDirectory.readFile("/" + root + "/web/index.html")
+        let file = FileSystem.read("/" + root + "/web/index.html")
         let same = file == WebPage.bytes
         #expect(same, "web/index.html and the embedded page differ: run scripts/embed-web")
         #expect(!WebPage.indexHTML.contains("http://") && !WebPage.indexHTML.contains("https://"), "no outside URLs")

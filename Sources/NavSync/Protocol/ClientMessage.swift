@@ -51,8 +51,13 @@ public struct ClientRequest: Sendable {
 
     /// Session names: 1–128 bytes of letters, digits and `-_.:`; keeps names safe in
     /// URLs, file names and logs.
-    public static func isValidSessionName(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 128 && s.utf8.allSatisfy { b in
+    public static func isValidSessionName(_ s: String) -> Bool { isValidName(s, maxBytes: 128) }
+
+    /// Client identities: the same characters, 1–64 bytes.
+    public static func isValidClientID(_ s: String) -> Bool { isValidName(s, maxBytes: 64) }
+
+    static func isValidName(_ s: String, maxBytes: Int) -> Bool {
+        !s.isEmpty && s.utf8.count <= maxBytes && s.utf8.allSatisfy { b in
             (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 45 || b == 95 || b == 46 || b == 58
         }
     }

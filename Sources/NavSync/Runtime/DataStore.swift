@@ -1,15 +1,15 @@
 import CUV
 @preconcurrency import Glibc
 
-/// `navsyncd --data DIR`: every session kept on disk (DESIGN.md section 9).
+/// `navsyncd --data DIR`: every session kept on disk (DESIGN.md section 9). The
+/// runtime's side of the hub's `journal` effects.
 ///
-/// The hub reports each change (`Hub.Change`); the store turns it into a journal op and
+/// The hub numbers its journal entries; the store turns each into a file op and
 /// collects the ops of the loop iteration into a batch. Before the loop sleeps the batch
 /// goes to the writer thread (`JournalWriter`), which writes it — and, with `--fsync
 /// always` or `batch`, syncs it — while the loop goes on; batches that queue while it
-/// syncs are written together (group commit). When batches are done the loop thread is
-/// told through `onDurable`, and the session server releases what it held for them
-/// (`DurabilityGate`).
+/// syncs are written together (group commit). When batches are done, `onResult` gets a
+/// `JournalResult` for the hub: the newest entry written and the sessions that failed.
 ///
 /// Layout: `DIR/LOCK` (flock: one server per directory), `DIR/sessions/NAME.session/`
 /// with `snapshot-REV.json` and `journal-REV.log` (see `JournalFiles`).
@@ -34,17 +34,16 @@ public final class DataStore {
     /// Records after which a session's journal is compacted into a new snapshot.
     public let snapshotEvery: Int
     let files: JournalFiles
-    private let lockFD: Int32
+    private let lock: DirectoryLock
     let logger: Logger
 
+    /// The ops of this loop iteration, and the newest hub entry among them (the batch's
+    /// number: the writer reports results by it).
     private var gathering: [JournalFiles.Op] = []
+    private var gatheringThrough = 0
+    /// The newest entry handed to the writer.
+    private var submittedThrough = 0
     private var writer: JournalWriter?
-    /// Batches are numbered from 1 as they are handed to the writer: the number the
-    /// batch being gathered will get, and the newest known written.
-    private var nextNumber = 1
-    public private(set) var durableThrough = 0
-    /// Each session on disk or on its way there, with its flow (to read it back with).
-    private var sessionFlows: [String: Flow] = [:]
     private let configuration: HubConfiguration
     /// Records and bytes journaled since each session's snapshot, and its size: a new
     /// snapshot is taken after `snapshotEvery` records once the journal has grown as
@@ -59,51 +58,30 @@ public final class DataStore {
     public private(set) var syncs = 0
     public private(set) var failedWrites = 0
 
-    /// What a finished batch means for sessions whose writes failed.
-    public enum Event {
-        /// Its creation was never recorded: it must go.
-        case gone(session: String, reason: String)
-        /// A write failed: its revisions since the last durable one never happened. It is
-        /// being read back from disk; until then its commands must be refused.
-        case reloading(session: String, reason: String)
-        /// Read back: the session as it is on disk.
-        case reloaded(session: String, Sequencer)
-        /// It could not be read back either: it must go until a restart.
-        case lost(session: String, reason: String)
-    }
+    /// Batches are done: what they mean, for the hub (`Hub.Event.journal`).
+    public var onResult: ((JournalResult) -> Void)?
 
-    /// A batch is on disk (or failed): its number, and what it means for sessions.
-    public var onDurable: ((_ batch: Int, _ events: [Event]) -> Void)?
-
-    /// The batch new output must wait for, or nil when everything is on disk.
-    public var outstanding: Int? { !gathering.isEmpty ? nextNumber : nextNumber - 1 > durableThrough ? nextNumber - 1 : nil }
-
-    private init(path: String, sync: Sync, snapshotEvery: Int, lockFD: Int32, configuration: HubConfiguration, logger: Logger) {
+    private init(path: String, sync: Sync, snapshotEvery: Int, lock: DirectoryLock, configuration: HubConfiguration, logger: Logger) {
         self.path = path
         self.sync = sync
         self.snapshotEvery = snapshotEvery
-        self.lockFD = lockFD
+        self.lock = lock
         self.configuration = configuration
         self.logger = logger
         files = JournalFiles(root: path + "/sessions", mode: sync)
     }
 
-    deinit { close(lockFD) }
+    // MARK: Writing
 
-    /// Whether the store holds this session (restored or created through it).
-    public func knows(_ session: String) -> Bool { sessionFlows[session] != nil }
-
-    // MARK: Recording
-
-    /// Turns a change into journal ops. No sequencer is kept: holding one would make the
-    /// session's next command copy its tables (copy-on-write), at every command.
-    public func record(_ change: Hub.Change) {
-        switch change {
-        case .created(let session):
-            gathering.append(.create(session: session.name, snapshot: Self.snapshot(of: session.sequencer, name: session.name)))
-            sessionFlows[session.name] = session.flow
-            sinceSnapshot[session.name] = (0, 0)
-        case .applied(let name, let record, let sequencer):
+    /// Turns a hub entry into file ops. No sequencer is kept unless a snapshot is due:
+    /// holding one would make the session's next command copy its tables.
+    public func write(_ entry: JournalEntry) {
+        gatheringThrough = entry.seq
+        switch entry.op {
+        case .create(let name, _, let sequencer):
+            gathering.append(.create(session: name, snapshot: Self.snapshot(of: sequencer, name: name)))
+            sinceSnapshot[name] = (0, 0)
+        case .append(let name, let record, let sequencer):
             let bytes = record.encoded()
             gathering.append(.append(session: name, record: bytes))
             var since = sinceSnapshot[name] ?? (0, 0)
@@ -116,6 +94,9 @@ public final class DataStore {
                 gathering.append(.snapshot(session: name, sequencer))
                 sinceSnapshot[name] = (0, 0)
             }
+        case .reload(let name, let flow):
+            gathering.append(.reload(session: name, flow: flow, configuration: configuration))
+            sinceSnapshot[name] = (0, 0)
         }
     }
 
@@ -130,15 +111,16 @@ public final class DataStore {
     /// others that queued while it synced (group commit).
     public func submit(on loop: UnsafeMutablePointer<uv_loop_t>) {
         writer?.deliver()
-        guard !gathering.isEmpty else { return }
+        // An empty batch still goes when entries were gathered and then dropped (they
+        // built on a failed write): the hub waits for their number to pass.
+        guard gatheringThrough > submittedThrough else { return }
         if writer == nil {
             writer = JournalWriter(files: files, loop: loop) { [unowned self] results in
                 for r in results { completed(r.through, r.outcome) }
             }
         }
-        let number = nextNumber
-        nextNumber += 1
-        writer!.enqueue(number, gathering)
+        writer!.enqueue(gatheringThrough, gathering)
+        submittedThrough = gatheringThrough
         gathering = []
     }
 
@@ -146,36 +128,29 @@ public final class DataStore {
     public func stop() { writer?.close() }
 
     private func completed(_ through: Int, _ outcome: JournalFiles.Outcome) {
-        durableThrough = through
         batchesWritten += 1
         recordsWritten += outcome.records
         bytesWritten += outcome.bytes
         syncs += outcome.syncs
         for note in outcome.notes { logger.info("data: \(note)") }
-
-        var events: [Event] = []
-        for (name, reason) in outcome.failed.sorted(by: { $0.key < $1.key }) {
+        var result = JournalResult(through: through, reloaded: outcome.reloaded)
+        for (name, reason) in outcome.failed {
             failedWrites += 1
-            // What was gathered since builds on what failed: it goes too.
+            // What was gathered since builds on what failed: it goes too (the writer
+            // skips what is already queued, until the hub's reload).
             gathering.removeAll { $0.session == name }
             if outcome.creationFailed.contains(name) {
-                sessionFlows[name] = nil
                 sinceSnapshot[name] = nil
                 snapshotSize[name] = nil
-                events.append(.gone(session: name, reason: reason))
+                result.failed[name] = .creation(reason)
             } else if outcome.reloadFailed.contains(name) {
-                events.append(.lost(session: name, reason: reason))
+                result.failed[name] = .reload(reason)
             } else {
-                gathering.insert(.reload(session: name, flow: sessionFlows[name]!, configuration: configuration), at: 0)
-                sinceSnapshot[name] = (0, 0)
-                events.append(.reloading(session: name, reason: reason))
+                result.failed[name] = .append(reason)
             }
         }
         for (name, size) in outcome.snapshotSizes { snapshotSize[name] = size }
-        for (name, sequencer) in outcome.reloaded.sorted(by: { $0.key < $1.key }) {
-            events.append(.reloaded(session: name, sequencer))
-        }
-        onDurable?(through, events)
+        onResult?(result)
     }
 
     // MARK: Opening and restoring
@@ -196,18 +171,8 @@ public final class DataStore {
                 throw Failure("cannot create the data directory \(prefix): \(String(cString: strerror(errno)))")
             }
         }
-        let lockPath = path + "/LOCK"
-        let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = FlowDirectory.readFile(lockPath).map { String(decoding: $0, as: UTF8.self).trimmingSpaces } ?? ""
-            close(fd)
-            throw Failure("the data directory \(path) is in use by another navsyncd\(holder.isEmpty ? "" : " (pid \(holder))")")
-        }
-        _ = ftruncate(fd, 0)
-        try? JournalFiles.writeAll(fd, Array("\(getpid())\n".utf8), at: 0, path: lockPath)
-
-        let store = DataStore(path: path, sync: sync, snapshotEvery: snapshotEvery, lockFD: fd, configuration: configuration, logger: logger)
+        let lock = try DirectoryLock(path + "/LOCK", owner: path)
+        let store = DataStore(path: path, sync: sync, snapshotEvery: snapshotEvery, lock: lock, configuration: configuration, logger: logger)
         var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
         for f in flows { byName[f.name] = f }
         var sessions: [Session] = []
@@ -262,19 +227,10 @@ public final class DataStore {
         for (entry, rev) in revisionFiles where rev < snapRev { unlink(dir + "/" + entry) }
         files.files[name] = JournalFiles.SessionFile(segment: snapRev, fd: fd, length: keep, allocated: keep)
         let sequencer = loaded.sequencer
-        sessionFlows[name] = sequencer.document.flow
         sinceSnapshot[name] = (loaded.replayed, keep)
         var info = stat()
         snapshotSize[name] = stat(dir + "/" + JournalFiles.snapshotName(snapRev), &info) == 0 ? Int(info.st_size) : 0
         logger.info("data: session '\(name)' restored at revision \(sequencer.rev) (snapshot \(snapRev), \(loaded.replayed) records replayed)")
         return Session(name: name, flow: sequencer.document.flow, sequencer: sequencer)
-    }
-}
-
-private extension String {
-    var trimmingSpaces: String {
-        var s = Substring(self)
-        while let c = s.last, c.isWhitespace { s = s.dropLast() }
-        return String(s)
     }
 }

@@ -319,7 +319,7 @@ final class JournalFiles: @unchecked Sendable {
     static func load(_ dir: String, segment: Int, flow: (String) -> Flow?, configuration: HubConfiguration,
                      journalLimit: Int? = nil) throws(DataStore.Failure) -> Loaded {
         let snapPath = dir + "/" + snapshotName(segment)
-        guard let bytes = FlowDirectory.readFile(snapPath) else {
+        guard let bytes = FileSystem.read(snapPath) else {
             throw DataStore.Failure("\(snapPath): cannot read: \(String(cString: strerror(errno)))")
         }
         let json: JSON
@@ -335,7 +335,7 @@ final class JournalFiles: @unchecked Sendable {
             throw DataStore.Failure("\(snapPath): \(error)")
         }
         let journalPath = dir + "/" + journalName(segment)
-        var journal = FlowDirectory.readFile(journalPath) ?? []
+        var journal = FileSystem.read(journalPath) ?? []
         if let journalLimit, journal.count > journalLimit { journal.removeLast(journal.count - journalLimit) }
         let scan = Journal.scan(journal)
         var loaded = Loaded(sequencer: sequencer, scan: scan, badRecord: nil, replayed: 0)

@@ -1,17 +1,67 @@
-/// Every session of a server and every client connected to it: protocol v1 messages
-/// in, deliveries out (DESIGN.md sections 5 and 6). No sockets and no clock of its own:
-/// time, client ids and epochs are passed in, so it is tested as a plain value.
+/// The server's middle as one pure reducer (DESIGN.md sections 5, 6, 9 and 10): every
+/// session, every connected client, and the output that waits for the journal.
+///
+/// Events come in (a message from a connection, an HTTP command, a journal batch written
+/// or failed, a session read back, a new auth file); effects go out (a reply, a
+/// broadcast frame to a member list, journal entries to write, a close, an HTTP answer,
+/// a log line). The runtime only carries effects out: it never changes the hub. Time
+/// comes in with each event; client ids and epochs from the generators given at init.
 ///
 /// Connections are named by the runtime's connection id. A client identity (`client`)
 /// belongs to a connection; `hello` may resume an earlier one, which is what makes
 /// resending commands after a reconnect safe.
-public final class Hub {
-    /// What to send, in order.
-    public enum Delivery: Sendable, Equatable {
-        /// To one connection; `id` is the request's.
-        case reply(to: Int, ServerMessage, id: JSON?)
-        /// To every member of a session but `except`; encoded once for all of them.
-        case broadcast(session: String, ServerMessage, except: Int?)
+///
+/// With a journal (`journaled`), nothing is sent before what it depends on is durable:
+/// every output waits in the `DurabilityGate` until the journal entries made before it
+/// are written, and a failed write rewrites what waits (see `Hub+Journal.swift`).
+public struct Hub {
+    public enum Event: Sendable {
+        /// The runtime starts: the demo session is made (and journaled) if it is missing.
+        case started
+        /// A WebSocket opened, with the grant of the token it showed on the upgrade.
+        case connected(Int, grant: AccessPolicy.Grant?)
+        /// A text message from a connection.
+        case text(Int, [UInt8])
+        /// The connection is gone: it leaves every session it was in.
+        case disconnected(Int)
+        /// A member that lagged (its patches of these sessions were dropped) has drained
+        /// its output: it gets each session's state.
+        case caughtUp(Int, sessions: [String])
+        /// `POST /api/sessions/NAME/commands`, already authorized by the HTTP routes.
+        case httpCommand(HTTPCommand)
+        /// A new auth file (SIGHUP): grants follow their tokens, lost tokens are closed.
+        case policy(AccessPolicy)
+        /// The journal writer finished entries through `through` (or failed some).
+        case journal(JournalResult)
+    }
+
+    /// A command from the HTTP API: answered with `.answer`.
+    public struct HTTPCommand: Sendable {
+        public var connection: Int
+        public var request: HTTPRequest
+        public var session: String
+        public var command: JSONObject
+        /// The idempotency identity (`X-Navsync-Client`, default `http`).
+        public var client: String
+        public var role: Role
+        public init(connection: Int, request: HTTPRequest, session: String, command: JSONObject, client: String, role: Role) {
+            self.connection = connection; self.request = request; self.session = session
+            self.command = command; self.client = client; self.role = role
+        }
+    }
+
+    public enum Effect: Sendable, Equatable {
+        /// A message to one connection; `id` is the request's.
+        case send(to: Int, ServerMessage, id: JSON?)
+        /// One message to these connections, encoded once for all of them.
+        case broadcast(session: String, ServerMessage, to: [Int])
+        /// The answer to an HTTP command (an ack or an error; the runtime picks the status).
+        case answer(connection: Int, HTTPRequest, ServerMessage, id: JSON?)
+        /// An entry for the journal; only with `journaled`.
+        case journal(JournalEntry)
+        /// Close a WebSocket with this code (1008 for a token that is no longer valid).
+        case close(Int, code: UInt16, reason: String)
+        case log(Logger.Level, String)
     }
 
     /// Roles (DESIGN.md section 10); without an auth file every client is `admin`
@@ -48,57 +98,119 @@ public final class Hub {
 
     public let configuration: HubConfiguration
     /// The auth file's tokens; nil when there is none (every client is admin).
-    public private(set) var policy: AccessPolicy?
+    public internal(set) var policy: AccessPolicy?
     public private(set) var flows: [String: Flow]
-    public private(set) var sessions: [String: Session] = [:]
-    private var peers: [Int: Peer] = [:]
-    private let newClientID: () -> String
-    private let newEpoch: () -> String
+    public internal(set) var sessions: [String: Session] = [:]
+    var peers: [Int: Peer] = [:]
+    let newClientID: () -> String
+    let newEpoch: () -> String
     /// Monotonic nanoseconds, for the latency histogram only.
     private let clock: () -> UInt64
 
     /// Commands by outcome: `applied`, `unchanged`, `duplicate`, or an error code.
-    public private(set) var commandOutcomes: [String: Int] = [:]
+    public internal(set) var commandOutcomes: [String: Int] = [:]
     public private(set) var applyLatency = LatencyHistogram()
-    /// Patch messages handed to members (one per member per patch).
-    public var patchesSent = 0
 
-    /// What the journal must record (DESIGN.md section 9).
-    public enum Change {
-        /// A new session, at revision 0.
-        case created(Session)
-        /// A command made a new revision; `sequencer` is the session's state after it.
-        case applied(session: String, JournalRecord, sequencer: Sequencer)
-    }
+    // MARK: The journal's side (Hub+Journal.swift)
 
-    /// Told of every change as it happens, on the caller's thread; nil keeps sessions
-    /// in memory only.
-    public var onChange: ((Change) -> Void)?
-
+    /// Whether changes are journaled; without, output is never held.
+    public let journaled: Bool
+    /// The newest journal entry made, and the newest known written; output made while
+    /// they differ waits in `gate` (numbered by entry).
+    public internal(set) var journalSeq = 0
+    public internal(set) var durableThrough = 0
+    var gate = DurabilityGate()
     /// Sessions that refuse commands (and creation under their name) with this error,
-    /// while reads go on: the journal is reading them back after a failed write.
-    public var frozen: [String: NavError] = [:]
+    /// while reads go on: read back after a failed write, or lost.
+    public internal(set) var frozen: [String: NavError] = [:]
+    /// Sessions being read back after a failed write, and why the write failed.
+    var reloading: [String: String] = [:]
 
-    public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, newClientID: @escaping () -> String,
-                newEpoch: @escaping () -> String, clock: @escaping () -> UInt64) {
+    /// Effects of the event being handled, in order.
+    var out: [Effect] = []
+
+    public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, restored: [Session] = [],
+                journaled: Bool = false, newClientID: @escaping () -> String, newEpoch: @escaping () -> String,
+                clock: @escaping () -> UInt64) {
         self.configuration = configuration
         self.policy = policy
         var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
         for flow in flows { byName[flow.name] = flow }
         self.flows = byName
+        self.journaled = journaled
         self.newClientID = newClientID
         self.newEpoch = newEpoch
         self.clock = clock
-        if let demo = configuration.demoSession { _ = try? createSession(demo, flow: Flow.demo.name) }
+        for s in restored { sessions[s.name] = s }
     }
+
+    // MARK: The reducer
+
+    public mutating func handle(_ event: Event, now: Int64) -> [Effect] {
+        // The hub keeps no effects once they are returned: one would hold a copy of a
+        // sequencer, and the session's next command would copy its tables.
+        defer { out = [] }
+        out = []
+        switch event {
+        case .started:
+            if let demo = configuration.demoSession, sessions[demo] == nil { _ = try? createSession(demo, flow: Flow.demo.name) }
+        case .connected(let c, let grant):
+            connect(c, grant: grant, now: now)
+        case .text(let c, let bytes):
+            message(ClientRequest(bytes: bytes), from: c, now: now)
+        case .disconnected(let c):
+            disconnect(c)
+        case .caughtUp(let c, let names):
+            for name in names {
+                guard let s = sessions[name], s.members[c] != nil else { continue }
+                emit(.send(to: c, .snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json), id: nil))
+            }
+        case .httpCommand(let h):
+            let answer = command(session: h.session, h.command, client: h.client, role: h.role)
+            emit(.answer(connection: h.connection, h.request, answer, id: h.command["id"]))
+        case .policy(let p):
+            reload(policy: p)
+        case .journal(let result):
+            journalDone(result)
+        }
+        return out
+    }
+
+    /// Output: sent now, or held until the journal entries made so far are written.
+    mutating func emit(_ effect: Effect) {
+        if journalSeq > durableThrough { gate.hold(effect, until: journalSeq) } else { out.append(effect) }
+    }
+
+    /// A broadcast to a session's members now (but `except`); nothing if there are none.
+    mutating func broadcast(_ session: String, _ message: ServerMessage, except: Int? = nil) {
+        let to = members(of: session).filter { $0 != except }
+        guard !to.isEmpty else { return }
+        emit(.broadcast(session: session, message, to: to))
+    }
+
+    // MARK: Reading (for the HTTP routes and metrics)
+
+    public var sessionSummaries: [SessionSummary] { sessions.keys.sorted().map { sessions[$0]!.summary } }
+
+    /// Connection ids of a session's members, in join order.
+    public func members(of session: String) -> [Int] { sessions[session]?.memberOrder ?? [] }
+
+    public var memberCount: Int { sessions.values.reduce(0) { $0 + $1.members.count } }
+
+    public func client(of connection: Int) -> String? { peers[connection]?.client }
+
+    /// The grant's label of a connection, for logs.
+    public func grantName(of connection: Int) -> String? { peers[connection]?.grant?.name }
+
+    /// Messages held until the journal catches up.
+    public var heldCount: Int { gate.count }
 
     // MARK: Sessions
 
     /// Makes a session of the named flow; `full` past the limit, `not_found` for an
     /// unknown flow.
-    @discardableResult
-    public func createSession(_ name: String, flow flowName: String) throws(NavError) -> Session {
-        if let s = sessions[name] { return s }
+    mutating func createSession(_ name: String, flow flowName: String) throws(NavError) {
+        if sessions[name] != nil { return }
         if let e = frozen[name] { throw e }
         guard sessions.count < configuration.maxSessions else {
             throw NavError(.full, "the server holds \(configuration.maxSessions) sessions, its limit")
@@ -108,210 +220,23 @@ public final class Hub {
         }
         let sequencer = Sequencer(flow: flow, epoch: newEpoch(), limits: configuration.limits.model,
                                   idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog)
-        let session = Session(name: name, flow: flow, sequencer: sequencer)
-        sessions[name] = session
-        onChange?(.created(session))
-        return session
+        sessions[name] = Session(name: name, flow: flow, sequencer: sequencer)
+        journal(.create(session: name, flow: flow, sequencer))
     }
 
-    /// A session restored from the data directory (replaces one of the same name that
-    /// has no members, such as the demo session made at start).
-    public func install(_ session: Session) {
-        sessions[session.name] = session
-    }
-
-    /// Puts a session's sequencer back to an earlier value: its journal write failed, so
-    /// the revisions after that value never happened.
-    public func revert(_ name: String, to sequencer: Sequencer) {
-        sessions[name]?.sequencer = sequencer
-    }
-
-    /// Forgets a session whose creation could not be recorded; its members leave it.
-    public func removeSession(_ name: String) {
+    /// Forgets a session (its creation was never written, or it cannot be read back);
+    /// its members leave it.
+    mutating func removeSession(_ name: String) {
         guard let s = sessions.removeValue(forKey: name) else { return }
         for c in s.memberOrder { peers[c]?.sessions.remove(name) }
     }
 
-    public var sessionSummaries: [SessionSummary] { sessions.keys.sorted().map { sessions[$0]!.summary } }
-
-    /// Connection ids of a session's members, in join order.
-    public func members(of session: String) -> [Int] { sessions[session]?.memberOrder ?? [] }
-
-    public var memberCount: Int { sessions.values.reduce(0) { $0 + $1.members.count } }
-
-    // MARK: Connections
-
-    /// A new connection, with the grant of the token it showed on the upgrade, if any.
-    public func connect(_ connection: Int, now: Int64, grant: AccessPolicy.Grant? = nil) {
-        let id = newClientID()
-        peers[connection] = Peer(client: id, name: grant?.label ?? id, role: policy == nil ? .admin : grant?.role, grant: grant,
-                                 rate: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now))
-    }
-
-    /// A new auth file (SIGHUP): grants follow their tokens; the connections whose token
-    /// is gone are returned, to be closed with 1008.
-    public func reload(policy newPolicy: AccessPolicy) -> [Int] {
-        policy = newPolicy
-        var lost: [Int] = []
-        for (c, peer) in peers {
-            guard let old = peer.grant else { continue }
-            guard let grant = newPolicy.grant(for: old.token) else {
-                lost.append(c)
-                continue
-            }
-            peers[c]!.grant = grant
-            peers[c]!.role = peer.requestedRole.map { min($0, grant.role) } ?? grant.role
-        }
-        return lost.sorted()
-    }
-
-    /// The grant's label of a connection, for logs.
-    public func grantName(of connection: Int) -> String? { peers[connection]?.grant?.name }
-
-    /// The connection is gone: it leaves every session it was in.
-    public func disconnect(_ connection: Int) -> [Delivery] {
-        guard let peer = peers.removeValue(forKey: connection) else { return [] }
-        return peer.sessions.sorted().compactMap { name in
-            guard sessions[name]?.remove(connection) != nil else { return nil }
-            return .broadcast(session: name, .presence(session: name, .left(client: peer.client)), except: nil)
-        }
-    }
-
-    public func client(of connection: Int) -> String? { peers[connection]?.client }
-
-    // MARK: Messages
-
-    public func handle(text: [UInt8], from connection: Int, now: Int64) -> [Delivery] {
-        handle(ClientRequest(bytes: text), from: connection, now: now)
-    }
-
-    public func handle(_ request: ClientRequest, from c: Int, now: Int64) -> [Delivery] {
-        guard var peer = peers[c] else { return [] }
-        let first = !peer.greeted
-        peer.greeted = true
-        peers[c] = peer
-        func reply(_ m: ServerMessage) -> [Delivery] { [.reply(to: c, m, id: request.id)] }
-        func error(_ code: ErrorCode, _ message: String) -> [Delivery] { reply(.error(NavError(code, message))) }
-
-        let message: ClientMessage
-        switch request.message {
-        case .failure(let e): return reply(.error(e))
-        case .success(let m): message = m
-        }
-        if let refusal = permission(message, peer) { return reply(.error(refusal)) }
-
-        switch message {
-        case .hello(let h):
-            guard first else { return error(.badRequest, "'hello' must be the first message of a connection") }
-            if let client = h.client {
-                guard Self.isValidClientID(client) else {
-                    return error(.badRequest, "'client' must be 1-64 letters, digits or -_.: characters")
-                }
-                peer.client = client
-            }
-            if let token = h.token, let policy {
-                guard let grant = policy.grant(for: token) else {
-                    return error(.forbidden, "that token is not valid here")
-                }
-                peer.grant = grant
-                peer.role = grant.role
-            }
-            if let role = h.role {
-                guard let r = Role(rawValue: role) else { return error(.badRequest, "'role' must be viewer, controller or admin") }
-                peer.requestedRole = r
-                peer.role = peer.role.map { min(r, $0) }
-            }
-            peer.name = h.name.map { String($0.prefix(128)) } ?? peer.grant?.label ?? peer.client
-            peers[c] = peer
-            return reply(.welcome(.init(client: peer.client, server: configuration.serverName,
-                                        heartbeat: configuration.heartbeat, limits: configuration.limits)))
-
-        case .join(let j):
-            return join(j, peer, c, request.id)
-
-        case .leave(let name):
-            if sessions[name]?.remove(c) != nil {
-                peers[c]?.sessions.remove(name)
-                return [.broadcast(session: name, .presence(session: name, .left(client: peer.client)), except: c)] + reply(.left(session: name))
-            }
-            return reply(.left(session: name))
-
-        case .command(let name, let object):
-            guard peers[c]!.rate.take(now: now) else {
-                commandOutcomes["rate_limited", default: 0] += 1
-                return error(.rateLimited, "more than \(Int(configuration.commandRate)) commands a second (burst \(configuration.commandBurst)); slow down")
-            }
-            let (patch, answer) = command(session: name, object, client: peer.client, role: peer.role ?? .viewer)
-            return [patch].compactMap { $0 } + reply(answer)
-
-        case .sync(let name, let since, let epoch):
-            guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
-            let seq = s.sequencer
-            if epoch == seq.epoch, let patches = seq.log.patches(since: since, current: seq.rev) {
-                return patches.map { .reply(to: c, .patch(session: name, $0), id: request.id) } + reply(.synced(session: name, rev: seq.rev))
-            }
-            return reply(.snapshot(session: name, rev: seq.rev, state: seq.state.json))
-
-        case .status(let name, let rev, let focus):
-            guard sessions[name] != nil else { return error(.unknownSession, "no session '\(name)'") }
-            guard sessions[name]!.members[c] != nil else { return error(.badRequest, "not a member of '\(name)'; join it first") }
-            sessions[name]!.setStatus(c, rev: rev, focus: focus)
-            return [.broadcast(session: name, .presence(session: name, .status(client: peer.client, rev: rev, focus: focus)), except: c)]
-
-        case .get(let name):
-            guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
-            return reply(.snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json))
-
-        case .sessions:
-            return reply(.sessions(sessionSummaries.filter { peer.grant?.allows(session: $0.session) ?? true }))
-
-        case .ping:
-            return reply(.pong)
-        }
-    }
-
-    private func join(_ j: ClientMessage.Join, _ peer: Peer, _ c: Int, _ id: JSON?) -> [Delivery] {
-        func refuse(_ e: NavError) -> [Delivery] { [.reply(to: c, .error(e), id: id)] }
-        if sessions[j.session] == nil {
-            guard j.create else {
-                return refuse(NavError(.unknownSession, "no session '\(j.session)'; send \"create\": true to make it"))
-            }
-            guard peer.role == .admin else {
-                return refuse(NavError(.forbidden, "role \(peer.role?.rawValue ?? "none") may not create sessions: that needs admin"))
-            }
-            do throws(NavError) { try createSession(j.session, flow: j.flow ?? Flow.demo.name) } catch { return refuse(error) }
-        }
-        let existing = sessions[j.session]!.members[c]
-        guard existing != nil || sessions[j.session]!.members.count < configuration.maxMembers else {
-            return refuse(NavError(.full, "session '\(j.session)' has \(configuration.maxMembers) members, its limit"))
-        }
-        let rejoin = existing != nil
-        let member = existing ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue)
-        // In place: copying the session out and back would copy its member table on
-        // every join (quadratic in a join burst).
-        sessions[j.session]!.add(c, member)
-        peers[c]!.sessions.insert(j.session)
-        let s = sessions[j.session]!
-
-        let seq = s.sequencer
-        var catchUp = ServerMessage.CatchUp.state(seq.state.json)
-        if let since = j.since, j.epoch == seq.epoch, let patches = seq.log.patches(since: since, current: seq.rev) {
-            catchUp = .patches(patches)
-        }
-        let joined = ServerMessage.joined(.init(session: j.session, epoch: seq.epoch, rev: seq.rev, flow: s.flow.source,
-                                                members: s.memberList, catchUp: catchUp))
-        var out: [Delivery] = [.reply(to: c, joined, id: id)]
-        if !rejoin { out.append(.broadcast(session: j.session, .presence(session: j.session, .joined(member)), except: c)) }
-        return out
-    }
-
     /// Runs a command from a connection or from the HTTP API. On a new revision the
     /// patch goes to every member before the answer goes to the sender.
-    public func command(session name: String, _ object: JSONObject, client: String, role: Role)
-        -> (patch: Delivery?, answer: ServerMessage) {
-        func fail(_ e: NavError) -> (patch: Delivery?, answer: ServerMessage) {
+    mutating func command(session name: String, _ object: JSONObject, client: String, role: Role) -> ServerMessage {
+        func fail(_ e: NavError) -> ServerMessage {
             commandOutcomes[e.code.rawValue, default: 0] += 1
-            return (nil, .error(e))
+            return .error(e)
         }
         guard sessions[name] != nil else { return fail(NavError(.unknownSession, "no session '\(name)'")) }
         if let e = frozen[name] { return fail(e) }
@@ -321,50 +246,19 @@ public final class Hub {
         switch outcome {
         case .applied(let ack, let patch):
             commandOutcomes["applied", default: 0] += 1
-            if let onChange, let command {
-                onChange(.applied(session: name, JournalRecord(rev: ack.rev, client: client, command: command),
-                                  sequencer: sessions[name]!.sequencer))
+            if journaled, let command {
+                journal(.append(session: name, JournalRecord(rev: ack.rev, client: client, command: command), sessions[name]!.sequencer))
             }
-            return (.broadcast(session: name, .patch(session: name, patch), except: nil), .ack(session: name, ack))
+            broadcast(name, .patch(session: name, patch))
+            return .ack(session: name, ack)
         case .unchanged(let ack):
             commandOutcomes["unchanged", default: 0] += 1
-            return (nil, .ack(session: name, ack))
+            return .ack(session: name, ack)
         case .duplicate(let ack):
             commandOutcomes["duplicate", default: 0] += 1
-            return (nil, .ack(session: name, ack))
+            return .ack(session: name, ack)
         case .failed(let e):
             return fail(e)
         }
-    }
-
-    /// What a connection may send (DESIGN.md section 10): without a token only `hello`
-    /// and `ping`; `viewer` no commands; a token with session patterns only those
-    /// sessions. (Creating sessions and `reset` are checked where they happen.)
-    private func permission(_ message: ClientMessage, _ peer: Peer) -> NavError? {
-        switch message {
-        case .hello, .ping: return nil
-        default: break
-        }
-        guard let role = peer.role else {
-            return NavError(.forbidden, "this connection has no token: send one in hello (\"token\"), an Authorization: Bearer header, or ?token= on the upgrade")
-        }
-        if case .command = message, role < .controller {
-            return NavError(.forbidden, "role \(role.rawValue) may not send commands: that needs controller or admin")
-        }
-        let session: String?
-        switch message {
-        case .join(let j): session = j.session
-        case .command(let s, _), .sync(let s, _, _), .status(let s, _, _), .get(let s): session = s
-        default: session = nil
-        }
-        if let session, let grant = peer.grant, !grant.allows(session: session) {
-            return NavError(.forbidden, "\(grant.name) may not use session '\(session)' (allowed: \(grant.sessions?.joined(separator: ", ") ?? "all"))")
-        }
-        return nil
-    }
-
-    /// Client identities: 1–64 letters, digits and `-_.:`.
-    public static func isValidClientID(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 64 && ClientRequest.isValidSessionName(s)
     }
 }

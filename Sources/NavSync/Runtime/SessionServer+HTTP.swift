@@ -1,0 +1,145 @@
+/// The HTTP API (DESIGN.md section 7): routes, the token check, and the answers of
+/// commands the hub runs.
+extension SessionServer {
+    /// Browsers name their page's origin; other clients send none and are not checked.
+    func originAllowed(_ request: HTTPRequest, on server: Server) -> Bool {
+        guard let origin = request.header("Origin") else { return true }
+        if let allowedOrigins { return allowedOrigins.contains(origin) }
+        let host = server.host.contains(":") ? "[\(server.host)]" : server.host
+        var own = ["http://\(host):\(server.port)"]
+        if server.host == "127.0.0.1" || server.host == "::1" { own.append("http://localhost:\(server.port)") }
+        return own.contains(origin)
+    }
+
+    /// The HTTP API's check: without a valid token 401, with too little 403.
+    func authorize(_ request: HTTPRequest, needs role: Hub.Role, session: String? = nil) -> (grant: AccessPolicy.Grant?, refusal: HTTPResponse?) {
+        guard let policy = hub.policy else { return (nil, nil) }
+        guard let token = AccessPolicy.token(of: request), let grant = policy.grant(for: token) else {
+            var r = Self.error(NavError(.forbidden, "this needs a valid token: Authorization: Bearer TOKEN"))
+            r.status = 401
+            r.headers.append(("WWW-Authenticate", "Bearer"))
+            return (nil, r)
+        }
+        if grant.role < role {
+            return (grant, Self.error(NavError(.forbidden, "role \(grant.role.rawValue) may not do this: it needs \(role.rawValue)")))
+        }
+        if let session, !grant.allows(session: session) {
+            return (grant, Self.error(NavError(.forbidden, "\(grant.name) may not use session '\(session)'")))
+        }
+        return (grant, nil)
+    }
+
+    public func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse? {
+        let segments = ParsedURL(request.path)?.segments ?? []
+        let isRead = request.method == "GET" || request.method == "HEAD"
+        func only(_ allowed: String, _ body: () -> HTTPResponse?) -> HTTPResponse? {
+            let ok = allowed == "GET" ? isRead : request.method == allowed
+            guard ok else {
+                var r = HTTPResponse.text(405, "use \(allowed) for \(request.path)\n")
+                r.headers.append(("Allow", allowed == "GET" ? "GET, HEAD" : allowed))
+                return r
+            }
+            return body()
+        }
+        switch Endpoint(segments) {
+        case .index:
+            return only("GET") { WebPage.response(for: request) }
+        case .apiIndex:
+            return only("GET") { .text(200, Self.index(connection.server)) }
+        case .healthz:
+            return only("GET") { .text(200, "ok\n") }
+        case .metrics:
+            if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
+            return only("GET") {
+                var r = HTTPResponse.text(200, connection.server.transportMetrics() + metrics())
+                r.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
+                return r
+            }
+        case .sessions:
+            let (grant, refusal) = authorize(request, needs: .viewer)
+            if let refusal { return refusal }
+            return only("GET") {
+                .json(200, ["sessions": .array(hub.sessionSummaries.filter { grant?.allows(session: $0.session) ?? true }.map(\.json))])
+            }
+        case .session(let name):
+            if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
+            return only("GET") {
+                guard let s = hub.sessions[name] else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
+                return .json(200, ["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
+                                   "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
+            }
+        case .commands(let name):
+            return only("POST") {
+                guard originAllowed(request, on: connection.server) else {
+                    return Self.error(NavError(.forbidden, "origin \(request.header("Origin") ?? "") may not send commands here"))
+                }
+                let (grant, refusal) = authorize(request, needs: .controller, session: name)
+                if let refusal { return refusal }
+                return postCommand(request, session: name, on: connection, role: grant?.role ?? .admin)
+            }
+        case nil:
+            return .json(404, ["type": "error", "code": "not_found", "message": .string("no resource at \(request.path)")])
+        }
+    }
+
+    /// The HTTP API's resources (DESIGN.md section 7).
+    enum Endpoint {
+        case index, apiIndex, healthz, metrics, sessions
+        case session(String)
+        case commands(String)
+
+        init?(_ s: [String]) {
+            switch s.count {
+            case 0: self = .index
+            case 1 where s[0] == "index.html": self = .index
+            case 1 where s[0] == "api": self = .apiIndex
+            case 1 where s[0] == "healthz": self = .healthz
+            case 1 where s[0] == "metrics": self = .metrics
+            case 2 where s == ["api", "sessions"]: self = .sessions
+            case 3 where s[0] == "api" && s[1] == "sessions": self = .session(s[2])
+            case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "commands": self = .commands(s[2])
+            default: return nil
+            }
+        }
+    }
+
+    /// `POST /api/sessions/NAME/commands`: the body is a command object; the answer is
+    /// its ack (200) or error, once the hub answers (after the journal, with `--data`).
+    /// `X-Navsync-Client` names the client identity for idempotency (default `http`).
+    private func postCommand(_ request: HTTPRequest, session: String, on connection: Connection, role: Hub.Role) -> HTTPResponse? {
+        let body: JSON
+        do { body = try JSON.parse(request.body) } catch {
+            return Self.error(NavError(.badJSON, "the body is not valid JSON: \(error)"))
+        }
+        guard let object = body.objectValue else {
+            return Self.error(NavError(.badRequest, "the body must be a command object, got \(body.typeName)"))
+        }
+        let client = request.header("X-Navsync-Client") ?? "http"
+        guard ClientRequest.isValidClientID(client) else {
+            return Self.error(NavError(.badRequest, "X-Navsync-Client must be 1-64 letters, digits or -_.: characters"))
+        }
+        handle(.httpCommand(.init(connection: connection.id, request: request, session: session, command: object, client: client, role: role)),
+               on: connection.server)
+        return nil
+    }
+
+    static func error(_ e: NavError, id: JSON? = nil) -> HTTPResponse {
+        .json(e.code.httpStatus, ServerMessage.error(e).json(id: id))
+    }
+
+    static func index(_ server: Server) -> String {
+        """
+        navsyncd: one live navigation state per session, shared over WebSocket.
+
+        WebSocket   \(server.webSocketURL)   (protocol navsync.v1)
+        GET  /                              the web device page (?session=NAME)
+        GET  /api                           this list
+        GET  /healthz                       liveness
+        GET  /metrics                       Prometheus metrics
+        GET  /api/sessions                  sessions, as JSON
+        GET  /api/sessions/NAME             one session's state, as JSON
+        POST /api/sessions/NAME/commands    body: a command object; answer: its ack or error
+
+        """
+    }
+}

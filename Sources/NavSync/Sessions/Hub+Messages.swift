@@ -1,0 +1,176 @@
+/// Connections and protocol v1 messages (DESIGN.md sections 6 and 10).
+extension Hub {
+    mutating func connect(_ connection: Int, grant: AccessPolicy.Grant?, now: Int64) {
+        let id = newClientID()
+        peers[connection] = Peer(client: id, name: grant?.label ?? id, role: policy == nil ? .admin : grant?.role, grant: grant,
+                                 rate: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now))
+    }
+
+    mutating func disconnect(_ connection: Int) {
+        guard let peer = peers.removeValue(forKey: connection) else { return }
+        for name in peer.sessions.sorted() where sessions[name]?.remove(connection) != nil {
+            broadcast(name, .presence(session: name, .left(client: peer.client)))
+        }
+    }
+
+    /// Grants follow their tokens; connections whose token is gone are closed with 1008.
+    mutating func reload(policy newPolicy: AccessPolicy) {
+        policy = newPolicy
+        var lost: [Int] = []
+        for (c, peer) in peers {
+            guard let old = peer.grant else { continue }
+            guard let grant = newPolicy.grant(for: old.token) else {
+                lost.append(c)
+                continue
+            }
+            peers[c]!.grant = grant
+            peers[c]!.role = peer.requestedRole.map { min($0, grant.role) } ?? grant.role
+        }
+        out.append(.log(.info, "SIGHUP: auth file reloaded: \(newPolicy.grants.count) tokens; \(lost.count) connections lost theirs"))
+        for c in lost.sorted() { out.append(.close(c, code: CloseCode.policyViolation, reason: "token no longer valid")) }
+    }
+
+    mutating func message(_ request: ClientRequest, from c: Int, now: Int64) {
+        guard var peer = peers[c] else { return }
+        let first = !peer.greeted
+        peer.greeted = true
+        peers[c] = peer
+        func reply(_ m: ServerMessage) { emit(.send(to: c, m, id: request.id)) }
+        func error(_ code: ErrorCode, _ message: String) { reply(.error(NavError(code, message))) }
+
+        let message: ClientMessage
+        switch request.message {
+        case .failure(let e): return reply(.error(e))
+        case .success(let m): message = m
+        }
+        if let refusal = permission(message, peer) { return reply(.error(refusal)) }
+
+        switch message {
+        case .hello(let h):
+            guard first else { return error(.badRequest, "'hello' must be the first message of a connection") }
+            if let client = h.client {
+                guard ClientRequest.isValidClientID(client) else {
+                    return error(.badRequest, "'client' must be 1-64 letters, digits or -_.: characters")
+                }
+                peer.client = client
+            }
+            if let token = h.token, let policy {
+                guard let grant = policy.grant(for: token) else {
+                    return error(.forbidden, "that token is not valid here")
+                }
+                peer.grant = grant
+                peer.role = grant.role
+            }
+            if let role = h.role {
+                guard let r = Role(rawValue: role) else { return error(.badRequest, "'role' must be viewer, controller or admin") }
+                peer.requestedRole = r
+                peer.role = peer.role.map { min(r, $0) }
+            }
+            peer.name = h.name.map { String($0.prefix(128)) } ?? peer.grant?.label ?? peer.client
+            peers[c] = peer
+            reply(.welcome(.init(client: peer.client, server: configuration.serverName,
+                                 heartbeat: configuration.heartbeat, limits: configuration.limits)))
+
+        case .join(let j):
+            join(j, peer, c, request.id)
+
+        case .leave(let name):
+            if sessions[name]?.remove(c) != nil {
+                peers[c]?.sessions.remove(name)
+                broadcast(name, .presence(session: name, .left(client: peer.client)), except: c)
+            }
+            reply(.left(session: name))
+
+        case .command(let name, let object):
+            guard peers[c]!.rate.take(now: now) else {
+                commandOutcomes["rate_limited", default: 0] += 1
+                return error(.rateLimited, "more than \(Int(configuration.commandRate)) commands a second (burst \(configuration.commandBurst)); slow down")
+            }
+            reply(command(session: name, object, client: peer.client, role: peer.role ?? .viewer))
+
+        case .sync(let name, let since, let epoch):
+            guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
+            let seq = s.sequencer
+            if epoch == seq.epoch, let patches = seq.log.patches(since: since, current: seq.rev) {
+                for p in patches { reply(.patch(session: name, p)) }
+                return reply(.synced(session: name, rev: seq.rev))
+            }
+            reply(.snapshot(session: name, rev: seq.rev, state: seq.state.json))
+
+        case .status(let name, let rev, let focus):
+            guard sessions[name] != nil else { return error(.unknownSession, "no session '\(name)'") }
+            guard sessions[name]!.members[c] != nil else { return error(.badRequest, "not a member of '\(name)'; join it first") }
+            sessions[name]!.setStatus(c, rev: rev, focus: focus)
+            broadcast(name, .presence(session: name, .status(client: peer.client, rev: rev, focus: focus)), except: c)
+
+        case .get(let name):
+            guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
+            reply(.snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json))
+
+        case .sessions:
+            reply(.sessions(sessionSummaries.filter { peer.grant?.allows(session: $0.session) ?? true }))
+
+        case .ping:
+            reply(.pong)
+        }
+    }
+
+    private mutating func join(_ j: ClientMessage.Join, _ peer: Peer, _ c: Int, _ id: JSON?) {
+        func refuse(_ e: NavError) { emit(.send(to: c, .error(e), id: id)) }
+        if sessions[j.session] == nil {
+            guard j.create else {
+                return refuse(NavError(.unknownSession, "no session '\(j.session)'; send \"create\": true to make it"))
+            }
+            guard peer.role == .admin else {
+                return refuse(NavError(.forbidden, "role \(peer.role?.rawValue ?? "none") may not create sessions: that needs admin"))
+            }
+            do throws(NavError) { try createSession(j.session, flow: j.flow ?? Flow.demo.name) } catch { return refuse(error) }
+        }
+        let existing = sessions[j.session]!.members[c]
+        guard existing != nil || sessions[j.session]!.members.count < configuration.maxMembers else {
+            return refuse(NavError(.full, "session '\(j.session)' has \(configuration.maxMembers) members, its limit"))
+        }
+        let member = existing ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue)
+        // In place: copying the session out and back would copy its member table on
+        // every join (quadratic in a join burst).
+        sessions[j.session]!.add(c, member)
+        peers[c]!.sessions.insert(j.session)
+        let s = sessions[j.session]!
+
+        let seq = s.sequencer
+        var catchUp = ServerMessage.CatchUp.state(seq.state.json)
+        if let since = j.since, j.epoch == seq.epoch, let patches = seq.log.patches(since: since, current: seq.rev) {
+            catchUp = .patches(patches)
+        }
+        emit(.send(to: c, .joined(.init(session: j.session, epoch: seq.epoch, rev: seq.rev, flow: s.flow.source,
+                                        members: s.memberList, catchUp: catchUp)), id: id))
+        if existing == nil { broadcast(j.session, .presence(session: j.session, .joined(member)), except: c) }
+    }
+
+    /// What a connection may send (DESIGN.md section 10): without a token only `hello`
+    /// and `ping`; `viewer` no commands; a token with session patterns only those
+    /// sessions. Creating sessions is checked at the join, and admin-only operations by
+    /// the sequencer on the operations that run.
+    private func permission(_ message: ClientMessage, _ peer: Peer) -> NavError? {
+        switch message {
+        case .hello, .ping: return nil
+        default: break
+        }
+        guard let role = peer.role else {
+            return NavError(.forbidden, "this connection has no token: send one in hello (\"token\"), an Authorization: Bearer header, or ?token= on the upgrade")
+        }
+        if case .command = message, role < .controller {
+            return NavError(.forbidden, "role \(role.rawValue) may not send commands: that needs controller or admin")
+        }
+        let session: String?
+        switch message {
+        case .join(let j): session = j.session
+        case .command(let s, _), .sync(let s, _, _), .status(let s, _, _), .get(let s): session = s
+        default: session = nil
+        }
+        if let session, let grant = peer.grant, !grant.allows(session: session) {
+            return NavError(.forbidden, "\(grant.name) may not use session '\(session)' (allowed: \(grant.sessions?.joined(separator: ", ") ?? "all"))")
+        }
+        return nil
+    }
+}
