@@ -90,7 +90,7 @@ struct Options {
             $0.hub.limits.maxMessage = Int($1)
         },
         "--max-queue": NumericFlag(range: 65536...(1 << 40), unit: "a byte count") { $0.server.maxQueueBytes = Int($1) },
-        "--write-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.writeTimeout = $1 },
+        "--write-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.writeTimeout = $1 },
         "--handshake-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.handshakeTimeout = $1 },
         "--ping-interval": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.pingInterval = $1 },
         "--dead-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.deadTimeout = $1 },

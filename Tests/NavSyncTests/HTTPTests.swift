@@ -226,4 +226,33 @@ struct ConnectionMachineTests {
         _ = d.close(code: 1001, reason: "", now: 1)
         #expect(d.received(WebSocketEncoder.close(1001, mask: (0, 0, 0, 0)), now: 2) == [.closeSocket(.closed(code: 1001))])
     }
+
+    /// The write timeout runs on the machine's clock: queued output that makes no
+    /// progress for `writeTimeout` drops the connection and its output, while output
+    /// that keeps moving (or none at all) never does.
+    @Test func writeTimeoutOnAFakeClock() {
+        var m = ConnectionMachine(now: 0)
+        _ = drive(&m, Array(Self.upgrade.utf8), now: 0)
+        m.outputQueued(now: 1_000)
+        m.outputQueued(now: 20_000)                            // more output: the clock keeps running
+        m.outputWritten(remaining: 4_096, now: 25_000)        // progress: it restarts
+        _ = m.received(WebSocketEncoder.frame(.pong, [], mask: (0, 0, 0, 0)), now: 50_000)
+        #expect(m.tick(now: 54_999).isEmpty)
+        #expect(m.tick(now: 55_000) == [.abortSocket(.writeTimeout)])
+        #expect(m.isClosed && m.tick(now: 90_000).isEmpty)    // once
+
+        var drained = ConnectionMachine(now: 0)
+        _ = drive(&drained, Array(Self.upgrade.utf8), now: 0)
+        drained.outputQueued(now: 0)
+        drained.outputWritten(remaining: 0, now: 10)
+        _ = drained.received(WebSocketEncoder.frame(.pong, [], mask: (0, 0, 0, 0)), now: 29_000)
+        #expect(drained.tick(now: 40_000).isEmpty)
+
+        // Output still flushing after the close handshake ends can stall too.
+        var closing = ConnectionMachine(now: 0)
+        _ = drive(&closing, Array(Self.upgrade.utf8), now: 0)
+        _ = closing.received(WebSocketEncoder.close(1000, mask: (0, 0, 0, 0)), now: 1)
+        closing.outputQueued(now: 1)
+        #expect(closing.tick(now: 30_001) == [.abortSocket(.writeTimeout)])
+    }
 }

@@ -161,7 +161,7 @@ struct LoopbackTests {
     @Test func aClientThatNeverReadsIsDroppedNotBuffered() throws {
         let server = try TestServer {
             $0.maxQueueBytes = 256 * 1024
-            $0.writeTimeout = 1_000
+            $0.connection.writeTimeout = 1_000
         }
         defer { server.stop() }
         let bystander = try RawClient(port: server.port)

@@ -12,6 +12,9 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var deadTimeout: Int64 = 60_000
     /// After sending a close frame, how long to wait for the peer's before dropping it.
     public var closeTimeout: Int64 = 5_000
+    /// Queued output that makes no progress for this long means a peer that does not
+    /// read: the connection is dropped with its output (section 8).
+    public var writeTimeout: Int64 = 30_000
     public var http = HTTPLimits()
 
     public init() {}
@@ -85,6 +88,8 @@ public struct ConnectionMachine: Sendable {
         case binary([UInt8])
         /// Flush what is queued, then close the socket.
         case closeSocket(CloseReason)
+        /// Close the socket at once, dropping queued output (a peer that does not read).
+        case abortSocket(CloseReason)
     }
 
     public let limits: ConnectionLimits
@@ -95,6 +100,9 @@ public struct ConnectionMachine: Sendable {
     private var lastHeard: Int64
     /// When our last unanswered ping went out.
     private var pingSentAt: Int64?
+    /// Since when queued output has waited without any of it being written; nil while
+    /// nothing is queued.
+    private var stalledSince: Int64?
 
     public init(limits: ConnectionLimits = ConnectionLimits(), webSocketPath: String = "/ws",
                 subprotocols: [String] = ["navsync.v1"], now: Int64) {
@@ -133,8 +141,25 @@ public struct ConnectionMachine: Sendable {
         }
     }
 
-    /// Timers: handshake and idle timeouts, heartbeat pings, the close handshake's wait.
+    /// Output was queued while none was: the write timeout starts.
+    public mutating func outputQueued(now: Int64) {
+        if stalledSince == nil { stalledSince = now }
+    }
+
+    /// A write finished; `remaining` bytes are still queued (0: the timeout stops).
+    public mutating func outputWritten(remaining: Int, now: Int64) {
+        stalledSince = remaining > 0 ? now : nil
+    }
+
+    /// Timers: handshake and idle timeouts, heartbeat pings, the close handshake's wait,
+    /// and queued output that makes no progress.
     public mutating func tick(now: Int64) -> [Action] {
+        if let since = stalledSince, now - since >= limits.writeTimeout {
+            // Also once closed: output still flushing before the close can stall too.
+            stalledSince = nil
+            state = .closed(.writeTimeout)
+            return [.abortSocket(.writeTimeout)]
+        }
         switch state {
         case .http:
             return now - lastHeard >= limits.handshakeTimeout ? finish(.handshakeTimeout) : []

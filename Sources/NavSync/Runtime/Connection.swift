@@ -2,16 +2,13 @@ import CUV
 
 /// One client connection: the libuv shell around a `ConnectionMachine`.
 ///
-/// Output is queued, never written from inside the code that produced it: the server
-/// flushes every connection with queued output once per loop iteration, before the
-/// loop blocks, all of it in
-/// one `uv_write` (Redis's `handleClientsWithPendingWrites`). One write is in flight at
-/// a time; what arrives meanwhile waits for the next flush, which batches it.
+/// Output is queued (`OutputQueue`) and the server flushes every connection with
+/// queued output once per loop iteration, before the loop blocks.
 ///
 /// Lifetime (libuv's rules): the `uv_tcp_t` holds a +1 reference to this object from
 /// `uv_tcp_init` until its close callback, where the handle memory is freed. A
 /// connection is never freed inside its own callbacks: `close` only starts `uv_close`.
-public final class Connection {
+public final class Connection: WriteOwner {
     /// Unique per server run, in accept order.
     public let id: Int
     /// The peer's address, `127.0.0.1:50312`.
@@ -24,14 +21,8 @@ public final class Connection {
     let tcp: UnsafeMutablePointer<uv_tcp_t>
     private(set) var machine: ConnectionMachine
 
-    /// Output queued since the last flush.
-    private var pending: [OutgoingBuffer] = []
-    private var pendingBytes = 0
-    /// Bytes handed to libuv and not yet written.
-    private var inFlightBytes = 0
-    private var writing = false
-    /// When queued output last made progress (ms, loop clock).
-    private var lastWriteProgress: Int64 = 0
+    /// Queued and in-flight output.
+    private var output = OutputQueue()
     var isQueuedForFlush = false
 
     /// Why the connection is ending, once it is; output still queued is flushed first.
@@ -63,7 +54,7 @@ public final class Connection {
     private var acceptsMessages = false
 
     /// Output bytes queued or in flight.
-    public var queuedBytes: Int { pendingBytes + inFlightBytes }
+    public var queuedBytes: Int { output.queuedBytes }
 
     // MARK: Sending
 
@@ -76,9 +67,8 @@ public final class Connection {
     public func send(_ buffer: OutgoingBuffer) -> Bool {
         guard !handleClosed else { return false }
         guard queuedBytes + buffer.count <= server.configuration.maxQueueBytes else { return false }
-        if queuedBytes == 0 { lastWriteProgress = server.now }
-        pending.append(buffer)
-        pendingBytes += buffer.count
+        if queuedBytes == 0 { machine.outputQueued(now: server.now) }
+        output.append(buffer)
         server.needsFlush(self)
         return true
     }
@@ -155,13 +145,6 @@ public final class Connection {
             if now >= deadline { closeHandle() }
             return
         }
-        if queuedBytes > 0 && now - lastWriteProgress >= server.configuration.writeTimeout {
-            server.logger.warn("#\(id) \(peer): no write progress for \(server.configuration.writeTimeout) ms with \(queuedBytes) bytes queued")
-            closeReason = .writeTimeout
-            discardOutput()
-            closeHandle()
-            return
-        }
         perform(machine.tick(now: now))
     }
 
@@ -193,6 +176,10 @@ public final class Connection {
             case .closeSocket(let reason):
                 acceptsMessages = false
                 drop(reason)
+            case .abortSocket(let reason):
+                acceptsMessages = false
+                server.logger.warn("#\(id) \(peer): \(reason) with \(queuedBytes) bytes queued (no write progress for \(machine.limits.writeTimeout) ms)")
+                abort(reason)
             }
         }
     }
@@ -202,41 +189,26 @@ public final class Connection {
     /// Hands everything queued to libuv in one write (writev), if no write is in flight.
     func flush() {
         isQueuedForFlush = false
-        guard !writing, !pending.isEmpty, !handleClosed else { return }
-        let request = WriteRequest(connection: self, buffers: pending)
-        inFlightBytes = pendingBytes
-        pending = []
-        pendingBytes = 0
-        writing = true
-        let rc = request.bufs.withUnsafeMutableBufferPointer { bufs in
-            uv_write(request.req, UV.stream(tcp), bufs.baseAddress, UInt32(bufs.count)) { req, status in
-                let request = Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).takeRetainedValue()
-                request.connection.didWrite(status)
-            }
-        }
+        guard !handleClosed else { return }
+        let rc = output.flush(to: UV.stream(tcp), owner: self)
         if rc != 0 {
-            // A failed call never invokes its callback: release the request here.
-            Unmanaged<WriteRequest>.fromOpaque(request.req.pointee.data).release()
-            writing = false
-            inFlightBytes = 0
             closeReason = closeReason ?? .ioError(UV.error(rc))
             closeHandle()
         }
     }
 
-    private func didWrite(_ status: Int32) {
-        writing = false
-        bytesOut += inFlightBytes
-        server.bytesOut += inFlightBytes
-        inFlightBytes = 0
-        lastWriteProgress = server.now
+    func didWrite(_ status: Int32) {
+        let written = output.finished()
+        bytesOut += written
+        server.bytesOut += written
+        machine.outputWritten(remaining: queuedBytes, now: server.now)
         if status < 0 {
             closeReason = closeReason ?? .ioError(UV.error(status))
             discardOutput()
             closeHandle()
             return
         }
-        if !pending.isEmpty {
+        if output.hasPending {
             flush()
         } else if closeReason != nil {
             linger()
@@ -245,10 +217,7 @@ public final class Connection {
         }
     }
 
-    private func discardOutput() {
-        pending = []
-        pendingBytes = 0
-    }
+    private func discardOutput() { output.discard() }
 
     // MARK: Closing
 
@@ -263,23 +232,4 @@ public final class Connection {
             connection.server.connectionClosed(connection)
         }
     }
-}
-
-/// One `uv_write`: the request and the buffers it points into, kept alive until the
-/// write callback (which takes back the +1 reference stored in `req.data`).
-final class WriteRequest {
-    let req: UnsafeMutablePointer<uv_write_t>
-    let connection: Connection
-    let buffers: [OutgoingBuffer]
-    var bufs: [uv_buf_t]
-
-    init(connection: Connection, buffers: [OutgoingBuffer]) {
-        self.connection = connection
-        self.buffers = buffers
-        req = .allocate(capacity: 1)
-        bufs = buffers.map { uv_buf_init($0.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32($0.count)) }
-        req.pointee.data = Unmanaged.passRetained(self).toOpaque()
-    }
-
-    deinit { req.deallocate() }
 }

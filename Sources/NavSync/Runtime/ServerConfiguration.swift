@@ -11,9 +11,6 @@ public struct ServerConfiguration: Sendable {
     /// refused and the application decides (a lagging member is resynced with a
     /// snapshot; an echo client is dropped). 8 MiB holds thousands of patches.
     public var maxQueueBytes = 8 << 20
-    /// A connection whose queued output makes no progress this long (ms) is dropped:
-    /// a client that reads nothing cannot hold memory forever.
-    public var writeTimeout: Int64 = 30_000
     /// How long (ms) a closing connection keeps reading (and dropping) input after its
     /// last bytes went out, so the peer reads our close frame instead of a reset.
     public var lingerTimeout: Int64 = 2_000

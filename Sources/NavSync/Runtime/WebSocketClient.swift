@@ -4,7 +4,7 @@ import CUV
 /// One client WebSocket connection on a `ClientLoop`: connect, handshake, masked
 /// frames out, messages in (RFC 6455, client side). Output is queued and flushed once
 /// per loop iteration, like the server's.
-public final class WebSocketClient {
+public final class WebSocketClient: WriteOwner {
     public enum State: Equatable {
         case idle, connecting, handshaking, open, closing, closed
     }
@@ -29,10 +29,7 @@ public final class WebSocketClient {
     private var key = ""
     private var handshakeBuffer: [UInt8] = []
     private var decoder: WebSocketDecoder
-    private var pending: [OutgoingBuffer] = []
-    private var pendingBytes = 0
-    private var inFlightBytes = 0
-    private var writing = false
+    private var output = OutputQueue()
     var isQueuedForFlush = false
     private var closeReported = false
     /// Waits for the server's close reply; cancelled once the connection is done.
@@ -47,7 +44,7 @@ public final class WebSocketClient {
         decoder = WebSocketDecoder(role: .client, maxMessage: maxMessage)
     }
 
-    public var queuedBytes: Int { pendingBytes + inFlightBytes }
+    public var queuedBytes: Int { output.queuedBytes }
 
     // MARK: Connecting
 
@@ -173,8 +170,7 @@ public final class WebSocketClient {
 
     private func queue(_ bytes: [UInt8]) {
         guard tcp != nil, state != .closed else { return }
-        pending.append(OutgoingBuffer(bytes))
-        pendingBytes += bytes.count
+        output.append(OutgoingBuffer(bytes))
         if !isQueuedForFlush {
             isQueuedForFlush = true
             owner.flushList.append(self)
@@ -183,38 +179,15 @@ public final class WebSocketClient {
 
     func flush() {
         isQueuedForFlush = false
-        guard !writing, !pending.isEmpty, let tcp, state != .closed else { return }
-        let buffers = pending
-        pending = []
-        inFlightBytes = pendingBytes
-        pendingBytes = 0
-        writing = true
-        final class Request {
-            let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
-            let client: WebSocketClient
-            let buffers: [OutgoingBuffer]
-            init(_ client: WebSocketClient, _ buffers: [OutgoingBuffer]) { self.client = client; self.buffers = buffers }
-            deinit { req.deallocate() }
-        }
-        let request = Request(self, buffers)
-        request.req.pointee.data = Unmanaged.passRetained(request).toOpaque()
-        var bufs = buffers.map { uv_buf_init($0.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32($0.count)) }
-        let rc = uv_write(request.req, UV.stream(tcp), &bufs, UInt32(bufs.count)) { req, status in
-            let request = Unmanaged<Request>.fromOpaque(req!.pointee.data).takeRetainedValue()
-            request.client.wrote(status)
-        }
-        if rc != 0 {
-            Unmanaged<Request>.fromOpaque(request.req.pointee.data).release()
-            writing = false
-            finish(nil, "write failed: \(UV.error(rc))")
-        }
+        guard let tcp, state != .closed else { return }
+        let rc = output.flush(to: UV.stream(tcp), owner: self)
+        if rc != 0 { finish(nil, "write failed: \(UV.error(rc))") }
     }
 
-    private func wrote(_ status: Int32) {
-        writing = false
-        inFlightBytes = 0
+    func didWrite(_ status: Int32) {
+        _ = output.finished()
         if status < 0 { return finish(nil, "write failed: \(UV.error(status))") }
-        if !pending.isEmpty { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
+        if output.hasPending { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
     }
 
     private var pendingClose: (UInt16?, String)?
