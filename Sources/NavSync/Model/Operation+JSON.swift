@@ -137,40 +137,8 @@ extension AlertButton {
     }
 }
 
-/// Typed access to an operation's fields; every mistake is `bad_params` naming the field.
-struct Fields {
-    let object: JSONObject
-
-    func string(_ key: String) throws(NavError) -> String {
-        guard let s = try optionalString(key) else { throw NavError(.badParams, "missing field '\(key)'") }
-        return s
-    }
-
-    func optionalString(_ key: String) throws(NavError) -> String? {
-        guard let v = object[key], !v.isNull else { return nil }
-        guard let s = v.stringValue else { throw NavError(.badParams, "'\(key)' must be a string, got \(v.typeName)") }
-        return s
-    }
-
-    func int(_ key: String) throws(NavError) -> Int {
-        guard let i = try optionalInt(key) else { throw NavError(.badParams, "missing field '\(key)'") }
-        return i
-    }
-
-    func optionalInt(_ key: String) throws(NavError) -> Int? {
-        guard let v = object[key], !v.isNull else { return nil }
-        guard let i = v.intValue, let n = Int(exactly: i) else {
-            throw NavError(.badParams, "'\(key)' must be an integer, got \(v.typeName)")
-        }
-        return n
-    }
-
-    func optionalBool(_ key: String) throws(NavError) -> Bool? {
-        guard let v = object[key], !v.isNull else { return nil }
-        guard let b = v.boolValue else { throw NavError(.badParams, "'\(key)' must be a bool, got \(v.typeName)") }
-        return b
-    }
-
+/// An operation's own fields; the plain ones are in `Fields` (JSON/JSONFields.swift).
+extension Fields {
     func params(_ key: String = "params") throws(NavError) -> JSONObject {
         guard let v = object[key], !v.isNull else { return [:] }
         guard let o = v.objectValue else { throw NavError(.badParams, "'\(key)' must be an object, got \(v.typeName)") }

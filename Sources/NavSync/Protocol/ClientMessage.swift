@@ -99,7 +99,7 @@ public struct ClientRequest: Sendable {
     }
 
     private static func decode(_ o: JSONObject) throws(NavError) -> ClientMessage {
-        let f = MessageFields(object: o)
+        let f = Fields(object: o, code: .badRequest)
         let type = try f.string("type")
         switch type {
         case "hello":
@@ -159,40 +159,7 @@ public struct ClientRequest: Sendable {
     }
 }
 
-/// Typed access to a message's fields; every mistake is `bad_request` naming the field.
-struct MessageFields {
-    let object: JSONObject
-
-    func string(_ key: String) throws(NavError) -> String {
-        guard let v = object[key] else { throw NavError(.badRequest, "missing field '\(key)'") }
-        guard let s = v.stringValue else { throw NavError(.badRequest, "'\(key)' must be a string, got \(v.typeName)") }
-        return s
-    }
-
-    func optionalString(_ key: String) throws(NavError) -> String? {
-        guard let v = object[key], !v.isNull else { return nil }
-        return try string(key)
-    }
-
-    func int(_ key: String) throws(NavError) -> Int {
-        guard let v = object[key] else { throw NavError(.badRequest, "missing field '\(key)'") }
-        guard let i = v.intValue, let n = Int(exactly: i) else {
-            throw NavError(.badRequest, "'\(key)' must be an integer, got \(v.typeName)")
-        }
-        return n
-    }
-
-    func optionalInt(_ key: String) throws(NavError) -> Int? {
-        guard let v = object[key], !v.isNull else { return nil }
-        return try int(key)
-    }
-
-    func optionalBool(_ key: String) throws(NavError) -> Bool? {
-        guard let v = object[key], !v.isNull else { return nil }
-        guard let b = v.boolValue else { throw NavError(.badRequest, "'\(key)' must be a bool, got \(v.typeName)") }
-        return b
-    }
-
+extension Fields {
     func session() throws(NavError) -> String {
         let s = try string("session")
         guard ClientRequest.isValidSessionName(s) else {

@@ -1,0 +1,108 @@
+/// The client side of protocol v1: what the server sends, decoded back into values
+/// (the inverse of `ServerMessage.json(id:)`). Used by `SessionMachine`, navclient and
+/// the tests. A message of a type this version does not know is `nil`, not an error:
+/// servers may add types (DESIGN.md section 6).
+extension ServerMessage {
+    /// The message and its request id.
+    public struct Received: Sendable, Equatable {
+        public var message: ServerMessage
+        public var id: JSON?
+    }
+
+    /// Decodes one text message; `bad_json` or `bad_request` naming the field when it
+    /// is broken, nil for an unknown type.
+    public static func decode(_ bytes: [UInt8]) throws(NavError) -> Received? {
+        let json: JSON
+        do { json = try JSON.parse(bytes) } catch { throw NavError(.badJSON, "not valid JSON: \(error)") }
+        return try decode(json)
+    }
+
+    public static func decode(_ json: JSON) throws(NavError) -> Received? {
+        guard let o = json.objectValue else { throw NavError(.badRequest, "a message must be a JSON object, got \(json.typeName)") }
+        let f = Fields(object: o, code: .badRequest)
+        let id = o["id"]
+        let message: ServerMessage
+        switch try f.string("type") {
+        case "welcome":
+            let limits = Fields(object: try f.object("limits"), code: .badRequest)
+            var model = ModelLimits()
+            model.maxOps = try limits.optionalInt("maxOps") ?? model.maxOps
+            model.maxStackDepth = try limits.optionalInt("maxStackDepth") ?? model.maxStackDepth
+            model.maxTabs = try limits.optionalInt("maxTabs") ?? model.maxTabs
+            message = .welcome(.init(client: try f.string("client"), server: try f.string("server"), heartbeat: try f.int("heartbeat"),
+                                     limits: ProtocolLimits(maxMessage: try limits.optionalInt("maxMessage") ?? 1 << 20, model: model)))
+        case "joined":
+            let session = try f.string("session")
+            let catchUp: CatchUp
+            if let state = o["state"] {
+                catchUp = .state(state)
+            } else {
+                catchUp = .patches(try f.array("patches").map { p throws(NavError) in
+                    try patch(Fields(object: try object(p, "patches[]"), code: .badRequest))
+                })
+            }
+            message = .joined(.init(session: session, epoch: try f.string("epoch"), rev: try f.int("rev"), flow: o["flow"] ?? .null,
+                                    members: try f.array("members").map { m throws(NavError) in try member(m) }, catchUp: catchUp))
+        case "left":
+            message = .left(session: try f.string("session"))
+        case "patch":
+            message = .patch(session: try f.string("session"), try patch(f))
+        case "ack":
+            let results = try f.array("results").map { r throws(NavError) in
+                guard let s = r.stringValue, let result = OpResult(rawValue: s) else {
+                    throw NavError(.badRequest, "'results' holds an unknown result \(r)")
+                }
+                return result
+            }
+            message = .ack(session: try f.string("session"), Ack(id: try CommandID(field: id), rev: try f.int("rev"), results: results))
+        case "error":
+            let code = try f.string("code")
+            message = .error(NavError(ErrorCode(rawValue: code) ?? .internal, try f.string("message"),
+                                      op: try f.optionalInt("op"), rev: try f.optionalInt("rev")))
+        case "synced":
+            message = .synced(session: try f.string("session"), rev: try f.int("rev"))
+        case "snapshot":
+            guard let state = o["state"] else { throw NavError(.badRequest, "missing field 'state'") }
+            message = .snapshot(session: try f.string("session"), rev: try f.int("rev"), state: state)
+        case "sessions":
+            message = .sessions(try f.array("sessions").map { s throws(NavError) in
+                let g = Fields(object: try object(s, "sessions[]"), code: .badRequest)
+                return SessionSummary(session: try g.string("session"), flow: try g.string("flow"), rev: try g.int("rev"), members: try g.int("members"))
+            })
+        case "pong":
+            message = .pong
+        case "presence":
+            let session = try f.string("session")
+            if let joined = o["joined"] {
+                message = .presence(session: session, .joined(try member(joined)))
+            } else if let left = try f.optionalString("left") {
+                message = .presence(session: session, .left(client: left))
+            } else {
+                let s = Fields(object: try f.object("status"), code: .badRequest)
+                message = .presence(session: session, .status(client: try s.string("client"), rev: try s.int("rev"), focus: try s.optionalString("focus")))
+            }
+        default:
+            return nil
+        }
+        return Received(message: message, id: id)
+    }
+
+    private static func object(_ j: JSON, _ what: String) throws(NavError) -> JSONObject {
+        guard let o = j.objectValue else { throw NavError(.badRequest, "\(what) must be an object, got \(j.typeName)") }
+        return o
+    }
+
+    private static func patch(_ f: Fields) throws(NavError) -> Patch {
+        let ops = try f.array("ops").map { op throws(NavError) in
+            do { return try PatchOperation(json: op) } catch { throw NavError(.badRequest, "'ops' holds a bad JSON Patch operation: \(error)") }
+        }
+        return Patch(rev: try f.int("rev"), by: try f.string("by"), cmd: try CommandID(field: f.object["cmd"]), ops: ops)
+    }
+
+    private static func member(_ j: JSON) throws(NavError) -> Member {
+        let f = Fields(object: try object(j, "a member"), code: .badRequest)
+        let client = try f.string("client")
+        return Member(client: client, name: try f.optionalString("name") ?? client, role: try f.optionalString("role") ?? "",
+                      rev: try f.optionalInt("rev"), focus: try f.optionalString("focus"))
+    }
+}

@@ -1,0 +1,55 @@
+import Testing
+@testable import NavSync
+
+/// Every server message survives encode → bytes → decode, and a broken one is refused
+/// naming the field.
+@Suite("Protocol: server messages decoded")
+struct ServerMessageDecodingTests {
+    static let patch = Patch(rev: 4, by: "c1", cmd: .string("k"), ops: [PatchOperation(.replace, "/alert", value: .null)])
+    static let member = Member(client: "c2", name: "tv", role: "viewer", rev: 3, focus: "e7")
+
+    static let messages: [ServerMessage] = [
+        .welcome(.init(client: "c1", server: "navsyncd/0.1.0", heartbeat: 30, limits: ProtocolLimits())),
+        .joined(.init(session: "demo", epoch: "ep", rev: 4, flow: ["name": "shop"], members: [member], catchUp: .state(["root": 1]))),
+        .joined(.init(session: "demo", epoch: "ep", rev: 4, flow: ["name": "shop"], members: [], catchUp: .patches([patch]))),
+        .left(session: "demo"),
+        .patch(session: "demo", patch),
+        .ack(session: "demo", Ack(id: .int(9), rev: 4, results: [.applied, .noop, .superseded])),
+        .error(NavError(.conflict, "e3 changed", op: 1, rev: 4)),
+        .synced(session: "demo", rev: 4),
+        .snapshot(session: "demo", rev: 4, state: ["root": ["type": "App"]]),
+        .sessions([SessionSummary(session: "demo", flow: "shop", rev: 4, members: 2)]),
+        .pong,
+        .presence(session: "demo", .joined(member)),
+        .presence(session: "demo", .left(client: "c2")),
+        .presence(session: "demo", .status(client: "c2", rev: 4, focus: nil)),
+    ]
+
+    @Test(arguments: messages)
+    func roundTrips(_ message: ServerMessage) throws {
+        let id: JSON? = { if case .ack = message { return .int(9) } else { return "r1" } }()
+        let decoded = try ServerMessage.decode(message.json(id: id).encoded())
+        #expect(decoded == ServerMessage.Received(message: message, id: id))
+    }
+
+    @Test func brokenMessagesNameTheField() {
+        let cases: [(String, String)] = [
+            ("{", "not valid JSON"),
+            ("[1]", "must be a JSON object"),
+            (#"{"type": "patch", "session": "s", "rev": "4", "by": "c", "cmd": 1, "ops": []}"#, "'rev' must be an integer"),
+            (#"{"type": "ack", "session": "s", "rev": 1, "results": ["applied"]}"#, "missing field 'id'"),
+            (#"{"type": "ack", "id": 1, "session": "s", "rev": 1, "results": ["maybe"]}"#, "unknown result"),
+            (#"{"type": "snapshot", "session": "s", "rev": 1}"#, "missing field 'state'"),
+            (#"{"type": "patch", "session": "s", "rev": 1, "by": "c", "cmd": 1, "ops": [{"op": "jump"}]}"#, "bad JSON Patch"),
+        ]
+        for (text, expected) in cases {
+            do {
+                _ = try ServerMessage.decode(Array(text.utf8))
+                Issue.record("decoded: \(text)")
+            } catch {
+                #expect(error.message.contains(expected), "\(text): \(error.message)")
+            }
+        }
+        #expect((try? ServerMessage.decode(Array(#"{"type": "future-thing"}"#.utf8))) == .some(nil))
+    }
+}
