@@ -1,0 +1,285 @@
+/// One member of one session, as a pure state machine (DESIGN.md sections 5 and 6):
+/// socket events and server messages in, a mirror of the session plus effects out.
+/// `SessionClient` is its libuv shell; tests drive it as a value.
+///
+/// It mirrors the state by applying patches, checks that revisions follow each other
+/// and resyncs on a gap, reconnects with capped, jittered backoff, resumes its client
+/// identity, rejoins with `since`/`epoch`, and resends commands that were never
+/// acknowledged (safe: command ids are idempotency keys).
+public struct SessionMachine: Sendable {
+    public struct Options: Sendable {
+        public var url = WebSocketURL.default
+        public var session = "demo"
+        public var name = "navclient"
+        public var role: String?
+        /// An access token, sent on the upgrade (Authorization: Bearer) and in `hello`.
+        public var token: String?
+        public var create = false
+        public var flow: String?
+        /// Reconnect after a lost connection (not after a refusal at the first join).
+        public var reconnect = true
+        /// First reconnect delay and its cap, in ms; each attempt doubles the delay and
+        /// waits a random 50–100% of it, so many clients do not return in lockstep.
+        public var backoff: (first: Int64, max: Int64) = (250, 8_000)
+        public init() {}
+    }
+
+    /// What changed, for the program that uses the client.
+    public enum Event: Sendable, Equatable {
+        /// The mirrored state changed (a patch, a snapshot, or the first join).
+        case state
+        /// Someone joined, left, or reported what they show.
+        case presence
+        /// Connected and joined, or the connection was lost (with why).
+        case connection(connected: Bool, reason: String)
+        /// The server refused something not tied to a command (join, get…).
+        case error(NavError)
+    }
+
+    public enum Effect: Sendable, Equatable {
+        /// Open a WebSocket to `options.url`.
+        case connect
+        /// Send this text message.
+        case send([UInt8])
+        /// Close the WebSocket (the close handshake).
+        case close
+        /// Call `retry()` after this many ms.
+        case retry(after: Int64)
+        case event(Event)
+        /// A command's answer.
+        case answered(command: Int64, Result<Ack, NavError>)
+        /// The answer to a request made with `request(_:wantsReply:)`.
+        case replied(request: String, JSON)
+        /// Every message from the server, as it came (`navclient watch --json`).
+        case received(JSON)
+        /// Done for good: the shell may let go of its callbacks.
+        case finished
+    }
+
+    /// The connection, one state at a time.
+    public enum Connection: Sendable, Equatable {
+        case idle
+        /// The socket is opening; `hello` and `join` go once it is open.
+        case connecting
+        /// Open, `join` sent, no `joined` yet.
+        case joining
+        case joined
+        /// Lost; waiting for `retry()`.
+        case waiting
+        case stopped
+    }
+
+    public let options: Options
+    public private(set) var connection = Connection.idle
+    public private(set) var state: JSON?
+    public private(set) var rev = 0
+    public private(set) var epoch: String?
+    /// The session's flow as the server sent it.
+    public private(set) var flow: Flow?
+    public private(set) var members: [Member] = []
+    /// This client's identity; kept across reconnects.
+    public private(set) var clientID: String?
+    private var attempts = 0
+    private var everJoined = false
+    private var nextCommand: Int64 = 1
+    /// Commands sent and not yet answered, in order: resent after a reconnect.
+    private var pending: [(id: Int64, bytes: [UInt8])] = []
+    /// Requests other than commands waiting for a reply, by request id.
+    private var requests: Set<String> = []
+    private var nextRequest = 1
+
+    public init(options: Options) { self.options = options }
+
+    public var isJoined: Bool { connection == .joined }
+    public var unacknowledged: Int { pending.count }
+
+    // MARK: Events from the program
+
+    public mutating func start() -> [Effect] {
+        guard connection == .idle || connection == .stopped else { return [] }
+        connection = .connecting
+        return [.connect]
+    }
+
+    public mutating func stop() -> [Effect] {
+        let wasOpen = connection == .joining || connection == .joined
+        connection = .stopped
+        return wasOpen ? [.close] : [.finished]
+    }
+
+    /// A command of operations; its answer comes as `.answered(command: id, …)`.
+    /// Commands queue while disconnected and go out (or out again) once joined.
+    public mutating func command(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase) -> (id: Int64, effects: [Effect]) {
+        let id = nextCommand
+        nextCommand += 1
+        var m: JSONObject = ["type": "command", "session": .string(options.session), "id": .int(id), "ops": .array(ops)]
+        if let base { m["base"] = .int(Int64(base)) }
+        if onConflict != .rebase { m["onConflict"] = .string(onConflict.rawValue) }
+        let bytes = JSON.object(m).encoded()
+        pending.append((id, bytes))
+        return (id, isJoined ? [.send(bytes)] : [])
+    }
+
+    /// Any other request (`sessions`, `get`, `status`…); with `wantsReply` it gets an id
+    /// and its answer comes as `.replied`.
+    public mutating func request(_ message: JSONObject, wantsReply: Bool) -> (id: String?, effects: [Effect]) {
+        guard connection == .joining || connection == .joined else { return (nil, []) }
+        var m = message
+        var id: String?
+        if wantsReply {
+            id = "r\(nextRequest)"
+            nextRequest += 1
+            m["id"] = .string(id!)
+            requests.insert(id!)
+        }
+        return (id, [.send(JSON.object(m).encoded())])
+    }
+
+    /// Tells the other members which revision this client shows.
+    public mutating func reportStatus(focus: String? = nil) -> [Effect] {
+        guard isJoined else { return [] }
+        var m: JSONObject = ["type": "status", "session": .string(options.session), "rev": .int(Int64(rev))]
+        if let focus { m["focus"] = .string(focus) }
+        return [.send(JSON.object(m).encoded())]
+    }
+
+    /// The backoff wait is over.
+    public mutating func retry() -> [Effect] {
+        guard connection == .waiting else { return [] }
+        connection = .connecting
+        return [.connect]
+    }
+
+    // MARK: Events from the socket
+
+    public mutating func opened() -> [Effect] {
+        guard connection == .connecting else { return [] }
+        connection = .joining
+        var hello: JSONObject = ["type": "hello", "name": .string(options.name)]
+        if let clientID { hello["client"] = .string(clientID) }
+        if let role = options.role { hello["role"] = .string(role) }
+        if let token = options.token { hello["token"] = .string(token) }
+        var join: JSONObject = ["type": "join", "session": .string(options.session)]
+        if let epoch {
+            join["since"] = .int(Int64(rev))
+            join["epoch"] = .string(epoch)
+        }
+        if options.create { join["create"] = true }
+        if let flow = options.flow { join["flow"] = .string(flow) }
+        return [.send(JSON.object(hello).encoded()), .send(JSON.object(join).encoded())]
+    }
+
+    /// The socket is gone (`jitter` in 0...1 picks the wait within the backoff).
+    public mutating func closed(code: UInt16?, reason: String, jitter: Double) -> [Effect] {
+        let why = code.map { "closed (\($0))\(reason.isEmpty ? "" : ": \(reason)")" } ?? reason
+        var out: [Effect] = [.event(.connection(connected: false, reason: why))]
+        guard connection != .stopped, options.reconnect else {
+            connection = .stopped
+            return out + [.finished]
+        }
+        let delay = min(options.backoff.max, options.backoff.first << min(Int64(attempts), 16))
+        attempts += 1
+        connection = .waiting
+        out.append(.retry(after: delay / 2 + Int64(Double(delay / 2) * min(max(jitter, 0), 1))))
+        return out
+    }
+
+    public mutating func received(_ bytes: [UInt8]) -> [Effect] {
+        guard let json = try? JSON.parse(bytes), let decoded = try? ServerMessage.decode(json) else { return [] }
+        var out: [Effect] = [.received(json)]
+        let requestID = decoded.id?.stringValue.flatMap { requests.contains($0) ? $0 : nil }
+        switch decoded.message {
+        case .welcome(let w):
+            clientID = w.client
+        case .joined(let j):
+            joined(j, &out)
+        case .patch(let session, let p):
+            patch(session, p, notify: true, &out)
+        case .snapshot(let session, let r, let s):
+            if let requestID { out.append(reply(requestID, json)) }
+            if session == options.session {
+                state = s
+                rev = r
+                out.append(.event(.state))
+            }
+        case .ack(_, let ack):
+            guard case .int(let id) = ack.id, let i = pending.firstIndex(where: { $0.id == id }) else { break }
+            pending.remove(at: i)
+            out.append(.answered(command: id, .success(ack)))
+        case .error(let e):
+            if case .int(let id)? = decoded.id, let i = pending.firstIndex(where: { $0.id == id }) {
+                pending.remove(at: i)
+                out.append(.answered(command: id, .failure(e)))
+            } else if let requestID {
+                out.append(reply(requestID, json))
+            } else {
+                out.append(.event(.error(e)))
+                // Refused before ever joining (no such session, forbidden): give up.
+                if !everJoined && !isJoined {
+                    connection = .stopped
+                    out.append(.close)
+                }
+            }
+        case .presence(let session, let p):
+            guard session == options.session else { break }
+            switch p {
+            case .joined(let m):
+                members.removeAll { $0.client == m.client }
+                members.append(m)
+            case .left(let client):
+                members.removeAll { $0.client == client }
+            case .status(let client, let r, let focus):
+                if let i = members.firstIndex(where: { $0.client == client }) {
+                    members[i].rev = r
+                    members[i].focus = focus
+                }
+            }
+            out.append(.event(.presence))
+        case .left, .synced, .sessions, .pong:
+            if let requestID { out.append(reply(requestID, json)) }
+        }
+        return out
+    }
+
+    private mutating func reply(_ id: String, _ json: JSON) -> Effect {
+        requests.remove(id)
+        return .replied(request: id, json)
+    }
+
+    private mutating func joined(_ j: ServerMessage.Joined, _ out: inout [Effect]) {
+        if j.flow != .null { flow = try? Flow.load(j.flow) }
+        members = j.members
+        switch j.catchUp {
+        case .state(let s):
+            state = s
+            rev = j.rev
+        case .patches(let patches):
+            for p in patches { patch(j.session, p, notify: false, &out) }
+        }
+        epoch = j.epoch
+        connection = .joined
+        everJoined = true
+        attempts = 0
+        out.append(.event(.connection(connected: true, reason: "joined \(options.session) at rev \(rev)")))
+        out.append(.event(.state))
+        // Commands never acknowledged go out again, same ids, in order.
+        for entry in pending { out.append(.send(entry.bytes)) }
+    }
+
+    private mutating func patch(_ session: String, _ p: Patch, notify: Bool, _ out: inout [Effect]) {
+        guard session == options.session, p.rev > rev else { return }   // another session, or already have it
+        guard p.rev == rev + 1, let current = state, let next = try? current.applying(p.ops) else {
+            return resync(&out)
+        }
+        state = next
+        rev = p.rev
+        if notify { out.append(.event(.state)) }
+    }
+
+    /// A gap or a patch that does not apply: ask for what is missing (or a snapshot).
+    private mutating func resync(_ out: inout [Effect]) {
+        guard let epoch else { return }
+        out += request(["type": "sync", "session": .string(options.session), "since": .int(Int64(rev)), "epoch": .string(epoch)],
+                       wantsReply: false).effects
+    }
+}

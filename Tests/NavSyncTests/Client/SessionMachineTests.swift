@@ -1,0 +1,81 @@
+import Testing
+@testable import NavSync
+
+/// The client's session machine as a value: no socket, no timer, no randomness.
+@Suite("Client: the session machine")
+struct SessionMachineTests {
+    static func bytes(_ m: ServerMessage, id: JSON? = nil) -> [UInt8] { m.json(id: id).encoded() }
+
+    static func sent(_ effects: [SessionMachine.Effect]) -> [JSON] {
+        effects.compactMap { if case .send(let b) = $0 { return try? JSON.parse(b) } else { return nil } }
+    }
+
+    static let patch2 = Patch(rev: 2, by: "x", cmd: .int(1), ops: [PatchOperation(.replace, "/n", value: 2)])
+    static let patch3 = Patch(rev: 3, by: "x", cmd: .int(2), ops: [PatchOperation(.replace, "/n", value: 3)])
+
+    func joinedMachine() -> SessionMachine {
+        var m = SessionMachine(options: SessionMachine.Options())
+        #expect(m.start() == [.connect])
+        let hello = Self.sent(m.opened())
+        #expect(hello.map { $0["type"] } == ["hello", "join"] && hello[1]["since"] == nil)
+        _ = m.received(Self.bytes(.welcome(.init(client: "c9", server: "s", heartbeat: 30, limits: ProtocolLimits()))))
+        let j = m.received(Self.bytes(.joined(.init(session: "demo", epoch: "ep", rev: 1, flow: .null, members: [], catchUp: .state(["n": 1])))))
+        #expect(j.contains(.event(.connection(connected: true, reason: "joined demo at rev 1"))))
+        #expect(m.isJoined && m.rev == 1 && m.state == ["n": 1] && m.clientID == "c9")
+        return m
+    }
+
+    @Test func mirrorsPatchesAndResyncsOnAGap() {
+        var m = joinedMachine()
+        #expect(m.received(Self.bytes(.patch(session: "demo", Self.patch2))).contains(.event(.state)))
+        #expect(m.rev == 2 && m.state == ["n": 2])
+        #expect(m.received(Self.bytes(.patch(session: "demo", Self.patch2))) == [.received(ServerMessage.patch(session: "demo", Self.patch2).json())])   // old: ignored
+        let gap = Patch(rev: 5, by: "x", cmd: .int(3), ops: [])
+        let asks = Self.sent(m.received(Self.bytes(.patch(session: "demo", gap))))
+        #expect(asks == [["type": "sync", "session": "demo", "since": 2, "epoch": "ep"]])
+        #expect(m.rev == 2)
+    }
+
+    @Test func commandsAreAnsweredAndResentAfterAReconnect() {
+        var m = SessionMachine(options: SessionMachine.Options())
+        let (id, queued) = m.command([["op": "pop"]])
+        #expect(queued.isEmpty && m.unacknowledged == 1)          // not joined: it waits
+        _ = m.start()
+        _ = m.opened()
+        let j = m.received(Self.bytes(.joined(.init(session: "demo", epoch: "ep", rev: 0, flow: .null, members: [], catchUp: .state([:])))))
+        #expect(Self.sent(j).map { $0["id"] } == [.int(id)])        // sent once joined
+        // The connection drops before the ack: backoff, then the same command again.
+        let lost = m.closed(code: nil, reason: "reset", jitter: 0.5)
+        #expect(lost == [.event(.connection(connected: false, reason: "reset")), .retry(after: 187)])
+        #expect(m.retry() == [.connect])
+        let rejoin = Self.sent(m.opened())
+        #expect(rejoin[1]["since"] == 0 && rejoin[1]["epoch"] == "ep")
+        let again = m.received(Self.bytes(.joined(.init(session: "demo", epoch: "ep", rev: 0, flow: .null, members: [], catchUp: .patches([])))))
+        #expect(Self.sent(again).map { $0["id"] } == [.int(id)])
+        let ack = Ack(id: .int(id), rev: 1, results: [.applied])
+        #expect(m.received(Self.bytes(.ack(session: "demo", ack))).contains(.answered(command: id, .success(ack))))
+        #expect(m.unacknowledged == 0)
+        // Backoff doubles per attempt, up to the cap.
+        var delays: [Int64] = []
+        for _ in 0..<8 {
+            for case .retry(let d) in m.closed(code: nil, reason: "", jitter: 1) { delays.append(d) }
+            _ = m.retry()
+        }
+        #expect(delays == [250, 500, 1000, 2000, 4000, 8000, 8000, 8000])
+    }
+
+    @Test func aRefusalBeforeJoiningStopsAndRepliesFindTheirRequest() {
+        var m = SessionMachine(options: SessionMachine.Options())
+        _ = m.start()
+        _ = m.opened()
+        let refused = m.received(Self.bytes(.error(NavError(.unknownSession, "no session 'demo'"))))
+        #expect(refused.contains(.close) && m.connection == .stopped)
+        #expect(m.closed(code: 1000, reason: "", jitter: 0).last == .finished)   // no reconnect
+
+        var j = joinedMachine()
+        let (rid, effects) = j.request(["type": "sessions"], wantsReply: true)
+        #expect(Self.sent(effects) == [["type": "sessions", "id": .string(rid!)]])
+        let answer = ServerMessage.sessions([]).json(id: .string(rid!))
+        #expect(j.received(answer.encoded()).contains(.replied(request: rid!, answer)))
+    }
+}
