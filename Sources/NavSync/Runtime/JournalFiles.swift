@@ -92,7 +92,7 @@ final class JournalFiles: @unchecked Sendable {
     static func snapshotName(_ rev: Int) -> String { "snapshot-\(rev).json" }
     static func journalName(_ rev: Int) -> String { "journal-\(rev).log" }
 
-    /// Runs one batch (on a thread-pool thread). With `always` each record is written
+    /// Runs one batch (on the `JournalWriter` thread). With `always` each record is written
     /// and synced on its own; otherwise a session's records of the batch go out in one
     /// write (and, with `batch`, one sync). A session's first failure undoes its appends
     /// of this batch and skips the rest of its ops; other sessions go on.

@@ -70,7 +70,8 @@ enum UV {
 
 /// Bytes queued for one or many connections. A broadcast is encoded once into one
 /// buffer and the same buffer is queued on every member (reference counted), so a
-/// patch for 1,000 members costs one serialization and one copy.
+/// patch for 1,000 members costs one serialization, one framing copy and one copy into
+/// this buffer, whatever the member count.
 public final class OutgoingBuffer {
     public let bytes: UnsafeMutableRawBufferPointer
 

@@ -84,7 +84,7 @@ struct SessionClientTests {
 struct WebPageTests {
     /// The page is embedded by scripts/embed-web; the embedded copy must be the file.
     @Test func embeddedPageIsWebIndexHTML() throws {
-        let root = #filePath.split(separator: "/").dropLast(3).joined(separator: "/")
+        let root = #filePath.split(separator: "/").dropLast(4).joined(separator: "/")
         let file = FileSystem.read("/" + root + "/web/index.html")
         let same = file == WebPage.bytes
         #expect(same, "web/index.html and the embedded page differ: run scripts/embed-web")

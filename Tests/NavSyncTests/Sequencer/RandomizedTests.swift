@@ -18,7 +18,7 @@ struct SeededRandom: RandomNumberGenerator {
 /// recursion through non-initial routes, a root coordinator that is not the tree's
 /// root. The same file serves the integration tests (`navsyncd --flows`).
 let studioFlow: Flow = {
-    let path = #filePath.split(separator: "/").dropLast(3).joined(separator: "/")   // the repository root
+    let path = #filePath.split(separator: "/").dropLast(4).joined(separator: "/")   // the repository root
     let file = "/" + path + "/tests/integration/flows/studio.json"
     guard let bytes = FileSystem.read(file) else { preconditionFailure("cannot read \(file)") }
     return try! Flow.load(bytes: bytes, file: file)

@@ -1,0 +1,50 @@
+/// What one command carries from operation to operation.
+public struct CommandContext: Sendable {
+    /// Set for `onConflict: "reject"` with a `base`; nil otherwise.
+    public var conflicts: ConflictGuard?
+    /// Ids from this number on were allocated by this command: coordinators they open
+    /// never conflict (Appendix A: "created earlier in the same command do not count").
+    public let firstID: Int
+    /// Coordinators an applied operation targeted: they change at this revision.
+    public internal(set) var changed: Set<CoordinatorKey> = []
+    /// Whether a `reset` applied: everything changes at this revision.
+    public internal(set) var didReset = false
+    /// Operations the sender may not run, with why (DESIGN.md section 10). Checked on
+    /// every operation that runs, including those a deep link expands to.
+    public let refused: [OpName: String]
+
+    public init(conflicts: ConflictGuard?, firstID: Int, refused: [OpName: String] = [:]) {
+        self.conflicts = conflicts
+        self.firstID = firstID
+        self.refused = refused
+    }
+}
+
+/// The bookkeeping `reject` needs: when each coordinator last changed, when each gone
+/// id disappeared, and the revision the sender had seen.
+public struct ConflictGuard: Sendable {
+    public var base: Int
+    public var rev: Int
+    public var lastChanged: [CoordinatorKey: Int]
+    public var removedAt: [EntryID: Int]
+    /// Removals at or before this revision were forgotten (see `Sequencer`).
+    public var removedHorizon: Int
+
+    func check(_ touched: [CoordinatorKey], gone: [EntryID], firstID: Int, describe: (CoordinatorKey) -> String) throws(NavError) {
+        for key in touched {
+            if case .entry(let id) = key, id.number >= firstID { continue }
+            if let changed = lastChanged[key], changed > base {
+                throw NavError(.conflict, "\(describe(key)) changed at revision \(changed), after base \(base)", rev: rev)
+            }
+        }
+        for id in gone {
+            if let removed = removedAt[id], removed > base {
+                throw NavError(.conflict, "\(id) was removed at revision \(removed), after base \(base)", rev: rev)
+            }
+            // Forgotten: it left at or before the horizon; a base older than that may not have seen it go.
+            if removedAt[id] == nil, base < removedHorizon {
+                throw NavError(.conflict, "\(id) was removed at or before revision \(removedHorizon), and base \(base) is older", rev: rev)
+            }
+        }
+    }
+}
