@@ -75,10 +75,25 @@ struct ProtocolTests {
                 }
                 if bytes.isEmpty { bytes = [0x7B] }
             }
+            // Invariants: a broken message is a bad_json/bad_request error whose answer is
+            // valid JSON; a command changes the state exactly by its patch, or not at all.
             let request = ClientRequest(bytes: bytes)
-            if case .success(.command(_, let object)) = request.message {
+            switch request.message {
+            case .failure(let e):
+                #expect(e.code == .badJSON || e.code == .badRequest, "\(e)")
+                #expect((try? JSON.parse(ServerMessage.error(e).json(id: request.id).encoded())) != nil)
+            case .success(.command(_, let object)):
                 var seq = Sequencer(flow: .demo, epoch: "x")
-                _ = seq.submit(object, client: "c")
+                let before = seq.state
+                switch seq.submit(object, client: "c") {
+                case .applied(let ack, let patch):
+                    #expect(ack.rev == 1 && (try? before.json.applying(patch.ops)) == seq.state.json)
+                    checkShape(seq.state, seq.document.flow)
+                case .failed, .unchanged, .duplicate:
+                    #expect(seq.state == before && seq.rev == 0)
+                }
+            case .success:
+                break
             }
         }
     }
