@@ -1,7 +1,7 @@
 /// A member of one session on a `ClientLoop`: the libuv shell around a
 /// `SessionMachine`, which holds the mirror, the resend queue, resync and backoff.
 /// This class opens sockets, runs timers and calls back; callbacks run on the loop's
-/// thread. Swift programs can also `await` commands and read states as a stream.
+/// thread.
 public final class SessionClient {
     public typealias Options = SessionMachine.Options
     public typealias Event = SessionMachine.Event
@@ -27,7 +27,6 @@ public final class SessionClient {
     private var socket: WebSocketClient?
     private var answers: [Int64: (Result<Ack, NavError>) -> Void] = [:]
     private var replies: [String: (JSON) -> Void] = [:]
-    private var stateContinuations: [UUIDKey: AsyncStream<JSON>.Continuation] = [:]
 
     public init(loop: ClientLoop, options: Options) {
         self.loop = loop
@@ -63,26 +62,6 @@ public final class SessionClient {
     /// Tells the other members which revision this client shows.
     public func reportStatus(focus: String? = nil) { perform(machine.reportStatus(focus: focus)) }
 
-    // MARK: async/await
-
-    /// Sends a command and waits for its ack; throws the server's `NavError`. Call it
-    /// from the loop's thread (a task on it), as every other method.
-    public func send(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase) async throws(NavError) -> Ack {
-        let result: Result<Ack, NavError> = await withCheckedContinuation { (k: CheckedContinuation<Result<Ack, NavError>, Never>) in
-            send(ops, base: base, onConflict: onConflict) { k.resume(returning: $0) }
-        }
-        return try result.get()
-    }
-
-    /// The mirrored state after each change, starting with the current one if joined.
-    public func states() -> AsyncStream<JSON> {
-        let key = UUIDKey()
-        return AsyncStream { continuation in
-            if let state = machine.state { continuation.yield(state) }
-            stateContinuations[key] = continuation
-        }
-    }
-
     // MARK: Effects
 
     private func perform(_ effects: [SessionMachine.Effect]) {
@@ -106,7 +85,6 @@ public final class SessionClient {
             case .retry(let delay):
                 loop.after(delay) { [weak self] in guard let self else { return }; perform(machine.retry()) }
             case .event(let event):
-                if event == .state, let state = machine.state { for k in stateContinuations.values { k.yield(state) } }
                 onEvent?(event)
             case .answered(let id, let result):
                 answers.removeValue(forKey: id)?(result)
@@ -118,17 +96,9 @@ public final class SessionClient {
                 // Done for good: let go of the callbacks, which often capture this client.
                 onEvent = nil
                 onMessage = nil
-                for k in stateContinuations.values { k.finish() }
-                stateContinuations = [:]
             }
         }
     }
-}
-
-/// A unique key for a stream's continuation.
-private final class UUIDKey: Hashable {
-    static func == (a: UUIDKey, b: UUIDKey) -> Bool { a === b }
-    func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }
 }
 
 extension ClientOptions {
