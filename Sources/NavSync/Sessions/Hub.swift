@@ -199,9 +199,6 @@ public struct Hub {
 
     public func client(of connection: Int) -> String? { peers[connection]?.client }
 
-    /// The grant's label of a connection, for logs.
-    public func grantName(of connection: Int) -> String? { peers[connection]?.grant?.name }
-
     /// Messages held until the journal catches up.
     public var heldCount: Int { gate.count }
 
