@@ -183,7 +183,9 @@ public struct Hub {
 
     /// A broadcast to a session's members now (but `except`); nothing if there are none.
     mutating func broadcast(_ session: String, _ message: ServerMessage, except: Int? = nil) {
-        let to = members(of: session).filter { $0 != except }
+        // Patches leave no one out: the member list is shared as it is, not copied.
+        let all = members(of: session)
+        let to = except.map { c in all.filter { $0 != c } } ?? all
         guard !to.isEmpty else { return }
         emit(.broadcast(session: session, message, to: to))
     }
