@@ -17,6 +17,13 @@ public final class ClientLoop {
     private var timers: [Timer] = []
     /// Connections with an open handle, kept alive until their close callback.
     var clients: [ObjectIdentifier: WebSocketClient] = [:]
+    /// Work posted from other threads (`post`), guarded by `postLock`, run on the loop's
+    /// thread when `wakeup` fires.
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
+    private let postLock: UnsafeMutablePointer<uv_mutex_t>
+    private var posted: [@Sendable () -> Void] = []
+    /// Set once `run()` is over for good (`endPosts`): posts are refused.
+    private var postsEnded = false
 
     public init(random: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
         self.random = random
@@ -25,6 +32,9 @@ public final class ClientLoop {
         prepare = .allocate(capacity: 1)
         uv_prepare_init(loop, prepare)
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
+        postLock = .allocate(capacity: 1)
+        uv_mutex_init(postLock)
+        wakeup = .allocate(capacity: 1)
         prepare.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         uv_prepare_start(prepare) { h in
             let me = Unmanaged<ClientLoop>.fromOpaque(h!.pointee.data).takeUnretainedValue()
@@ -33,6 +43,50 @@ public final class ClientLoop {
             for client in list { client.flush() }
         }
         uv_unref(UV.handle(prepare))   // the flush hook alone does not keep the loop running
+        uv_async_init(loop, wakeup) { h in
+            Unmanaged<ClientLoop>.fromOpaque(h!.pointee.data).takeUnretainedValue().runPosted()
+        }
+        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_unref(UV.handle(wakeup))    // nor does the door for other threads
+    }
+
+    /// Runs `body` on the loop's thread, from any thread (`uv_async_send` is the one
+    /// libuv call that is thread-safe). Posted work runs in order, on a running loop.
+    /// Returns false, and `body` never runs, once the owner has called `endPosts()`.
+    @discardableResult
+    public func post(_ body: @escaping @Sendable () -> Void) -> Bool {
+        uv_mutex_lock(postLock)
+        guard !postsEnded else {
+            uv_mutex_unlock(postLock)
+            return false
+        }
+        posted.append(body)
+        uv_mutex_unlock(postLock)
+        uv_async_send(wakeup)
+        return true
+    }
+
+    /// The loop's thread is done with it (`run()` returned for good): work posted so far
+    /// runs now, on this thread, and later posts are refused.
+    public func endPosts() {
+        uv_mutex_lock(postLock)
+        postsEnded = true
+        uv_mutex_unlock(postLock)
+        runPosted()
+    }
+
+    /// Whether posted work alone keeps the loop running (a loop serving async callers
+    /// on a thread of its own stays up until they are done with it).
+    public func keepsRunningForPosts(_ on: Bool) {
+        if on { uv_ref(UV.handle(wakeup)) } else { uv_unref(UV.handle(wakeup)) }
+    }
+
+    private func runPosted() {
+        uv_mutex_lock(postLock)
+        let work = posted
+        posted = []
+        uv_mutex_unlock(postLock)
+        for body in work { body() }
     }
 
     /// Call `shutdown()` first. If handles are still open here, running the loop would
@@ -40,10 +94,14 @@ public final class ClientLoop {
     deinit {
         guard clients.isEmpty && timers.isEmpty else { return }
         uv_close(UV.handle(prepare), nil)
+        uv_close(UV.handle(wakeup), nil)
         uv_run(loop, UV_RUN_NOWAIT)
         uv_loop_close(loop)
         loop.deallocate()
         prepare.deallocate()
+        wakeup.deallocate()
+        uv_mutex_destroy(postLock)
+        postLock.deallocate()
         readBuffer.deallocate()
     }
 

@@ -18,6 +18,9 @@ public final class SessionClient {
     public var isJoined: Bool { machine.isJoined }
     public var unacknowledged: Int { machine.unacknowledged }
 
+    /// The answer to a command sent on a client closed for good.
+    static let closed = NavError(.internal, "this client is closed; the command was not sent")
+
     public var onEvent: ((Event) -> Void)?
     /// Every message from the server, as it came (for `navclient watch --json`).
     public var onMessage: ((JSON) -> Void)?
@@ -27,6 +30,12 @@ public final class SessionClient {
     private var socket: WebSocketClient?
     private var answers: [Int64: (Result<Ack, NavError>) -> Void] = [:]
     private var replies: [String: (JSON) -> Void] = [:]
+    /// Async observers (`states()`, `close()`); see `SessionClient+Async.swift`.
+    private var stateObservers: [AsyncStream<JSON>.Continuation] = []
+    private var finishWaiters: [() -> Void] = []
+    private var isFinished = false
+    /// The loop this client runs on alone (`running`), kept as long as the client.
+    var ownedLoop: ClientLoop?
 
     public init(loop: ClientLoop, options: Options) {
         self.loop = loop
@@ -43,6 +52,7 @@ public final class SessionClient {
     /// while disconnected and go out (or out again) once joined.
     public func send(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase,
                      done: @escaping (Result<Ack, NavError>) -> Void = { _ in }) {
+        guard !isFinished else { return done(.failure(Self.closed)) }
         let (id, effects) = machine.command(ops, base: base, onConflict: onConflict)
         answers[id] = done
         perform(effects)
@@ -61,6 +71,16 @@ public final class SessionClient {
 
     /// Tells the other members which revision this client shows.
     public func reportStatus(focus: String? = nil) { perform(machine.reportStatus(focus: focus)) }
+
+    func observeStates(_ continuation: AsyncStream<JSON>.Continuation) {
+        guard !isFinished else { return continuation.finish() }
+        if isJoined, let state { continuation.yield(state) }
+        stateObservers.append(continuation)
+    }
+
+    func whenFinished(_ body: @escaping () -> Void) {
+        if isFinished { body() } else { finishWaiters.append(body) }
+    }
 
     // MARK: Effects
 
@@ -85,6 +105,7 @@ public final class SessionClient {
             case .retry(let delay):
                 loop.after(delay) { [weak self] in guard let self else { return }; perform(machine.retry()) }
             case .event(let event):
+                if event == .state, let state { for o in stateObservers { o.yield(state) } }
                 onEvent?(event)
             case .answered(let id, let result):
                 answers.removeValue(forKey: id)?(result)
@@ -96,6 +117,11 @@ public final class SessionClient {
                 // Done for good: let go of the callbacks, which often capture this client.
                 onEvent = nil
                 onMessage = nil
+                isFinished = true
+                for o in stateObservers { o.finish() }
+                stateObservers = []
+                for w in finishWaiters { w() }
+                finishWaiters = []
             }
         }
     }

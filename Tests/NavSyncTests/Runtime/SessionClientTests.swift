@@ -78,6 +78,62 @@ struct SessionClientTests {
         c.sendJSON(["type": "get", "session": "demo"])
         #expect(c.next(type: "snapshot")?["state"]?.normalized == box.mirror?.normalized && box.rev == 1)
     }
+
+    /// The async surface from a task: the client runs on a loop of its own; commands
+    /// are awaited (acks and thrown errors), states arrive as a stream, `close` ends it.
+    @Test func asyncSendStatesAndClose() async throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        var options = SessionClient.Options()
+        options.url = WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws")
+        let client = SessionClient.running(options)
+        var states = client.states().makeAsyncIterator()
+        let ack = try await client.send([["op": "setRoot", "route": "main"], ["op": "push", "route": "detail", "params": ["id": 7]]])
+        #expect(ack.rev == 1 && ack.results == [.applied, .applied])
+        do {
+            _ = try await client.send([["op": "push", "route": "nowhere"]])
+            Issue.record("an unknown route was acknowledged")
+        } catch {
+            #expect(error.code == .unknownRoute && error.op == 0)
+        }
+        // The stream starts at the state when it was asked for and follows every change.
+        var seen: [JSON] = []
+        while let state = await states.next() {
+            seen.append(state)
+            if state["root"]?["current"]?["route"] == "main" { break }
+        }
+        #expect(seen.last?["root"]?["current"]?["route"] == "main")
+        await client.close()
+        var after = 0
+        while await states.next() != nil { after += 1 }      // what was buffered, then the end
+        #expect(after <= 2)
+        do {
+            _ = try await client.send([["op": "pop"]])
+            Issue.record("a closed client sent a command")
+        } catch {
+            #expect(error.message.contains("closed"))
+        }
+    }
+
+    /// A client refused at its first join (no such session) is done: awaiting a command
+    /// on it throws instead of waiting forever.
+    @Test func asyncSendOnARefusedClientThrows() async throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        var options = SessionClient.Options()
+        options.url = WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws")
+        options.session = "no-such-session"
+        let client = SessionClient.running(options)
+        var states = client.states().makeAsyncIterator()
+        #expect(await states.next() == nil)    // refused: it finishes without a state
+        do {
+            _ = try await client.send([["op": "pop"]])
+            Issue.record("sent on a refused client")
+        } catch {
+            #expect(error.message.contains("closed"))
+        }
+        await client.close()
+    }
 }
 
 @Suite("The web page")
