@@ -29,6 +29,7 @@ struct Options {
       --max-message BYTES     largest WebSocket message, larger closes with 1009 (default 1048576)
       --max-queue BYTES       cap on one connection's queued output (default 8388608)
       --write-timeout MS      drop a connection whose output makes no progress this long (default 30000)
+      --socket-send-buffer BYTES  kernel send buffer per connection (default: the kernel's autotuning)
       --handshake-timeout MS  an HTTP connection must finish its request/handshake in this long (default 10000)
       --ping-interval MS      ping a WebSocket silent this long (default 30000)
       --dead-timeout MS       drop a WebSocket silent this long, pings unanswered (default 60000)
@@ -90,6 +91,7 @@ struct Options {
             $0.hub.limits.maxMessage = Int($1)
         },
         "--max-queue": NumericFlag(range: 65536...(1 << 40), unit: "a byte count") { $0.server.maxQueueBytes = Int($1) },
+        "--socket-send-buffer": NumericFlag(range: 4096...(1 << 30), unit: "a byte count") { $0.server.socketSendBuffer = Int($1) },
         "--write-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.writeTimeout = $1 },
         "--handshake-timeout": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.handshakeTimeout = $1 },
         "--ping-interval": NumericFlag(range: 100...86_400_000, unit: "milliseconds") { $0.server.connection.pingInterval = $1 },

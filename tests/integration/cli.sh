@@ -6,6 +6,7 @@
 check "--help exits 0 and lists the flags" bash -c "'$NAVSYNCD' --help | grep -q -- '--max-message BYTES'"
 check "an unknown flag exits 2"            bash -c "'$NAVSYNCD' --frobnicate; [ \$? -eq 2 ]"
 check "a bad port exits 2"                 bash -c "'$NAVSYNCD' --port 70000; [ \$? -eq 2 ]"
+check "--socket-send-buffer below 4096 exits 2, naming the flag" bash -c "'$NAVSYNCD' --socket-send-buffer 100 2>&1 | grep -q -- '--socket-send-buffer'; [ \${PIPESTATUS[0]} -eq 2 ]"
 check "0.0.0.0 without --auth is refused"  bash -c "'$NAVSYNCD' --host 0.0.0.0 --port 0 2>&1 | grep -q 'refusing to listen'"
 check "navclient --help exits 0"           bash -c "'$NAVCLIENT' --help | grep -q bench"
 check "navclient bench --help exits 0"     bash -c "'$NAVCLIENT' bench --help | grep -q -- '--in-flight'"

@@ -48,10 +48,15 @@ public final class EchoApplication: ServerApplication {
     }
 
     public func received(text: [UInt8], from connection: Connection) {
-        connection.send(WebSocketEncoder.frame(.text, text))
+        echo(WebSocketEncoder.frame(.text, text), on: connection)
     }
 
     public func received(binary: [UInt8], from connection: Connection) {
-        connection.send(WebSocketEncoder.frame(.binary, binary))
+        echo(WebSocketEncoder.frame(.binary, binary), on: connection)
+    }
+
+    /// A client whose echoes pass the output cap does not read them: it is dropped.
+    private func echo(_ frame: [UInt8], on connection: Connection) {
+        if !connection.send(frame) { connection.abort(.overflow) }
     }
 }

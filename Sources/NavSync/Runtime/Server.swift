@@ -184,6 +184,10 @@ public final class Server {
             return
         }
         uv_tcp_nodelay(tcp, 1)
+        if let size = configuration.socketSendBuffer {
+            var value = Int32(clamping: size)
+            uv_send_buffer_size(UV.handle(tcp), &value)
+        }
         var peerStorage = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &peerStorage) { p in

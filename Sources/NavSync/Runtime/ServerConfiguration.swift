@@ -11,6 +11,11 @@ public struct ServerConfiguration: Sendable {
     /// refused and the application decides (a lagging member is resynced with a
     /// snapshot; an echo client is dropped). 8 MiB holds thousands of patches.
     public var maxQueueBytes = 8 << 20
+    /// SO_SNDBUF of accepted connections, in bytes; nil leaves the kernel's autotuning
+    /// (up to a few MiB per socket on Linux). A smaller value bounds what the kernel
+    /// holds for a slow reader on top of `maxQueueBytes`, with 10,000 connections that
+    /// matters, at the price of throughput on links with a long round trip.
+    public var socketSendBuffer: Int?
     /// How long (ms) a closing connection keeps reading (and dropping) input after its
     /// last bytes went out, so the peer reads our close frame instead of a reset.
     public var lingerTimeout: Int64 = 2_000

@@ -123,7 +123,11 @@ struct SessionLoopbackTests {
     }
 
     @Test func aSlowReaderIsResyncedWithASnapshotAndSlowsNobody() throws {
-        let server = try TestServer.sessions({ $0.commandRate = 1e6; $0.commandBurst = 1_000_000 }, lagThreshold: 512 * 1024)
+        // Kernel send buffers of 64 KiB (not autotuned to MiBs), so 2 MB of patches make
+        // the slow one lag, while the fast one drains as it reads.
+        let server = try TestServer.sessions({ $0.commandRate = 1e6; $0.commandBurst = 1_000_000 }, lagThreshold: 512 * 1024) {
+            $0.socketSendBuffer = 64 * 1024
+        }
         defer { server.stop() }
         let (slow, slowJoined) = try RawClient.member(server, receiveBuffer: 4096)
         let (fast, fastJoined) = try RawClient.member(server)
@@ -131,9 +135,11 @@ struct SessionLoopbackTests {
         _ = fast.next(type: "presence")
         _ = slowJoined
         publisher.sendJSON(["type": "command", "session": "demo", "id": "root", "ops": [["op": "setRoot", "route": "main"]]])
-        // 10,000 patches of about 1 KB (more than kernel buffers hold), 64 commands in
-        // flight. The fast member is read all along and must get every patch in order.
-        let filler = String(repeating: "x", count: 1000)
+        // 2,000 patches of about 1 KB (more than the kernel buffers and the lag threshold
+        // hold), 64 commands in flight. The fast member is read all along and must get
+        // every patch in order. (`navclient bench --slow N` measures this at scale.)
+        let count = 2_000
+        let filler = String(repeating: "x", count: 1_000)
         var state = fastJoined["state"]!
         var last: Int64 = 0
         var fastSnapshots = 0
@@ -147,8 +153,8 @@ struct SessionLoopbackTests {
             }
         }
         var sent = 0, acked = 0
-        while acked < 10_000 {
-            while sent < 10_000 && sent - acked < 64 {
+        while acked < count {
+            while sent < count && sent - acked < 64 {
                 publisher.sendJSON(["type": "command", "session": "demo", "id": .int(Int64(sent)),
                                     "ops": [["op": "update", "data": ["n": .int(Int64(sent)), "filler": .string(filler + String(sent))]]]])
                 sent += 1
@@ -157,16 +163,16 @@ struct SessionLoopbackTests {
             if m["type"] == "ack" && m["id"]?.intValue != nil { acked += 1 }
             try readFast(fast.availableJSON())
         }
-        #expect(acked == 10_000)
-        while last < 10_001, let m = fast.nextJSON() { try readFast([m]) }
-        #expect(last == 10_001 && fastSnapshots == 0, "the fast member got every patch and no snapshot")
+        #expect(acked == count)
+        while last < count + 1, let m = fast.nextJSON() { try readFast([m]) }
+        #expect(last == count + 1 && fastSnapshots == 0, "the fast member got every patch and no snapshot")
         // The server held at most about the lag threshold for the slow one.
         #expect((server.metric("navsync_output_queued_bytes") ?? .max) < 1 << 20)
         // The slow one reads now: some patches, then a snapshot at the newest revision.
         var slowState = slowJoined["state"]!
         var slowRev: Int64 = 0
         var snapshots = 0
-        while slowRev < 10_001, let m = slow.nextJSON() {
+        while slowRev < count + 1, let m = slow.nextJSON() {
             if m["type"] == "patch" {
                 #expect(m["rev"]!.intValue! == slowRev + 1)
                 slowRev = m["rev"]!.intValue!
@@ -178,6 +184,6 @@ struct SessionLoopbackTests {
             }
         }
         #expect(snapshots >= 1)
-        #expect(slowRev == 10_001 && slowState.normalized == state.normalized)
+        #expect(slowRev == count + 1 && slowState.normalized == state.normalized)
     }
 }
