@@ -19,6 +19,8 @@ struct Bench {
     var idle: Int?
     /// With --idle: also join sessions (idle-0 … idle-9), not only connect.
     var idleJoin = false
+    /// Members that stop reading once joined and read again when the publishers stop.
+    var slow = 0
     var json = false
 
     static let usage = """
@@ -37,6 +39,8 @@ struct Bench {
       --commands N       send N commands per publisher, and end once all are answered
       --duration S       stop after S seconds at the latest (default 10)
       --pid PID          the server's pid: report its CPU time and resident memory
+      --slow N           N of the members stop reading once joined and read again when the
+                         publishers stop: each should get a snapshot, and the others keep pace
       --idle N           instead: open N idle connections and report server memory per connection
                          (all from one address: start navsyncd with --max-connections-per-ip above N)
       --join             with --idle: each connection also joins one of 10 sessions
@@ -67,6 +71,7 @@ struct Bench {
                 case "--pid": b.pid = Int32(try int(arg))
                 case "--idle": b.idle = try int(arg)
                 case "--join": b.idleJoin = true
+                case "--slow": b.slow = try int(arg)
                 case "--json": b.json = true
                 case "-h", "--help": throw UsageError.help
                 default:
@@ -120,7 +125,9 @@ struct Bench {
         var failure: String?
         let sessionNames = (1...sessions).map { "bench-\($0)" }
         var membersPerSession: [String: Int] = [:]
-        for i in 0..<clients { membersPerSession[sessionNames[i % sessions], default: 0] += 1 }
+        // Slow members are the first ones; they are not counted for "last member".
+        for i in slow..<max(slow, clients) { membersPerSession[sessionNames[i % sessions], default: 0] += 1 }
+        let slowStats = SlowStats()
         var started: UInt64 = 0
         var serverBefore = ProcessStats.read(pid)
         let publisherStats = PublisherStats()
@@ -164,7 +171,9 @@ struct Bench {
             func close() {
                 guard !closing else { return }
                 closing = true
-                loop.after(1_000) {
+                slowStats.resumed = monotonicNanoseconds()
+                for m in members.prefix(slow) { m.resumeReading() }
+                loop.after(slow > 0 ? 3_000 : 1_000) {
                     for m in members { m.close() }
                     loop.after(200) { loop.stop() }
                 }
@@ -176,9 +185,34 @@ struct Bench {
         for i in 0..<clients {
             let sessionIndex = Int64(i % sessions)
             let session = sessionNames[i % sessions]
-            let expected = membersPerSession[session]!
+            let expected = membersPerSession[session] ?? 0
             let m = WebSocketClient(loop: loop, url: url)
             m.onOpen = { m.send(text: Array(#"{"type":"join","session":"\#(session)","create":true}"#.utf8)) }
+            if i < slow {
+                m.onText = { bytes in
+                    guard let message = try? JSON.parse(bytes) else { return }
+                    switch message["type"]?.stringValue {
+                    case "joined":
+                        m.pauseReading()
+                        joined += 1
+                        if joined == clients { startPublishers() }
+                    case "patch":
+                        slowStats.patches += 1
+                        slowStats.rev[i] = Int(message["rev"]?.intValue ?? 0)
+                    case "snapshot":
+                        slowStats.snapshots[i, default: 0] += 1
+                        slowStats.rev[i] = Int(message["rev"]?.intValue ?? 0)
+                        slowStats.caughtUp[i] = monotonicNanoseconds()
+                    default: break
+                    }
+                }
+                m.onClose = { _, reason in
+                    if started == 0 && failure == nil { failure = reason; loop.stop() }
+                }
+                members.append(m)
+                m.connect()
+                continue
+            }
             m.onText = { bytes in
                 if let id = Bench.patchCommand(bytes) {
                     stats.deliveries += 1
@@ -264,8 +298,19 @@ struct Bench {
         var errors = publisherStats.errors
         for (k, v) in stats.errors { errors[k, default: 0] += v }
         report(deliveries: stats.deliveries, acked: publisherStats.acked, errors: errors, ack: Percentiles(publisherStats.ackLatencies),
-               last: Percentiles(lastMember), elapsed: elapsed, before: serverBefore, after: serverAfter)
+               last: Percentiles(lastMember), elapsed: elapsed, before: serverBefore, after: serverAfter, slow: slowStats)
         return 0
+    }
+
+    /// What the slow members saw once they read again.
+    final class SlowStats {
+        var patches = 0
+        var snapshots: [Int: Int] = [:]
+        /// The newest revision each one holds at the end.
+        var rev: [Int: Int] = [:]
+        var resumed: UInt64 = 0
+        /// When each one got its (last) snapshot.
+        var caughtUp: [Int: UInt64] = [:]
     }
 
     /// The command id of a patch message, found without parsing the whole message: the
@@ -315,7 +360,9 @@ struct Bench {
     }
 
     func report(deliveries: Int, acked: Int, errors: [String: Int], ack: Percentiles, last: Percentiles,
-                elapsed: Double, before: ProcessStats?, after: ProcessStats?) {
+                elapsed: Double, before: ProcessStats?, after: ProcessStats?, slow slowStats: SlowStats) {
+        let revs = slowStats.rev.values
+        let catchUp = Percentiles(slowStats.caughtUp.values.map { $0 &- slowStats.resumed })
         let perSecond = Double(deliveries) / elapsed
         var cpuPerMillion: Double?
         if let before, let after, deliveries > 0 {
@@ -328,6 +375,11 @@ struct Bench {
                                  "ackLatencyMs": ack.json, "lastMemberLatencyMs": last.json]
             if let cpuPerMillion { o["serverCpuSecondsPerMillionDeliveries"] = .double(cpuPerMillion) }
             if let after { o["serverRssKiB"] = .int(Int64(after.rssKiB)) }
+            if slow > 0 {
+                o["slow"] = ["members": .int(Int64(slow)), "withSnapshot": .int(Int64(slowStats.snapshots.count)),
+                             "patchesAfterResume": .int(Int64(slowStats.patches)), "minRev": .int(Int64(revs.min() ?? 0)),
+                             "maxRev": .int(Int64(revs.max() ?? 0)), "catchUpMs": catchUp.json]
+            }
             printLine(JSON.object(o).encodedString())
             return
         }
@@ -340,6 +392,10 @@ struct Bench {
         if let after {
             if let cpuPerMillion { printLine(String(format: "  server CPU        %.3f s per million deliveries", cpuPerMillion)) }
             printLine("  server RSS        \(after.rssKiB) KiB")
+        }
+        if slow > 0 {
+            printLine("  slow members      \(slow): \(slowStats.snapshots.count) caught up with a snapshot, \(slowStats.patches) patches read after resuming, revision \(revs.min() ?? 0)...\(revs.max() ?? 0) at the end (\(acked) commands acked)")
+            printLine("  resume -> snapshot      \(catchUp.text)")
         }
     }
 }

@@ -67,4 +67,12 @@ tmux send-keys -t nc C-d
 sleep 0.3
 tmux kill-session -t nc 2>/dev/null || true
 stop_navsyncd
+
+# Slow readers: small kernel buffers and lag threshold, so two members that stop reading
+# lag within seconds; each must get a snapshot at the newest revision. (On a loaded
+# machine a reading member may lag too and be resynced the same way: not checked here.)
+start_navsyncd navclient-slow --socket-send-buffer 65536 --lag-threshold 262144 --rate 1000000 --burst 1000000 --log-level info
+check "bench --slow: paused members catch up with a snapshot at the newest revision" bash -c "'$NC' bench '$WS_URL' --clients 6 --slow 2 --commands 5000 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); s=r[\"slow\"]; assert r[\"errors\"]==0 and r[\"commands\"]==5000, r; assert s[\"withSnapshot\"]==2 and s[\"minRev\"]==s[\"maxRev\"]==5000, s'"
+check "the server logged them as lagging" bash -c "[ \$(grep -c 'is lagging' '$OUT/navclient-slow.log') -ge 2 ]"
+stop_navsyncd
 finish

@@ -78,7 +78,12 @@ public final class WebSocketClient: WriteOwner {
         state = .handshaking
         key = ClientHandshake.key(using: &owner.random)
         queue(ClientHandshake.request(url, key: key, subprotocol: subprotocol, headers: headers))
-        uv_read_start(UV.stream(tcp!), { handle, _, buf in
+        startReading()
+    }
+
+    private func startReading() {
+        guard let tcp else { return }
+        uv_read_start(UV.stream(tcp), { handle, _, buf in
             let me = Unmanaged<WebSocketClient>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
             buf!.pointee = uv_buf_init(me.owner.readBuffer.assumingMemoryBound(to: CChar.self), UInt32(me.owner.readBufferSize))
         }, { stream, nread, buf in
@@ -89,6 +94,18 @@ public final class WebSocketClient: WriteOwner {
                 me.received(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
             }
         })
+    }
+
+    /// Stops reading (the server's output then piles up: a slow reader, for benchmarks
+    /// and tests); `resumeReading` reads again.
+    public func pauseReading() {
+        guard let tcp, state == .open else { return }
+        uv_read_stop(UV.stream(tcp))
+    }
+
+    public func resumeReading() {
+        guard state == .open else { return }
+        startReading()
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
