@@ -75,7 +75,8 @@ struct Bench {
                 case "--json": b.json = true
                 case "-h", "--help": throw UsageError.help
                 default:
-                    guard !arg.hasPrefix("-"), let u = WebSocketURL(arg) else { throw UsageError("unknown argument '\(arg)'") }
+                    guard !arg.hasPrefix("-"), WebSocketURL.looksLikeAddress(arg) else { throw UsageError("unknown argument '\(arg)'") }
+                    guard let u = WebSocketURL(arg) else { throw UsageError(WebSocketURL.refusal(arg)) }
                     b.url = u
                 }
             }

@@ -32,6 +32,10 @@ sleep 0.5
 kill $watcher; wait $watcher 2>/dev/null || true
 check "watch --json prints each message as a JSON line" bash -c "head -1 '$OUT/watch.jsonl' | grep -q '\"type\":\"welcome\"' && grep -q '\"type\":\"patch\".*watched' '$OUT/watch.jsonl'"
 
+port_of_server="$(echo "$WS_URL" | sed 's#.*:\([0-9]*\)/ws#\1#')"
+check "get takes the web: address navsyncd prints" bash -c "'$NC' get '$HTTP_URL' --json | '$PY' -c 'import json,sys; assert \"root\" in json.load(sys.stdin)'"
+check "sessions takes a bare port" bash -c "'$NC' sessions '$port_of_server' | grep -q '^demo '"
+check "an address it cannot use is a usage error (exit 2), never the default server" bash -c "'$NC' get ftp://127.0.0.1:$port_of_server 2>&1 | grep -q 'is not a server address'; [ \${PIPESTATUS[0]} -eq 2 ]"
 check "bench: N members in M sessions, a count of commands, JSON figures" bash -c "'$NC' bench '$WS_URL' --clients 6 --sessions 2 --commands 300 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"deliveries\"]==1800 and r[\"errors\"]==0 and r[\"commands\"]==600, r'"
 check "bench: writers only (--clients 0), 3 publishers per session, every command acked" bash -c "'$NC' bench '$WS_URL' --clients 0 --sessions 2 --publishers 3 --commands 100 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"commands\"]==600 and r[\"errors\"]==0 and r[\"deliveries\"]==0 and r[\"publishers\"]==3, r'"
 

@@ -11,7 +11,8 @@ public struct ClientOptions: Sendable, Equatable {
     public var rest: [String] = []
 
     public static let help = """
-      URL                ws://HOST:PORT/ws or HOST:PORT (default ws://127.0.0.1:7420/ws)
+      URL                the server: ws://HOST:PORT/ws, http://HOST:PORT/ (the web: address
+                         navsyncd prints), HOST:PORT or PORT (default ws://127.0.0.1:7420/ws)
       --session NAME     the session (default demo)
       --create           create the session if it does not exist
       --flow NAME        the flow of a session created with --create
@@ -44,9 +45,10 @@ public struct ClientOptions: Sendable, Equatable {
             case "-h", "--help": return .failure(.help)
             default:
                 if arg.hasPrefix("--") { return .failure(UsageError("unknown option '\(arg)'")) }
-                // The first word that looks like ws://… or HOST:PORT is the URL; commands are the rest.
-                if !sawURL && o.rest.isEmpty && !arg.contains(" ") && (arg.hasPrefix("ws://") || arg.contains(":")),
-                   let url = WebSocketURL(arg) {
+                // The first word, when it looks like an address (ws://…, http://…, HOST:PORT,
+                // PORT), is the server; one that does not parse is refused, never ignored.
+                if !sawURL && o.rest.isEmpty && WebSocketURL.looksLikeAddress(arg) {
+                    guard let url = WebSocketURL(arg) else { return .failure(UsageError(WebSocketURL.refusal(arg))) }
                     o.url = url
                     sawURL = true
                 } else {

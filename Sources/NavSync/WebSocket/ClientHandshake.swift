@@ -15,12 +15,28 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
         self.target = target
     }
 
+    /// What a user may type for a server: `ws://HOST:PORT[/path]`; `http://HOST:PORT[/…]`,
+    /// the address navsyncd prints for browsers (its WebSocket is `/ws` on the same
+    /// port); `HOST:PORT`; or a bare `PORT` on 127.0.0.1. Anything else is nil (TLS
+    /// schemes included: this client speaks plain TCP).
     public init?(_ text: String) {
         var rest = Substring(text)
-        if rest.hasPrefix("ws://") { rest = rest.dropFirst(5) } else if rest.contains("://") { return nil }
+        var web = false
+        if rest.hasPrefix("ws://") {
+            rest = rest.dropFirst(5)
+        } else if rest.hasPrefix("http://") {
+            rest = rest.dropFirst(7)
+            web = true
+        } else if rest.contains("://") {
+            return nil
+        } else if !rest.isEmpty, rest.allSatisfy(\.isASCIIDigit) {
+            rest = "127.0.0.1:" + rest
+        }
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<slash]
-        target = slash < rest.endIndex ? String(rest[slash...]) : "/ws"
+        let path = slash < rest.endIndex ? String(rest[slash...]) : ""
+        // A web address names a page; the WebSocket of that server is /ws.
+        target = path.isEmpty || (web && !path.hasPrefix("/ws")) ? "/ws" : path
         var hostPart: Substring
         var portPart: Substring?
         if authority.hasPrefix("[") {
@@ -45,6 +61,28 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "ws://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target)" }
+
+    /// Whether a word on a command line is meant as a server address (a scheme, a bare
+    /// port, or HOST:PORT), so one that does not parse is a mistake, not a command.
+    public static func looksLikeAddress(_ word: String) -> Bool {
+        guard !word.isEmpty, !word.contains(" ") else { return false }
+        if word.contains("://") || word.allSatisfy(\.isASCIIDigit) { return true }
+        guard let colon = word.lastIndex(of: ":") else { return false }
+        let port = word[word.index(after: colon)...]
+        return !port.isEmpty && port.allSatisfy(\.isASCIIDigit) || word.hasPrefix("[")
+    }
+
+    /// What to say about a word that looks like an address but is not one.
+    public static func refusal(_ word: String) -> String {
+        if word.hasPrefix("wss://") || word.hasPrefix("https://") {
+            return "'\(word)': navclient speaks plain ws:// and http:// only (no TLS); reach the server over ws://HOST:PORT, for example through an SSH tunnel"
+        }
+        return "'\(word)' is not a server address: use ws://HOST:PORT/ws, http://HOST:PORT/ (what navsyncd prints as web:), HOST:PORT or PORT"
+    }
+}
+
+private extension Character {
+    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }
 
 /// The client side of the opening handshake (RFC 6455 section 4.1).

@@ -17,6 +17,19 @@ struct ClientTests {
         #expect(try ClientOptions.parse(["ws://[::1]:7420/ws?token=t"]).get().url == WebSocketURL(host: "::1", port: 7420, target: "/ws?token=t"))
         #expect(WebSocketURL("localhost:8000") == WebSocketURL(host: "127.0.0.1", port: 8000, target: "/ws"))
         #expect(WebSocketURL("wss://x") == nil && WebSocketURL("host:99999") == nil)
+        // Regression: the web: address navsyncd prints and a bare port were taken for
+        // commands, and navclient silently used the default server.
+        let local = { (port: Int) in WebSocketURL(host: "127.0.0.1", port: port, target: "/ws") }
+        #expect(try ClientOptions.parse(["http://127.0.0.1:7950/"]).get().url == local(7950))
+        #expect(try ClientOptions.parse(["http://localhost:7950/?session=demo"]).get().url == local(7950))
+        #expect(try ClientOptions.parse(["http://10.1.2.3:80/ws?token=t"]).get().url == WebSocketURL(host: "10.1.2.3", port: 80, target: "/ws?token=t"))
+        #expect(try ClientOptions.parse(["7950", "push detail id=1"]).get().url == local(7950))
+        #expect(try ClientOptions.parse(["7950", "push detail id=1"]).get().rest == ["push detail id=1"])
+        for bad in ["https://h:1/", "wss://h:1/ws", "ftp://h", "127.0.0.1:99999", "0", "[::1"] {
+            guard case .failure(let refused) = ClientOptions.parse([bad, "pop"]) else { Issue.record("accepted \(bad)"); continue }
+            #expect(refused.message.contains(bad) && refused.message.contains("ws://"), "\(refused.message)")
+        }
+        #expect(try ClientOptions.parse(["pop", "7950"]).get().rest == ["pop", "7950"])   // only the first word is the server
         guard case .failure(let e) = ClientOptions.parse(["--session", "bad name"]) else { Issue.record(); return }
         #expect(e.message.contains("--session"))
         guard case .failure(let e2) = ClientOptions.parse(["--frob"]) else { Issue.record(); return }
