@@ -10,7 +10,13 @@ extension Sequencer {
     /// The snapshot as JSON (written compactly to the data directory).
     public func snapshot() -> JSON {
         var idem = JSONObject()
-        for (client, acks) in idempotency.entries { idem[client] = .array(acks.map(\.json)) }
+        for (client, entries) in idempotency.entries {
+            idem[client] = .array(entries.map { e in
+                guard case .object(var o) = e.ack.json else { return e.ack.json }
+                if let f = e.fingerprint { o["fingerprint"] = .string(String(f, radix: 16)) }
+                return .object(o)
+            })
+        }
         func key(_ k: CoordinatorKey) -> String { k.description }
         return [
             "format": 1,
@@ -62,7 +68,7 @@ extension Sequencer {
         for (client, list) in snapshot["idempotency"]?.objectValue ?? [:] {
             for a in list.arrayValue ?? [] {
                 guard let ack = Ack(json: a) else { throw SnapshotError("idempotency.\(client) has a bad ack") }
-                idempotency.remember(client: client, ack)
+                idempotency.remember(client: client, ack, fingerprint: a["fingerprint"]?.stringValue.flatMap { UInt64($0, radix: 16) })
             }
         }
         for p in snapshot["log"]?.arrayValue ?? [] {
@@ -85,7 +91,9 @@ extension Sequencer {
 
 extension Ack {
     public var json: JSON {
-        ["id": id.json, "rev": .int(Int64(rev)), "results": .array(results.map { .string($0.rawValue) })]
+        var o: JSONObject = ["id": id.json, "rev": .int(Int64(rev)), "results": .array(results.map { .string($0.rawValue) })]
+        if duplicate { o["duplicate"] = true }
+        return .object(o)
     }
 
     public init?(json: JSON) {

@@ -13,6 +13,8 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case rateLimited = "rate_limited"
     case tooLarge = "too_large"
     case full
+    /// A command id reused with a different command (Appendix A, idempotency).
+    case idReused = "id_reused"
     case `internal`
 }
 

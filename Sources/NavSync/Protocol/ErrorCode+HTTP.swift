@@ -5,7 +5,7 @@ extension ErrorCode {
         case .badJSON, .badRequest: return 400
         case .forbidden: return 403
         case .unknownSession: return 404
-        case .conflict, .busy: return 409
+        case .conflict, .busy, .idReused: return 409
         case .tooLarge: return 413
         case .unknownRoute, .badParams, .invalidOp, .notFound: return 422
         case .rateLimited: return 429

@@ -54,7 +54,8 @@ extension ServerMessage {
                 }
                 return result
             }
-            message = .ack(session: try f.string("session"), Ack(id: try CommandID(field: id), rev: try f.int("rev"), results: results))
+            message = .ack(session: try f.string("session"), Ack(id: try CommandID(field: id), rev: try f.int("rev"), results: results,
+                                                                  duplicate: try f.optionalBool("duplicate") ?? false))
         case "error":
             let code = try f.string("code")
             message = .error(NavError(ErrorCode(rawValue: code) ?? .internal, try f.string("message"),

@@ -77,6 +77,7 @@ public enum ServerMessage: Sendable, Equatable {
             o["id"] = a.id.json
             o["session"] = .string(s); o["rev"] = .int(Int64(a.rev))
             o["results"] = .array(a.results.map { .string($0.rawValue) })
+            if a.duplicate { o["duplicate"] = true }
         case .error(let e):
             type("error")
             o["code"] = .string(e.code.rawValue); o["message"] = .string(e.message)

@@ -105,21 +105,34 @@ extension SessionServer {
 
     /// `POST /api/sessions/NAME/commands`: the body is a command object; the answer is
     /// its ack (200) or error, once the hub answers (after the journal, with `--data`).
-    /// `X-Navsync-Client` names the client identity for idempotency (default `http`).
+    ///
+    /// Idempotency (DESIGN.md Appendix A): `X-Navsync-Client` names the client identity;
+    /// `Idempotency-Key` stands for the body's `id` (the ack still echoes the body's
+    /// `id`); a request with neither is a client of its own. A replayed answer carries
+    /// `"duplicate": true` and `Idempotent-Replayed: true`; an id reused for another
+    /// command is `id_reused`, 409.
     private func postCommand(_ request: HTTPRequest, session: String, on connection: Connection, role: Hub.Role) -> HTTPResponse? {
         let body: JSON
         do { body = try JSON.parse(request.body) } catch {
             return Self.error(NavError(.badJSON, "the body is not valid JSON: \(error)"))
         }
-        guard let object = body.objectValue else {
+        guard var object = body.objectValue else {
             return Self.error(NavError(.badRequest, "the body must be a command object, got \(body.typeName)"))
         }
-        let client = request.header("X-Navsync-Client") ?? "http"
-        guard ClientRequest.isValidClientID(client) else {
+        let client = request.header("X-Navsync-Client")
+        if let client, !ClientRequest.isValidClientID(client) {
             return Self.error(NavError(.badRequest, "X-Navsync-Client must be 1-64 letters, digits or -_.: characters"))
         }
-        handle(.httpCommand(.init(connection: connection.id, request: request, session: session, command: object, client: client, role: role)),
-               on: connection.server)
+        var echo: JSON?
+        if let key = request.header("Idempotency-Key") {
+            guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                return Self.error(NavError(.badRequest, "Idempotency-Key must be 1-255 printable characters without spaces"))
+            }
+            echo = object["id"] ?? .string(key)
+            object["id"] = .string(key)
+        }
+        handle(.httpCommand(.init(connection: connection.id, request: request, session: session, command: object,
+                                  client: client ?? (echo != nil ? "http" : nil), role: role, echoID: echo)), on: connection.server)
         return nil
     }
 

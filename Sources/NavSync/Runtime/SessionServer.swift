@@ -57,8 +57,9 @@ public final class SessionServer: ServerApplication {
             case .broadcast(let session, let message, let members):
                 if let server { broadcast(message, to: members, of: session, on: server) }
             case .answer(let c, let request, let message, let id):
-                let response: HTTPResponse
+                var response: HTTPResponse
                 if case .error(let e) = message { response = Self.error(e, id: id) } else { response = .json(200, message.json()) }
+                if case .ack(_, let ack) = message, ack.duplicate { response.headers.append(("Idempotent-Replayed", "true")) }
                 server?.connections[c]?.answer(request, with: response)
             case .close(let c, let code, let reason):
                 server?.connections[c]?.close(code: code, reason: reason)

@@ -47,6 +47,43 @@ public struct Command: Sendable, Equatable {
     }
 }
 
+extension Command {
+    /// What makes two sends of one id the same command (Appendix A): `ops`, `base` and
+    /// `onConflict`, with defaults filled in and object keys in any order. A 64-bit
+    /// FNV-1a of the canonical encoding.
+    public var fingerprint: UInt64 {
+        Self.fingerprint(ops: .array(ops), base: base.map { .int(Int64($0)) }, onConflict: .string(onConflict.rawValue))
+    }
+
+    /// The same, of a command object as it came, before anything is validated.
+    public static func fingerprint(of object: JSONObject) -> UInt64 {
+        let base = object["base"].flatMap { $0.isNull ? nil : $0 }
+        let onConflict = object["onConflict"].flatMap { $0.isNull ? nil : $0 } ?? .string(ConflictPolicy.rebase.rawValue)
+        return fingerprint(ops: object["ops"] ?? .null, base: base, onConflict: onConflict)
+    }
+
+    static func fingerprint(ops: JSON, base: JSON?, onConflict: JSON) -> UInt64 {
+        var o: JSONObject = ["ops": ops, "onConflict": onConflict]
+        if let base { o["base"] = base }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in JSON.object(o).keysSorted.encoded() {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+}
+
+extension JSON {
+    /// The same value with every object's keys in sorted order (a canonical form).
+    var keysSorted: JSON {
+        switch self {
+        case .object(let o): return .object(JSONObject(o.keys.sorted().map { ($0, o[$0]!.keysSorted) }))
+        case .array(let a): return .array(a.map(\.keysSorted))
+        default: return self
+        }
+    }
+}
+
 public enum ConflictPolicy: String, Sendable {
     /// Apply a stale command to the current state; gone targets are `superseded`.
     case rebase
@@ -84,6 +121,16 @@ public struct Ack: Sendable, Equatable {
     public var rev: Int
     /// One result per operation (`open` gives one for its whole link).
     public var results: [OpResult]
+    /// A resend of a command acknowledged before: this is its original ack, and
+    /// nothing ran again (`"duplicate": true` on the wire).
+    public var duplicate = false
+
+    public init(id: CommandID, rev: Int, results: [OpResult], duplicate: Bool = false) {
+        self.id = id
+        self.rev = rev
+        self.results = results
+        self.duplicate = duplicate
+    }
 }
 
 /// One revision's change: applying `ops` to the state at `base` gives the state at `rev`.

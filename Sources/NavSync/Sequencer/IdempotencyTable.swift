@@ -10,10 +10,10 @@ public struct IdempotencyTable: Sendable {
         /// Ids in acknowledgement order, oldest first; `head` skips forgotten ones.
         var order: [CommandID] = []
         var head = 0
-        var acks: [CommandID: Ack] = [:]
+        var acks: [CommandID: Entry] = [:]
 
-        mutating func remember(_ ack: Ack, capacity: Int) {
-            if acks.updateValue(ack, forKey: ack.id) == nil { order.append(ack.id) }
+        mutating func remember(_ entry: Entry, capacity: Int) {
+            if acks.updateValue(entry, forKey: entry.ack.id) == nil { order.append(entry.ack.id) }
             while acks.count > capacity {
                 acks[order[head]] = nil
                 head += 1
@@ -25,17 +25,31 @@ public struct IdempotencyTable: Sendable {
         }
     }
 
-    public init(capacity: Int = 1024) { self.capacity = capacity }
-
-    public func ack(client: String, id: CommandID) -> Ack? { clients[client]?.acks[id] }
-
-    public mutating func remember(client: String, _ ack: Ack) {
-        let capacity = self.capacity
-        clients[client, default: ClientAcks()].remember(ack, capacity: capacity)
+    /// An acknowledged command: its ack, and the fingerprint of the command
+    /// (`Command.fingerprint`) that tells a resend from a reuse of the id; nil when
+    /// unknown (restored from a snapshot written before fingerprints were kept).
+    public struct Entry: Sendable, Equatable {
+        public var ack: Ack
+        public var fingerprint: UInt64?
+        public init(ack: Ack, fingerprint: UInt64?) {
+            self.ack = ack
+            self.fingerprint = fingerprint
+        }
     }
 
-    /// Every remembered ack, per client, oldest first (for snapshots).
-    public var entries: [(client: String, acks: [Ack])] {
+    public init(capacity: Int = 1024) { self.capacity = capacity }
+
+    public func entry(client: String, id: CommandID) -> Entry? { clients[client]?.acks[id] }
+
+    public func ack(client: String, id: CommandID) -> Ack? { entry(client: client, id: id)?.ack }
+
+    public mutating func remember(client: String, _ ack: Ack, fingerprint: UInt64?) {
+        let capacity = self.capacity
+        clients[client, default: ClientAcks()].remember(Entry(ack: ack, fingerprint: fingerprint), capacity: capacity)
+    }
+
+    /// Every remembered command, per client, oldest first (for snapshots).
+    public var entries: [(client: String, acks: [Entry])] {
         clients.keys.sorted().map { client in
             let c = clients[client]!
             return (client, c.order[c.head...].compactMap { c.acks[$0] })

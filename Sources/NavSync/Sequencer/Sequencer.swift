@@ -51,8 +51,8 @@ public struct Sequencer: Sendable {
     /// The same, also giving the decoded command (what the journal records).
     public mutating func submitDecoding(_ object: JSONObject, client: String,
                                         refused: [OpName: String] = [:]) -> (outcome: Outcome, command: Command?) {
-        if let id = try? CommandID(field: object["id"]), let ack = idempotency.ack(client: client, id: id) {
-            return (.duplicate(ack), nil)
+        if let id = try? CommandID(field: object["id"]), let entry = idempotency.entry(client: client, id: id) {
+            return (resend(entry, fingerprint: Command.fingerprint(of: object)), nil)
         }
         do throws(NavError) {
             let command = try Command(json: object)
@@ -65,7 +65,7 @@ public struct Sequencer: Sendable {
     /// `refused`: operations the sender may not run, with why; one of them anywhere in
     /// the command, or in a link it opens, fails it with `forbidden`.
     public mutating func submit(_ command: Command, client: String, refused: [OpName: String] = [:]) -> Outcome {
-        if let ack = idempotency.ack(client: client, id: command.id) { return .duplicate(ack) }
+        if let entry = idempotency.entry(client: client, id: command.id) { return resend(entry, fingerprint: command.fingerprint) }
         let limits = document.limits
         guard !command.ops.isEmpty else { return .failed(NavError(.badRequest, "'ops' is empty")) }
         guard command.ops.count <= limits.maxOps else {
@@ -96,7 +96,7 @@ public struct Sequencer: Sendable {
 
         guard results.contains(.applied) else {
             let ack = Ack(id: command.id, rev: rev, results: results)
-            idempotency.remember(client: client, ack)
+            idempotency.remember(client: client, ack, fingerprint: command.fingerprint)
             return .unchanged(ack)
         }
         let diff = StateDiff(from: document.state, to: working.state)
@@ -105,9 +105,20 @@ public struct Sequencer: Sendable {
         document = working
         let ack = Ack(id: command.id, rev: rev, results: results)
         let patch = Patch(rev: rev, by: client, cmd: command.id, ops: diff.ops)
-        idempotency.remember(client: client, ack)
+        idempotency.remember(client: client, ack, fingerprint: command.fingerprint)
         log.append(patch)
         return .applied(ack, patch)
+    }
+
+    /// A command id seen before: the same command gets its original ack, marked
+    /// duplicate; another command under that id is refused, and nothing is remembered.
+    private func resend(_ entry: IdempotencyTable.Entry, fingerprint: UInt64) -> Outcome {
+        guard entry.fingerprint == nil || entry.fingerprint == fingerprint else {
+            return .failed(NavError(.idReused, "command id \(entry.ack.id) was already used for another command (acknowledged at revision \(entry.ack.rev)); use a new id for a new command"))
+        }
+        var ack = entry.ack
+        ack.duplicate = true
+        return .duplicate(ack)
     }
 
     /// Conflict bookkeeping for the revision just made.

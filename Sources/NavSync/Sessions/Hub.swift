@@ -40,13 +40,20 @@ public struct Hub {
         public var connection: Int
         public var request: HTTPRequest
         public var session: String
+        /// The command object; its `id` is the idempotency key (the `Idempotency-Key`
+        /// header's value when one was sent).
         public var command: JSONObject
-        /// The idempotency identity (`X-Navsync-Client`, default `http`).
-        public var client: String
+        /// The idempotency identity (`X-Navsync-Client`); nil: a client of its own, so
+        /// this request is never taken for another caller's command.
+        public var client: String?
         public var role: Role
-        public init(connection: Int, request: HTTPRequest, session: String, command: JSONObject, client: String, role: Role) {
+        /// The id the answer echoes when it is not the key (the body's `id`, when an
+        /// `Idempotency-Key` header stood for it).
+        public var echoID: JSON?
+        public init(connection: Int, request: HTTPRequest, session: String, command: JSONObject, client: String?, role: Role,
+                    echoID: JSON? = nil) {
             self.connection = connection; self.request = request; self.session = session
-            self.command = command; self.client = client; self.role = role
+            self.command = command; self.client = client; self.role = role; self.echoID = echoID
         }
     }
 
@@ -166,8 +173,12 @@ public struct Hub {
                 emit(.send(to: c, .snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json), id: nil))
             }
         case .httpCommand(let h):
-            let answer = command(session: h.session, h.command, client: h.client, role: h.role)
-            emit(.answer(connection: h.connection, h.request, answer, id: h.command["id"]))
+            var answer = command(session: h.session, h.command, client: h.client ?? "http-" + newClientID(), role: h.role)
+            if let echo = h.echoID, case .ack(let s, var ack) = answer, let id = try? CommandID(field: echo) {
+                ack.id = id
+                answer = .ack(session: s, ack)
+            }
+            emit(.answer(connection: h.connection, h.request, answer, id: h.echoID ?? h.command["id"]))
         case .policy(let p):
             reload(policy: p)
         case .journal(let result):

@@ -13,8 +13,8 @@ struct DurabilityTests {
     func same(_ a: Sequencer, _ b: Sequencer) -> Bool {
         a.state == b.state && a.rev == b.rev && a.epoch == b.epoch && a.document.nextID == b.document.nextID
             && a.lastChanged == b.lastChanged && a.removedAt == b.removedAt && a.removedHorizon == b.removedHorizon
-            && a.idempotency.entries.map { "\($0.client):\($0.acks.map(\.json.description))" }
-            == b.idempotency.entries.map { "\($0.client):\($0.acks.map(\.json.description))" }
+            && a.idempotency.entries.map { "\($0.client):\($0.acks.map { "\($0.ack.json)/\($0.fingerprint ?? 0)" })" }
+            == b.idempotency.entries.map { "\($0.client):\($0.acks.map { "\($0.ack.json)/\($0.fingerprint ?? 0)" })" }
             && a.log.patches == b.log.patches
     }
 
@@ -55,7 +55,7 @@ struct DurabilityTests {
         #expect(restored.state == live.state && restored.rev == live.rev && restored.document.nextID == live.document.nextID)
         #expect(restored.lastChanged == live.lastChanged && restored.removedAt == live.removedAt && restored.removedHorizon == live.removedHorizon)
         func appliedAcks(_ s: Sequencer) -> [String] {
-            s.idempotency.entries.flatMap { e in e.acks.filter { $0.results.contains(.applied) }.map { "\(e.client):\($0.json)" } }.sorted()
+            s.idempotency.entries.flatMap { e in e.acks.filter { $0.ack.results.contains(.applied) }.map { "\(e.client):\($0.ack.json)/\($0.fingerprint ?? 0)" } }.sorted()
         }
         #expect(appliedAcks(restored) == appliedAcks(live))
     }
@@ -64,7 +64,12 @@ struct DurabilityTests {
         var s = Sequencer(flow: .demo, epoch: "e")
         guard case .applied(let ack, _) = s.submit(["id": "k", "ops": [["op": "setRoot", "route": "main"]]], client: "phone") else { Issue.record(); return }
         var restored = try roundTrip(s, flow: .demo)
-        #expect(restored.submit(["id": "k", "ops": [["op": "reset"]]], client: "phone") == .duplicate(ack))
+        var marked = ack
+        marked.duplicate = true
+        #expect(restored.submit(["id": "k", "ops": [["op": "setRoot", "route": "main"]]], client: "phone") == .duplicate(marked))
+        // The fingerprint survives the snapshot: the id reused for another command is refused.
+        guard case .failed(let e) = restored.submit(["id": "k", "ops": [["op": "reset"]]], client: "phone") else { Issue.record(); return }
+        #expect(e.code == .idReused)
         #expect(restored.rev == 1 && restored.epoch == "e")
     }
 

@@ -39,6 +39,12 @@ struct DataStoreTests {
         return nil
     }
 
+    /// The ops sent under each id in the restart test (a resend must be the same).
+    static func sent(_ id: String) -> JSON {
+        guard id != "root", let i = Int(id.dropFirst()) else { return [["op": "setRoot", "route": "main"]] }
+        return [i % 3 == 2 ? ["op": "pop"] : ["op": "push", "route": "detail", "params": ["id": .int(Int64(i))]]]
+    }
+
     static func get(_ c: RawClient) -> JSON? {
         c.sendJSON(["type": "get", "session": "demo", "id": "get"])
         return c.next(type: "snapshot")
@@ -54,11 +60,8 @@ struct DataStoreTests {
             let server = try Self.server(dir, sync: sync, snapshotEvery: 7)
             let (a, joined) = try RawClient.member(server)
             epoch = joined["epoch"]!
-            acks["root"] = Self.command(a, "root", [["op": "setRoot", "route": "main"]])
-            for i in 0..<20 {
-                let op: JSON = i % 3 == 2 ? ["op": "pop"] : ["op": "push", "route": "detail", "params": ["id": .int(Int64(i))]]
-                acks["k\(i)"] = Self.command(a, "k\(i)", [op])
-            }
+            acks["root"] = Self.command(a, "root", Self.sent("root"))
+            for i in 0..<20 { acks["k\(i)"] = Self.command(a, "k\(i)", Self.sent("k\(i)")) }
             before = try #require(Self.get(a))
             #expect(before["rev"]!.intValue! > 10)
             #expect(server.running.stop())
@@ -80,11 +83,14 @@ struct DataStoreTests {
         #expect(joined["epoch"] == epoch && joined["rev"] == .int(rev))
         #expect(joined["patches"]?.arrayValue?.count == 3 && joined["state"] == nil)
         #expect(Self.get(c)?["state"]?.normalized == before["state"]?.normalized)
-        // A command resent after the restart gets its original ack, nothing applied.
+        // A command resent after the restart gets its original ack, marked duplicate,
+        // nothing applied; its id reused for another command is refused.
         for id in ["root", "k0", "k19"] {
-            let again = try #require(Self.command(c, id, [["op": "reset"]]))
+            let again = try #require(Self.command(c, id, Self.sent(id)))
             let original = try #require(acks[id])
             #expect(again["type"] == "ack" && again["rev"] == original["rev"] && again["results"] == original["results"], "\(id)")
+            #expect(again["duplicate"] == true && original["duplicate"] == nil, "\(id)")
+            #expect(Self.command(c, id, [["op": "reset"]])?["code"] == "id_reused", "\(id)")
         }
         // Ids never rewind: the next entry gets a new id.
         let next = try #require(Self.command(c, "after", [["op": "push", "route": "detail", "params": ["id": 99]]]))
@@ -191,15 +197,15 @@ struct DataStoreTests {
         defer { Self.remove(dir) }
         let server = try Self.server(dir, sync: .always)
         let post = { (body: String) in
-            server.http("POST /api/sessions/demo/commands HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+            server.http("POST /api/sessions/demo/commands HTTP/1.1\r\nHost: t\r\nX-Navsync-Client: curl-1\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
         }
         #expect(post(#"{"id":"h1","ops":[{"op":"setRoot","route":"main"}]}"#).contains(#""rev":1"#))
         #expect(server.running.stop())
         let again = try Self.server(dir)
         defer { again.stop() }
-        let body = #"{"id":"h1","ops":[{"op":"reset"}]}"#
-        let reply = again.http("POST /api/sessions/demo/commands HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
-        #expect(reply.hasPrefix("HTTP/1.1 200") && reply.contains(#""rev":1"#))
+        let body = #"{"id":"h1","ops":[{"op":"setRoot","route":"main"}]}"#
+        let reply = again.http("POST /api/sessions/demo/commands HTTP/1.1\r\nHost: t\r\nX-Navsync-Client: curl-1\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        #expect(reply.hasPrefix("HTTP/1.1 200") && reply.contains(#""rev":1"#) && reply.contains("Idempotent-Replayed: true"))
     }
 
     /// A journal written by hand: restore cuts a torn tail, refuses a corrupt middle

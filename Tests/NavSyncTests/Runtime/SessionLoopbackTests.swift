@@ -72,9 +72,12 @@ struct SessionLoopbackTests {
         // Another epoch: the whole state.
         b.sendJSON(["type": "sync", "session": "demo", "since": 1, "epoch": "other", "id": "s"])
         #expect(b.next(type: "snapshot")?["rev"] == 3)
-        // A duplicate command id: the original ack again, no new revision.
+        // A resend: the original ack, marked duplicate, no new revision. The id reused
+        // for another command is refused; nothing changes.
+        a.sendJSON(["type": "command", "session": "demo", "id": 2, "ops": [["op": "update", "data": ["n": 2]]]])
+        #expect(a.next(type: "ack") == ["type": "ack", "id": 2, "session": "demo", "rev": 2, "results": ["applied"], "duplicate": true])
         a.sendJSON(["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]])
-        #expect(a.next(type: "ack") == ["type": "ack", "id": 2, "session": "demo", "rev": 2, "results": ["applied"]])
+        #expect(a.next(type: "error")?["code"] == "id_reused")
         // reject with a stale base on the changed screen: conflict with the current rev.
         a.sendJSON(["type": "command", "session": "demo", "id": 9, "base": 1, "onConflict": "reject", "ops": [["op": "update", "data": ["n": 0]]]])
         let conflict = a.next(type: "error")

@@ -93,23 +93,38 @@ struct SequencerTests {
         h.seq = seq
     }
 
-    @Test func duplicatesGetTheOriginalAck() {
+    static func marked(_ ack: Ack) -> Ack {
+        var a = ack
+        a.duplicate = true
+        return a
+    }
+
+    @Test func duplicatesGetTheOriginalAckAndReusedIdsAreRefused() {
         var seq = Sequencer(flow: .demo, epoch: "e")
         let first = seq.submit(["id": "a", "ops": [["op": "setRoot", "route": "main"]]], client: "phone")
         guard case .applied(let ack, _) = first else { Issue.record(); return }
-        // Same id, different ops: the original ack, nothing applied, no patch.
-        #expect(seq.submit(["id": "a", "ops": [["op": "setRoot", "route": "login"]]], client: "phone") == .duplicate(ack))
-        // Recognised before anything else is validated.
-        #expect(seq.submit(["id": "a", "ops": "garbage", "base": -3], client: "phone") == .duplicate(ack))
-        #expect(seq.rev == 1)
+        #expect(!ack.duplicate)
+        // The same command again: the original ack, marked duplicate, nothing applied.
+        #expect(seq.submit(["id": "a", "ops": [["op": "setRoot", "route": "main"]]], client: "phone") == .duplicate(Self.marked(ack)))
+        // The same command with its keys in another order, and defaults spelled out.
+        #expect(seq.submit(["onConflict": "rebase", "ops": [["route": "main", "op": "setRoot"]], "id": "a"], client: "phone") == .duplicate(Self.marked(ack)))
+        // The id reused for another command: id_reused, nothing applied, nothing remembered.
+        for other: JSONObject in [["id": "a", "ops": [["op": "setRoot", "route": "login"]]],
+                                  ["id": "a", "ops": [["op": "setRoot", "route": "main"]], "base": 0],
+                                  ["id": "a", "ops": [["op": "setRoot", "route": "main"]], "onConflict": "reject"],
+                                  ["id": "a", "ops": "garbage", "base": -3]] {
+            guard case .failed(let e) = seq.submit(other, client: "phone") else { Issue.record("\(other)"); continue }
+            #expect(e.code == .idReused && e.message.contains("\"a\""), "\(e)")
+        }
+        #expect(seq.rev == 1 && seq.idempotency.ack(client: "phone", id: .string("a")) == ack)
         // Another client identity, or 5 vs "5", is another command.
         guard case .applied = seq.submit(["id": "a", "ops": [["op": "setRoot", "route": "main"]]], client: "tablet") else { Issue.record(); return }
         guard case .applied(let a5, _) = seq.submit(["id": 5, "ops": [["op": "setRoot", "route": "main"]]], client: "phone") else { Issue.record(); return }
         guard case .applied = seq.submit(["id": "5", "ops": [["op": "setRoot", "route": "main"]]], client: "phone") else { Issue.record(); return }
-        #expect(seq.submit(["id": 5, "ops": []], client: "phone") == .duplicate(a5))
+        #expect(seq.submit(["id": 5, "ops": [["op": "setRoot", "route": "main"]]], client: "phone") == .duplicate(Self.marked(a5)))
         // No-op acks are remembered; errors are not, so a retry runs again.
         guard case .unchanged(let noop) = seq.submit(["id": "n", "ops": [["op": "dismiss"]]], client: "phone") else { Issue.record(); return }
-        #expect(seq.submit(["id": "n", "ops": [["op": "reset"]]], client: "phone") == .duplicate(noop))
+        #expect(seq.submit(["id": "n", "ops": [["op": "dismiss"]]], client: "phone") == .duplicate(Self.marked(noop)))
         guard case .failed = seq.submit(["id": "f", "ops": [["op": "push", "route": "nowhere"]]], client: "phone") else { Issue.record(); return }
         guard case .applied = seq.submit(["id": "f", "ops": [["op": "push", "route": "detail", "params": ["id": 1]]]], client: "phone") else { Issue.record(); return }
     }
@@ -121,8 +136,8 @@ struct SequencerTests {
             guard case .unchanged(let ack) = seq.submit(["id": .int(Int64(i)), "ops": [["op": "dismiss"]]], client: "c") else { Issue.record(); return }
             acks.append(ack)
         }
-        #expect(seq.submit(["id": 1099, "ops": [["op": "reset"]]], client: "c") == .duplicate(acks[1099]))
-        #expect(seq.submit(["id": 76, "ops": [["op": "dismiss"]]], client: "c") == .duplicate(acks[76]))
+        #expect(seq.submit(["id": 1099, "ops": [["op": "dismiss"]]], client: "c") == .duplicate(Self.marked(acks[1099])))
+        #expect(seq.submit(["id": 76, "ops": [["op": "dismiss"]]], client: "c") == .duplicate(Self.marked(acks[76])))
         guard case .applied = seq.submit(["id": 0, "ops": [["op": "reset"]]], client: "c") else { Issue.record("id 0 should be forgotten"); return }
         #expect(seq.idempotency.entries[0].acks.count == 1024)
     }

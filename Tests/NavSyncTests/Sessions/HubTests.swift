@@ -79,9 +79,12 @@ struct HubTests {
         // A member sender gets the patch first, then the ack.
         let own = f.inbox(a, f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "push", "route": "detail", "params": ["id": 1]]]]))
         #expect(own.map { $0["type"] } == ["patch", "ack"])
-        // The same command id again: the original ack, no patch.
-        let dup = f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]])
-        #expect(f.inbox(b, dup).isEmpty && f.inbox(a, dup).map { $0["rev"] } == [2])
+        // The same command again: the original ack, marked duplicate, no patch.
+        let dup = f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "push", "route": "detail", "params": ["id": 1]]]])
+        #expect(f.inbox(b, dup).isEmpty && f.inbox(a, dup) == [["type": "ack", "id": 2, "session": "demo", "rev": 2, "results": ["applied"], "duplicate": true]])
+        // Its id reused for another command: id_reused, no patch.
+        let reused = f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]])
+        #expect(f.inbox(b, reused).isEmpty && f.inbox(a, reused).map { $0["code"] } == ["id_reused"])
 
         let status = f.send(b, ["type": "status", "session": "demo", "rev": 2, "focus": "e11"])
         #expect(f.inbox(a, status) == [["type": "presence", "session": "demo", "status": ["client": "c2", "rev": 2, "focus": "e11"]]])
