@@ -42,6 +42,15 @@ if let file = options.authFile {
         say("navsyncd: auth file refused: \(error)", to: 2)
         exit(1)
     }
+    // Weak tokens: a warning on loopback, a refusal where others can reach the server.
+    for (i, reason) in policy!.weakTokens {
+        if loopback {
+            say("navsyncd: warning: \(file): tokens[\(i)].token \(reason); it would be refused beyond loopback", to: 2)
+        } else {
+            say("navsyncd: auth file refused: \(file): tokens[\(i)].token \(reason), and the server listens on \(options.server.host); use a long random token (openssl rand -hex 16)", to: 2)
+            exit(1)
+        }
+    }
 }
 let filesLimit = raiseOpenFilesLimit()
 options.server.maxConnections = min(options.server.maxConnections, max(16, filesLimit - 64))

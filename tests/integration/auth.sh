@@ -22,6 +22,14 @@ PYEOF
 
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 api="${HTTP_URL}api/sessions"
+
+# The file's own checks: weak tokens warned about on loopback, refused beyond it
+# (refused before anything listens); unknown keys refused with file, place and names.
+check "short tokens get a warning at start on loopback" grep -q "tokens\[1\].token is shorter than 16 characters; it would be refused beyond loopback" "$OUT/auth.stdout" "$OUT/auth.log"
+check "short tokens are refused beyond loopback (exit 1)" bash -c "'$NAVSYNCD' --host 0.0.0.0 --port 0 --auth '$auth' 2>&1 | grep -q 'tokens\[0\].token is shorter than 16 characters, and the server listens on 0.0.0.0'; [ \${PIPESTATUS[0]} -eq 1 ]"
+typo="$OUT/auth-typo.json"
+echo '{ "tokens": [ { "token": "a-long-enough-token-1", "role": "controller", "session": ["demo"] } ] }' >"$typo"
+check "an unknown key in the auth file is refused, naming it" bash -c "'$NAVSYNCD' --port 0 --auth '$typo' 2>&1 | grep -q 'auth-typo.json: tokens\[0\].session: unknown key \"session\" in a token (expected token, role, sessions, label)'; [ \${PIPESTATUS[0]} -eq 1 ]"
 V=(-H 'Authorization: Bearer viewer-token-3'); C=(-H 'Authorization: Bearer controller-2'); A=(-H 'Authorization: Bearer admin-token-1')
 POST=(-X POST -d '{"id":"h1","ops":[{"op":"dismiss"}]}')
 RESET=(-X POST -d '{"id":"h2","ops":[{"op":"reset"}]}')

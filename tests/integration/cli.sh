@@ -43,5 +43,7 @@ broken="$OUT/broken-flows"
 rm -rf "$broken"; mkdir -p "$broken"
 sed 's/"initial": "list"/"initial": "lst"/' "$ROOT/tests/integration/flows/studio.json" >"$broken/studio.json"
 check "a broken flow stops the start, naming file and place" bash -c "'$NAVSYNCD' --port 0 --flows '$broken' 2>&1 | grep -q 'studio.json: coordinators.Projects.initial: initial route \"lst\" is not declared'"
+sed 's/"params": { "id": "int" }/"param": { "id": "int" }/' "$ROOT/tests/integration/flows/studio.json" >"$broken/studio.json"
+check "an unknown key in a flow (a typo) stops the start, naming it" bash -c "'$NAVSYNCD' --port 0 --flows '$broken' 2>&1 | grep -q 'studio.json: coordinators.Projects.routes.project.param: unknown key \"param\" in a route'"
 check "an unreadable flows directory is a clear error" bash -c "'$NAVSYNCD' --port 0 --flows /nonexistent 2>&1 | grep -q 'cannot open the directory'"
 finish

@@ -65,6 +65,14 @@ private struct FlowLoader {
         return o
     }
 
+    /// Refuses keys the format does not have: a typo (`"param"` for `"params"`) would
+    /// otherwise be ignored and the flow would load without what was meant.
+    func onlyKeys(_ o: JSONObject, _ allowed: [String], _ path: JSONPath, _ what: String) throws(FlowError) {
+        for key in o.keys where !allowed.contains(key) {
+            throw fail(path.key(key), "unknown key \"\(key)\" in \(what) (expected \(allowed.joined(separator: ", ")))")
+        }
+    }
+
     func string(_ v: JSON?, _ path: JSONPath, _ what: String) throws(FlowError) -> String {
         guard let v else { throw fail(path, "missing \(what)") }
         guard let s = v.stringValue, !s.isEmpty else { throw fail(path, "\(what) must be a non-empty string, got \(v.typeName == "string" ? "\"\"" : v.typeName)") }
@@ -74,6 +82,7 @@ private struct FlowLoader {
     mutating func load(_ json: JSON) throws(FlowError) -> Flow {
         let top = JSONPath()
         let doc = try object(json, top, "flow")
+        try onlyKeys(doc, ["name", "root", "coordinators", "links"], top, "a flow")
         let name = try string(doc["name"], top.key("name"), "'name'")
         let rootName = try string(doc["root"], top.key("root"), "'root'")
         let coordinatorsPath = top.key("coordinators")
@@ -85,6 +94,7 @@ private struct FlowLoader {
         for (typeName, value) in coordinatorsJSON {
             let p = coordinatorsPath.key(typeName)
             let c = try object(value, p, "coordinator")
+            try onlyKeys(c, ["kind", "initial", "routes"], p, "a coordinator")
             let kindText = try string(c["kind"], p.key("kind"), "'kind'")
             guard let kind = CoordinatorKind(rawValue: kindText) else {
                 throw fail(p.key("kind"), "unknown kind \"\(kindText)\" (expected root, stack or tabs)")
@@ -148,6 +158,7 @@ private struct FlowLoader {
     func route(_ name: String, _ value: JSON, _ p: JSONPath,
                _ kinds: [String: CoordinatorKind]) throws(FlowError) -> RouteSpec {
         let r = try object(value, p, "route")
+        try onlyKeys(r, ["params", "coordinator", "presentation", "tab", "title"], p, "a route")
         var params: [String: ParamType] = [:]
         var order: [String] = []
         if let paramsJSON = r["params"], !paramsJSON.isNull {
@@ -194,6 +205,7 @@ private struct FlowLoader {
             name = s
         } else if let o = item.objectValue {
             routePath = p.key("route")
+            try onlyKeys(o, ["route", "params"], p, "an initial route")
             name = try string(o["route"], routePath, "'route'")
             if let pj = o["params"], !pj.isNull { params = try object(pj, p.key("params"), "'params'") }
         } else {

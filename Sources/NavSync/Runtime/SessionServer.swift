@@ -129,7 +129,12 @@ public final class SessionServer: ServerApplication {
     public func reload(on server: Server) {
         guard let authFile else { return server.logger.info("SIGHUP: no auth file to reload") }
         do {
-            handle(.policy(try AccessPolicy.load(file: authFile)), on: server)
+            let policy = try AccessPolicy.load(file: authFile)
+            let loopback = server.host.hasPrefix("127.") || server.host == "::1"
+            if !loopback, let (i, reason) = policy.weakTokens.first {
+                return server.logger.error("SIGHUP: auth file not reloaded, the old one stays: \(authFile): tokens[\(i)].token \(reason), and the server listens on \(server.host)")
+            }
+            handle(.policy(policy), on: server)
         } catch {
             server.logger.error("SIGHUP: auth file not reloaded, the old one stays: \(error)")
         }

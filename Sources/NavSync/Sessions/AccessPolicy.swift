@@ -28,11 +28,22 @@ public struct AccessPolicy: Sendable, Equatable {
         func fail(_ path: String, _ message: String) -> FlowError { FlowError(file: file, path: path, message: message) }
         let json: JSON
         do { json = try JSON.parse(bytes) } catch { throw fail("", "not valid JSON: \(error)") }
+        // Unknown keys are refused: a typo ("session" for "sessions") would otherwise
+        // load and grant every session.
+        func onlyKeys(_ o: JSONObject, _ allowed: [String], _ path: String, _ what: String) throws(FlowError) {
+            for key in o.keys where !allowed.contains(key) {
+                throw fail(path.isEmpty ? key : path + "." + key, "unknown key \"\(key)\" in \(what) (expected \(allowed.joined(separator: ", ")))")
+            }
+        }
+        guard let top = json.objectValue else { throw fail("", "must be an object with \"tokens\"") }
+        try onlyKeys(top, ["tokens"], "", "the auth file")
         guard let list = json["tokens"]?.arrayValue else { throw fail("tokens", "must be a list of tokens") }
         var grants: [Grant] = []
         var seen = Set<String>()
         for (i, item) in list.enumerated() {
             let p = "tokens[\(i)]"
+            guard let entry = item.objectValue else { throw fail(p, "must be an object {token, role, sessions?, label?}") }
+            try onlyKeys(entry, ["token", "role", "sessions", "label"], p, "a token")
             guard let token = item["token"]?.stringValue, token.utf8.count >= 8 else {
                 throw fail(p + ".token", "must be a string of at least 8 characters")
             }
@@ -56,6 +67,19 @@ public struct AccessPolicy: Sendable, Equatable {
         }
         return AccessPolicy(grants: grants)
     }
+
+    /// Tokens too weak to stand guard beyond loopback, with why: shorter than 16
+    /// characters, or an example token from the docs.
+    public var weakTokens: [(index: Int, reason: String)] {
+        grants.enumerated().compactMap { i, g in
+            if Self.exampleTokens.contains(g.token) { return (i, "is an example token from the docs") }
+            if g.token.utf8.count < 16 { return (i, "is shorter than 16 characters") }
+            return nil
+        }
+    }
+
+    /// The tokens the docs and DESIGN.md show in examples.
+    public static let exampleTokens: Set<String> = ["change-me-1", "change-me-2", "change-me-3"]
 
     /// The grant of a token. Every token is compared in full, in time that depends only
     /// on the lengths, so timing does not reveal how much of a guess was right.

@@ -98,6 +98,13 @@ struct FlowTests {
             // 1. unknown root coordinator
             (#""root": "App""#, #""root": "Ap""#,
              #"shop.json: root: names coordinator "Ap", which 'coordinators' does not declare"#),
+            // Unknown keys, at every level (a typo must not load as if it were absent).
+            (#""root": "App""#, #""root": "App", "link": {}"#,
+             #"shop.json: link: unknown key "link" in a flow (expected name, root, coordinators, links)"#),
+            (#""kind": "tabs""#, #""kind": "tabs", "intial": "x""#,
+             #"shop.json: coordinators.Main.intial: unknown key "intial" in a coordinator (expected kind, initial, routes)"#),
+            (#""params": { "id": "int", "note": "string?" }"#, #""param": { "id": "int", "note": "string?" }"#,
+             #"shop.json: coordinators.Home.routes.detail.param: unknown key "param" in a route (expected params, coordinator, presentation, tab, title)"#),
             // 2. a route opens an unknown coordinator
             (#""coordinator": "Settings""#, #""coordinator": "Setings""#,
              #"shop.json: coordinators.Home.routes.settings.coordinator: unknown coordinator "Setings""#),

@@ -28,6 +28,11 @@ struct AccessTests {
             (#"{"tokens": [{"token": "long-enough", "role": "root"}]}"#, "auth.json: tokens[0].role: must be viewer, controller or admin"),
             (#"{"tokens": [{"token": "long-enough", "role": "admin"}, {"token": "long-enough", "role": "viewer"}]}"#, "auth.json: tokens[1].token: is listed twice"),
             (#"{"tokens": [{"token": "long-enough", "role": "admin", "sessions": []}]}"#, "auth.json: tokens[0].sessions: must be a non-empty list"),
+            // Regression: a typo ("session") loaded, and the token got every session.
+            (#"{"tokens": [{"token": "long-enough", "role": "controller", "session": ["demo"]}]}"#,
+             #"auth.json: tokens[0].session: unknown key "session" in a token (expected token, role, sessions, label)"#),
+            (#"{"tokens": [], "token": "x"}"#, #"auth.json: token: unknown key "token" in the auth file (expected tokens)"#),
+            (#"{"tokens": ["just-a-token"]}"#, "auth.json: tokens[0]: must be an object"),
         ]
         for (text, message) in cases {
             do {
@@ -37,6 +42,13 @@ struct AccessTests {
                 #expect(error.description.hasPrefix(message), "\(error)")
             }
         }
+    }
+
+    @Test func weakTokensAreNamed() throws {
+        let file = #"{"tokens": [{"token": "change-me-1", "role": "admin"}, {"token": "short-token", "role": "viewer"}, {"token": "0123456789abcdef", "role": "viewer"}]}"#
+        let p = try AccessPolicy.load(bytes: Array(file.utf8), file: "auth.json")
+        #expect(p.weakTokens.map(\.index) == [0, 1])
+        #expect(p.weakTokens[0].reason.contains("example") && p.weakTokens[1].reason.contains("16"))
     }
 
     @Test func globsAndTokenSources() {
