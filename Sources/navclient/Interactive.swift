@@ -33,11 +33,13 @@ final class Interactive {
         return Exit.ok
     }
 
-    func join(_ session: String) {
+    /// Joins a session; creates it only with `--create` or the `create` command, so a
+    /// typo is an error that offers to create, never a new session (as `exec` does).
+    func join(_ session: String, create: Bool = false) {
         client?.stop()
         options.session = session
         var s = options.sessionOptions(reconnect: true)
-        s.create = true
+        s.create = create || options.create
         let c = SessionClient(loop: loop, options: s)
         client = c
         c.onEvent = { [unowned self, weak c] event in
@@ -51,6 +53,10 @@ final class Interactive {
                 say(up ? reason : "connection lost: \(reason); reconnecting", error: !up)
             case .error(let e):
                 say(describe(e), error: true)
+                if e.code == .unknownSession && !c.isJoined {
+                    connection = "not joined"
+                    say("  no session '\(session)' here: type `create \(session)` to make it, `sessions` to list them, or `join NAME`")
+                }
             }
             draw()
         }
@@ -106,10 +112,12 @@ final class Interactive {
                 self?.draw()
             }
         case .quit: quit()
-        case .join(let name):
+        case .join(let name), .create(let name):
             guard ClientRequest.isValidSessionName(name) else { return say("'\(name)' is not a session name", error: true) }
-            say("joining \(name)")
-            join(name)
+            let create: Bool
+            if case .create = command { create = true } else { create = false }
+            say(create ? "creating and joining \(name)" : "joining \(name)")
+            join(name, create: create)
         case .sessions:
             client.request(["type": "sessions"]) { [weak self] reply in
                 for s in reply["sessions"]?.arrayValue ?? [] {

@@ -48,6 +48,9 @@ enum Scripted {
             case .error(let e) where !started:
                 started = true   // what follows (the close) is not news
                 Stderr.line("navclient: \(describe(e))")
+                if e.code == .unknownSession && !o.create {
+                    Stderr.line("navclient: add --create to make session '\(o.session)'")
+                }
                 finish(Exit.unreachable)
             default: break
             }
@@ -97,8 +100,8 @@ enum Scripted {
         case .help(let name)?:
             printLine(name.flatMap(CommandLanguage.usage) ?? CommandLanguage.commands.map(\.usage).joined(separator: "\n"))
             done(true)
-        case .join?:
-            Stderr.line("navclient: join works in the interactive client; use --session NAME here")
+        case .join?, .create?:
+            Stderr.line("navclient: join and create work in the interactive client; use --session NAME (with --create) here")
             done(false)
         case .quit?:
             done(true)
@@ -124,25 +127,53 @@ enum Scripted {
 
     /// `sessions`: the list once; no session is joined.
     static func sessions(_ o: ClientOptions) -> Int32 {
+        request(o, ["type": "sessions"]) { reply in
+            guard reply["type"] == "sessions" else { return nil }
+            printSessions(reply, json: o.json)
+            return Exit.ok
+        }
+    }
+
+    /// `delete NAME`: deletes a session (admin); its members are told and leave it.
+    static func delete(_ o: ClientOptions, session: String) -> Int32 {
+        request(o, ["type": "delete", "session": .string(session)]) { reply in
+            switch reply["type"]?.stringValue {
+            case "deleted":
+                printLine(o.json ? reply.encodedString() : "deleted session '\(session)'")
+                return Exit.ok
+            case "error":
+                let e = NavError(ErrorCode(rawValue: reply["code"]?.stringValue ?? "") ?? .internal, reply["message"]?.stringValue ?? "")
+                Stderr.line("navclient: \(describe(e))")
+                return Exit.commandFailed
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// One request on a connection of its own (no session joined); `answer` returns
+    /// the exit code once a reply is the one it waits for, nil to keep waiting.
+    static func request(_ o: ClientOptions, _ message: JSONObject, answer: @escaping (JSON) -> Int32?) -> Int32 {
         let loop = ClientLoop()
         let socket = WebSocketClient(loop: loop, url: o.url, headers: o.token.map { [("Authorization", "Bearer \($0)")] } ?? [])
-        var code = Exit.unreachable
-        socket.onOpen = { socket.send(text: Array(#"{"type":"sessions","id":1}"#.utf8)) }
+        var code: Int32?
+        var m = message
+        m["id"] = 1
+        socket.onOpen = { socket.send(text: JSON.object(m).encoded()) }
         socket.onText = { bytes in
-            guard let reply = try? JSON.parse(bytes), reply["type"] == "sessions" else { return }
-            printSessions(reply, json: o.json)
-            code = Exit.ok
+            guard code == nil, let reply = try? JSON.parse(bytes), reply["id"] == 1, let c = answer(reply) else { return }
+            code = c
             socket.close()
             loop.after(50) { loop.stop() }
         }
         socket.onClose = { _, reason in
-            if code != Exit.ok { Stderr.line("navclient: \(reason)") }
+            if code == nil { Stderr.line("navclient: \(reason)") }
             loop.stop()
         }
         socket.connect()
         loop.run()
         loop.shutdown()
-        return code
+        return code ?? Exit.unreachable
     }
 
     /// `watch`: the tree again on every change (or every server message as a JSON line

@@ -9,6 +9,7 @@ usage: navclient [URL] [options]                   interactive: the live tree an
        navclient watch [URL] [options]             print the tree on every change (--json: every message)
        navclient get [URL] [options]               print the state once (--json: as JSON)
        navclient sessions [URL] [--json]           list the server's sessions
+       navclient delete [URL] [options] NAME       delete a session (admin); its members are told
        navclient bench [URL] [options]             load generator (navclient bench --help)
 
 options:
@@ -24,7 +25,7 @@ or refused the session.
 """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-let subcommands = ["exec", "watch", "get", "sessions", "bench", "help"]
+let subcommands = ["exec", "watch", "get", "sessions", "delete", "bench", "help"]
 let command = arguments.first.flatMap { subcommands.contains($0) ? $0 : nil }
 if command != nil { arguments.removeFirst() }
 
@@ -67,6 +68,13 @@ case "get":
     exit(Scripted.get(common(arguments)))
 case "sessions":
     exit(Scripted.sessions(common(arguments)))
+case "delete":
+    let o = common(arguments)
+    guard o.rest.count == 1, ClientRequest.isValidSessionName(o.rest[0]) else {
+        Stderr.line("navclient delete: name one session, e.g. navclient delete lab-1")
+        exit(Exit.usage)
+    }
+    exit(Scripted.delete(o, session: o.rest[0]))
 default:
     let o = common(arguments)
     if !o.rest.isEmpty {

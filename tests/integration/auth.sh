@@ -35,6 +35,8 @@ POST=(-X POST -d '{"id":"h1","ops":[{"op":"dismiss"}]}')
 RESET=(-X POST -d '{"id":"h2","ops":[{"op":"reset"}]}')
 check "HTTP: / and /healthz need no token"        bash -c "[ $(code "$HTTP_URL") = 200 ] && [ $(code "${HTTP_URL}healthz") = 200 ]"
 check "HTTP: no token is 401 everywhere else"     bash -c "[ $(code "$api") = 401 ] && [ $(code "$api/demo") = 401 ] && [ $(code "${POST[@]}" "$api/demo/commands") = 401 ] && [ $(code "${HTTP_URL}metrics") = 401 ]"
+check "HTTP: DELETE a session needs admin (controller: 403)" test "$(code -X DELETE "${C[@]}" "$api/demo")" = 403
+check "HTTP: DELETE as admin passes the check (unknown session: 404)" test "$(code -X DELETE "${A[@]}" "$api/never-made")" = 404
 check "HTTP: a wrong token is 401"                test "$(code -H 'Authorization: Bearer nope-nope' "$api")" = 401
 check "HTTP: viewer reads"                        bash -c "[ $(code "${V[@]}" "$api") = 200 ] && [ $(code "${V[@]}" "$api/demo") = 200 ] && [ $(code "${V[@]}" "${HTTP_URL}metrics") = 200 ]"
 check "HTTP: viewer may not POST commands (403)"  test "$(code "${V[@]}" "${POST[@]}" "$api/demo/commands")" = 403

@@ -78,5 +78,19 @@ stop_navsyncd
 start_navsyncd navclient-slow --socket-send-buffer 65536 --lag-threshold 262144 --rate 1000000 --burst 1000000 --log-level info
 check "bench --slow: paused members catch up with a snapshot at the newest revision" bash -c "'$NC' bench '$WS_URL' --clients 6 --slow 2 --commands 5000 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); s=r[\"slow\"]; assert r[\"errors\"]==0 and r[\"commands\"]==5000, r; assert s[\"withSnapshot\"]==2 and s[\"minRev\"]==s[\"maxRev\"]==5000, s'"
 check "the server logged them as lagging" bash -c "[ \$(grep -c 'is lagging' '$OUT/navclient-slow.log') -ge 2 ]"
+
+# A typo in the interactive client: no session is created; it offers `create NAME`.
+screen2() { tmux capture-pane -t nc2 -p; }
+wait_screen2() { for _ in $(seq 1 50); do screen2 | grep -qF -- "$1" && return 0; sleep 0.1; done; screen2 >"$OUT/navclient-screen2.txt"; return 1; }
+tmux kill-session -t nc2 2>/dev/null || true
+tmux new-session -d -s nc2 -x 110 -y 34 "'$NC' '$WS_URL' --session tpyo"
+check "interactive: an unknown session is not created; it offers create" wait_screen2 "type \`create tpyo\` to make it"
+check "...and the server has no such session" bash -c "! curl -sf '${HTTP_URL}api/sessions/tpyo' >/dev/null"
+tmux send-keys -t nc2 'create tpyo' Enter
+check "interactive: create NAME makes it and joins" wait_screen2 "session tpyo  rev 0"
+check "...on the server too" bash -c "curl -sf '${HTTP_URL}api/sessions/tpyo' | grep -q '\"rev\":0'"
+tmux send-keys -t nc2 C-d
+sleep 0.3
+tmux kill-session -t nc2 2>/dev/null || true
 stop_navsyncd
 finish

@@ -18,6 +18,10 @@ check "GET /api/sessions/demo has state" bash -c "curl -sf '$api/demo' | grep -q
 check "GET unknown session is 404"       test "$(code "$api/nope")" = 404
 check "POST a command gives its ack"     bash -c "curl -sf -X POST -d '{\"id\":\"curl-1\",\"ops\":[{\"op\":\"reset\"},{\"op\":\"open\",\"url\":\"/product/5\"}]}' '$api/demo/commands' | grep -q '\"type\":\"ack\"'"
 "$PY" "$ROOT/tests/integration/http_idempotency.py" "$HTTP_URL" "$WS_URL" || FAILED=$((FAILED + 1))
+"$PY" "$ROOT/tests/integration/delete_session.py" "$HTTP_URL" "$WS_URL" || FAILED=$((FAILED + 1))
+check "navclient delete NAME deletes it" bash -c "'$NAVCLIENT' exec '$WS_URL' --session byebye --create 'pop' >/dev/null; '$NAVCLIENT' delete '$WS_URL' byebye | grep -qx \"deleted session 'byebye'\" && ! curl -sf '$api/byebye' >/dev/null"
+check "navclient delete of an unknown session exits 1, naming it" bash -c "'$NAVCLIENT' delete '$WS_URL' nosuch 2>&1 | grep -q \"no session 'nosuch'\"; [ \${PIPESTATUS[0]} -eq 1 ]"
+check "navclient delete without a name is usage (exit 2)" bash -c "'$NAVCLIENT' delete '$WS_URL'; [ \$? -eq 2 ]"
 check "POST malformed JSON is 400"       test "$(code -X POST -d '{oops' "$api/demo/commands")" = 400
 check "POST a non-object is 400"         test "$(code -X POST -d '[1]' "$api/demo/commands")" = 400
 check "POST without ops is 400"          test "$(code -X POST -d '{"id":1}' "$api/demo/commands")" = 400

@@ -6,6 +6,8 @@ public enum ClientCommand: Sendable, Equatable {
     case ops([JSON])
     case sessions
     case join(String)
+    /// `create NAME`: join the session, creating it if it does not exist.
+    case create(String)
     case members
     case get
     case help(String?)
@@ -48,7 +50,8 @@ public enum CommandLanguage {
         ("respond", "respond BUTTON                             answer the alert"),
         ("reset", "reset                                      the whole session back to its start"),
         ("sessions", "sessions                                   list the server's sessions"),
-        ("join", "join NAME                                  switch to (or create) another session"),
+        ("join", "join NAME                                  switch to another session"),
+        ("create", "create NAME                                make a session (admin) and join it"),
         ("members", "members                                    who is here, and what they show"),
         ("get", "get                                        print the state as JSON"),
         ("help", "help [COMMAND]"),
@@ -96,6 +99,9 @@ public enum CommandLanguage {
         case "join":
             guard let session = positional.first else { throw CommandError("usage: join NAME") }
             return .join(session)
+        case "create":
+            guard let session = positional.first else { throw CommandError("usage: create NAME") }
+            return .create(session)
         case "push", "route", "present", "setRoot", "appendTab", "insertTab":
             guard let route = positional.first else { throw CommandError("usage: \(usage(name)!)") }
             let op = name == "push" ? "route" : name

@@ -235,6 +235,13 @@ public struct SessionMachine: Sendable {
                 }
             }
             out.append(.event(.presence))
+        case .deleted(let session, let by):
+            if let requestID { out.append(reply(requestID, json)) }
+            guard session == options.session, requestID == nil else { break }
+            // Our session is gone: say so and stop (rejoining would create it again).
+            out.append(.event(.error(NavError(.unknownSession, "session '\(session)' was deleted by \(by)"))))
+            connection = .stopped
+            out.append(.close)
         case .left, .synced, .sessions, .pong:
             if let requestID { out.append(reply(requestID, json)) }
         }

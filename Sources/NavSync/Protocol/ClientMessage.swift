@@ -9,6 +9,8 @@ public enum ClientMessage: Sendable, Equatable {
     case sync(session: String, since: Int, epoch: String)
     case status(session: String, rev: Int, focus: String?)
     case get(session: String)
+    /// Deletes a session (admin): its members are told (`deleted`) and leave it.
+    case delete(session: String)
     case sessions
     case ping
 
@@ -37,6 +39,7 @@ public enum ClientMessage: Sendable, Equatable {
         case .sync: return "sync"
         case .status: return "status"
         case .get: return "get"
+        case .delete: return "delete"
         case .sessions: return "sessions"
         case .ping: return "ping"
         }
@@ -124,6 +127,7 @@ public struct ClientRequest: Sendable {
             guard rev >= 0 else { throw NavError(.badRequest, "'rev' must be a revision >= 0") }
             return .status(session: try f.session(), rev: rev, focus: try f.optionalString("focus"))
         case "get": return .get(session: try f.session())
+        case "delete": return .delete(session: try f.session())
         case "sessions": return .sessions
         case "ping": return .ping
         default: throw NavError(.badRequest, "unknown message type '\(type)'")
@@ -145,7 +149,7 @@ public struct ClientRequest: Sendable {
             put("since", j.since.map { .int(Int64($0)) }); put("epoch", j.epoch.map(JSON.string))
             if j.create { o["create"] = true }
             put("flow", j.flow.map(JSON.string))
-        case .leave(let s), .get(let s): o["session"] = .string(s)
+        case .leave(let s), .get(let s), .delete(let s): o["session"] = .string(s)
         case .command(let s, let command):
             for (k, v) in command where k != "type" { o[k] = v }
             o["session"] = .string(s)

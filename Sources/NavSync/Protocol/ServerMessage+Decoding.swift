@@ -72,6 +72,8 @@ extension ServerMessage {
             })
         case "pong":
             message = .pong
+        case "deleted":
+            message = .deleted(session: try f.string("session"), by: try f.string("by"))
         case "presence":
             let session = try f.string("session")
             if let joined = o["joined"] {

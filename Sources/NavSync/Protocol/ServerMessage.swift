@@ -12,6 +12,9 @@ public enum ServerMessage: Sendable, Equatable {
     case sessions([SessionSummary])
     case pong
     case presence(session: String, Presence)
+    /// The session is gone (an admin deleted it, `by` is the client id): the answer to
+    /// `delete`, and what its members are told as they are made to leave it.
+    case deleted(session: String, by: String)
 
     public struct Welcome: Sendable, Equatable {
         public var client: String
@@ -91,6 +94,8 @@ public enum ServerMessage: Sendable, Equatable {
             type("sessions"); o["sessions"] = .array(list.map(\.json))
         case .pong:
             type("pong")
+        case .deleted(let s, let by):
+            type("deleted"); o["session"] = .string(s); o["by"] = .string(by)
         case .presence(let s, let p):
             type("presence"); o["session"] = .string(s)
             switch p {

@@ -97,6 +97,10 @@ public final class DataStore {
         case .reload(let name, let flow):
             gathering.append(.reload(session: name, flow: flow, configuration: configuration))
             sinceSnapshot[name] = (0, 0)
+        case .delete(let name):
+            gathering.append(.delete(session: name))
+            sinceSnapshot[name] = nil
+            snapshotSize[name] = nil
         }
     }
 

@@ -20,10 +20,12 @@ final class JournalFiles: @unchecked Sendable {
         /// Reads the session back as it is on disk (after a failed write): its snapshot
         /// and the journal up to the length known good.
         case reload(session: String, flow: Flow, configuration: HubConfiguration)
+        /// The session was deleted: its folder and files go.
+        case delete(session: String)
 
         var session: String {
             switch self {
-            case .create(let s, _), .append(let s, _), .snapshot(let s, _), .reload(let s, _, _): return s
+            case .create(let s, _), .append(let s, _), .snapshot(let s, _), .reload(let s, _, _), .delete(let s): return s
             }
         }
     }
@@ -123,7 +125,7 @@ final class JournalFiles: @unchecked Sendable {
             guard out.failed[s] == nil else { continue }
             if poisoned.contains(s) {
                 switch op {
-                case .reload, .create: poisoned.remove(s)
+                case .reload, .create, .delete: poisoned.remove(s)
                 default: continue
                 }
             }
@@ -162,6 +164,12 @@ final class JournalFiles: @unchecked Sendable {
                         // snapshot tries again.
                         out.notes.append("session '\(s)': snapshot at revision \(sequencer.rev) not written: \(error)")
                     }
+                case .delete:
+                    // What this batch still holds for it is moot: the session is gone.
+                    buffered[s] = nil
+                    startLength[s] = nil
+                    order.removeAll { $0 == s }
+                    try delete(s)
                 case .reload(_, let flow, let configuration):
                     guard let f = files[s] else { throw IOFailure("no journal open for", folder(s), EBADF) }
                     do {
@@ -185,6 +193,22 @@ final class JournalFiles: @unchecked Sendable {
             }
         }
         return out
+    }
+
+    /// Removes a deleted session's files and folder, then syncs the parent folder so the
+    /// deletion survives a crash (a restart must not bring the session back).
+    private func delete(_ s: String) throws(IOFailure) {
+        if let f = files.removeValue(forKey: s) { close(f.fd) }
+        let dir = folder(s)
+        for entry in Self.listDirectory(dir) where unlink(dir + "/" + entry) != 0 && errno != ENOENT {
+            throw IOFailure("cannot remove", dir + "/" + entry)
+        }
+        guard rmdir(dir) == 0 || errno == ENOENT else { throw IOFailure("cannot remove", dir) }
+        let parent = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if parent >= 0 {
+            defer { close(parent) }
+            if mode != .off && fsync(parent) != 0 { throw IOFailure("fsync", root) }
+        }
     }
 
     /// Makes room for `count` more bytes of records: zeros written ahead, synced once.

@@ -32,11 +32,13 @@ extension SessionServer {
     public func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse? {
         let segments = ParsedURL(request.path)?.segments ?? []
         let isRead = request.method == "GET" || request.method == "HEAD"
-        func only(_ allowed: String, _ body: () -> HTTPResponse?) -> HTTPResponse? {
+        /// The body for the allowed method (GET includes HEAD); 405 with `Allow` else.
+        /// `also` lists other methods the resource takes (handled before).
+        func only(_ allowed: String, also: [String] = [], _ body: () -> HTTPResponse?) -> HTTPResponse? {
             let ok = allowed == "GET" ? isRead : request.method == allowed
             guard ok else {
-                var r = HTTPResponse.text(405, "use \(allowed) for \(request.path)\n")
-                r.headers.append(("Allow", allowed == "GET" ? "GET, HEAD" : allowed))
+                var r = HTTPResponse.text(405, "use \(([allowed] + also).joined(separator: " or ")) for \(request.path)\n")
+                r.headers.append(("Allow", ((allowed == "GET" ? ["GET", "HEAD"] : [allowed]) + also).joined(separator: ", ")))
                 return r
             }
             return body()
@@ -61,9 +63,16 @@ extension SessionServer {
             return only("GET") {
                 .json(200, ["sessions": .array(hub.sessionSummaries.filter { grant?.allows(session: $0.session) ?? true }.map(\.json))])
             }
+        case .session(let name) where request.method == "DELETE":
+            guard originAllowed(request, on: connection.server) else {
+                return Self.error(NavError(.forbidden, "origin \(request.header("Origin") ?? "") may not delete sessions here"))
+            }
+            if let refusal = authorize(request, needs: .admin, session: name).refusal { return refusal }
+            handle(.httpDelete(connection: connection.id, request: request, session: name), on: connection.server)
+            return nil
         case .session(let name):
             if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
-            return only("GET") {
+            return only("GET", also: ["DELETE"]) {
                 guard let s = hub.sessions[name] else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
                 return .json(200, ["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
                                    "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
@@ -151,6 +160,7 @@ extension SessionServer {
         GET  /metrics                       Prometheus metrics
         GET  /api/sessions                  sessions, as JSON
         GET  /api/sessions/NAME             one session's state, as JSON
+        DELETE /api/sessions/NAME           delete a session (admin); its members are told
         POST /api/sessions/NAME/commands    body: a command object; answer: its ack or error
 
         """

@@ -23,10 +23,12 @@ public struct JournalEntry: Sendable, Equatable {
         case append(session: String, JournalRecord, Sequencer)
         /// Read the session back as it is on disk (after a failed write).
         case reload(session: String, flow: Flow)
+        /// The session was deleted: its files go.
+        case delete(session: String)
 
         public var session: String {
             switch self {
-            case .create(let s, _, _), .append(let s, _, _), .reload(let s, _): return s
+            case .create(let s, _, _), .append(let s, _, _), .reload(let s, _), .delete(let s): return s
             }
         }
     }
@@ -35,7 +37,7 @@ public struct JournalEntry: Sendable, Equatable {
     public static func == (a: JournalEntry, b: JournalEntry) -> Bool {
         guard a.seq == b.seq, a.op.session == b.op.session else { return false }
         switch (a.op, b.op) {
-        case (.create, .create), (.reload, .reload): return true
+        case (.create, .create), (.reload, .reload), (.delete, .delete): return true
         case (.append(_, let x, _), .append(_, let y, _)): return x.rev == y.rev && x.client == y.client
         default: return false
         }
@@ -84,7 +86,10 @@ extension Hub {
                 removeSession(s)
                 gate.fail(session: s, .gone, because: reason)
             case .append(let reason):
-                guard let flow = sessions[s]?.flow else { continue }
+                guard let flow = sessions[s]?.flow else {
+                    out.append(.log(.error, "data: session '\(s)' (deleted): removing its files failed: \(reason); they may bring it back at the next start"))
+                    continue
+                }
                 out.append(.log(.error, "data: session '\(s)': journal write failed: \(reason); its commands are refused while it is read back from disk"))
                 frozen[s] = NavError(.internal, "session '\(s)' could not write its journal (\(reason)); it is being restored, try again")
                 reloading[s] = reason

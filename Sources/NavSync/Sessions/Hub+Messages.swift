@@ -107,6 +107,10 @@ extension Hub {
             guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
             reply(.snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json))
 
+        case .delete(let name):
+            if let refusal = deleteSession(name, by: peer.client, requester: c) { return reply(.error(refusal)) }
+            reply(.deleted(session: name, by: peer.client))
+
         case .sessions:
             reply(.sessions(sessionSummaries.filter { peer.grant?.allows(session: $0.session) ?? true }))
 
@@ -147,6 +151,19 @@ extension Hub {
         if existing == nil { broadcast(j.session, .presence(session: j.session, .joined(member)), except: c) }
     }
 
+    /// Deletes a session (admin; DESIGN.md section 10): its members are told and leave
+    /// it, its journal goes, and its name is free again. nil when done, else why not.
+    mutating func deleteSession(_ name: String, by client: String, requester: Int?) -> NavError? {
+        guard let session = sessions[name] else { return NavError(.unknownSession, "no session '\(name)'") }
+        if let e = frozen[name] { return e }
+        let members = session.memberOrder.filter { $0 != requester }
+        removeSession(name)
+        journal(.delete(session: name))
+        if !members.isEmpty { emit(.broadcast(session: name, .deleted(session: name, by: client), to: members)) }
+        out.append(.log(.info, "session '\(name)' deleted by \(client) (\(session.members.count) members told)"))
+        return nil
+    }
+
     /// What a connection may send (DESIGN.md section 10): without a token only `hello`
     /// and `ping`; `viewer` no commands; a token with session patterns only those
     /// sessions. Creating sessions is checked at the join, and admin-only operations by
@@ -162,10 +179,13 @@ extension Hub {
         if case .command = message, role < .controller {
             return NavError(.forbidden, "role \(role.rawValue) may not send commands: that needs controller or admin")
         }
+        if case .delete = message, role < .admin {
+            return NavError(.forbidden, "role \(role.rawValue) may not delete sessions: that needs admin")
+        }
         let session: String?
         switch message {
         case .join(let j): session = j.session
-        case .command(let s, _), .sync(let s, _, _), .status(let s, _, _), .get(let s): session = s
+        case .command(let s, _), .sync(let s, _, _), .status(let s, _, _), .get(let s), .delete(let s): session = s
         default: session = nil
         }
         if let session, let grant = peer.grant, !grant.allows(session: session) {

@@ -29,6 +29,8 @@ public struct Hub {
         case caughtUp(Int, sessions: [String])
         /// `POST /api/sessions/NAME/commands`, already authorized by the HTTP routes.
         case httpCommand(HTTPCommand)
+        /// `DELETE /api/sessions/NAME`, already authorized (admin) by the HTTP routes.
+        case httpDelete(connection: Int, request: HTTPRequest, session: String)
         /// A new auth file (SIGHUP): grants follow their tokens, lost tokens are closed.
         case policy(AccessPolicy)
         /// The journal writer finished entries through `through` (or failed some).
@@ -179,6 +181,10 @@ public struct Hub {
                 answer = .ack(session: s, ack)
             }
             emit(.answer(connection: h.connection, h.request, answer, id: h.echoID ?? h.command["id"]))
+        case .httpDelete(let c, let request, let name):
+            let by = "http"
+            let refusal = deleteSession(name, by: by, requester: nil)
+            emit(.answer(connection: c, request, refusal.map { .error($0) } ?? .deleted(session: name, by: by), id: nil))
         case .policy(let p):
             reload(policy: p)
         case .journal(let result):

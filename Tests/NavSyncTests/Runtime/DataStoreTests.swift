@@ -271,6 +271,30 @@ struct DataStoreTests {
         #expect(Self.command(c, "b1", [["op": "setRoot", "route": "main"]], session: "blocked")?["rev"] == 1)
     }
 
+    /// A deleted session's folder goes, and a restart does not bring it back.
+    @Test func aDeletedSessionsFilesGo() throws {
+        let dir = Self.directory()
+        defer { Self.remove(dir) }
+        do {
+            let server = try Self.server(dir)
+            let (c, _) = try RawClient.member(server, session: "demo")
+            c.sendJSON(["type": "join", "session": "temp", "create": true])
+            #expect(c.next(type: "joined") != nil)
+            #expect(Self.command(c, "t1", [["op": "setRoot", "route": "main"]], session: "temp")?["rev"] == 1)
+            #expect(JournalFiles.listDirectory(dir + "/sessions").contains("temp.session"))
+            c.sendJSON(["type": "delete", "session": "temp", "id": "del"])
+            #expect(c.next(type: "deleted")?["session"] == "temp")
+            #expect(!JournalFiles.listDirectory(dir + "/sessions").contains("temp.session"))
+            #expect(server.running.stop())
+        }
+        let again = try Self.server(dir)
+        defer { again.stop() }
+        let c = try RawClient(port: again.port)
+        c.upgrade()
+        c.sendJSON(["type": "sessions", "id": 1])
+        #expect(c.next(type: "sessions")?["sessions"]?.arrayValue?.map { $0["session"] } == ["demo"])
+    }
+
     /// The writer's side of a failed write: what was built on it is skipped until the
     /// reload, which reads the session back as on disk; a session that cannot be read
     /// back is reported as such.

@@ -34,6 +34,7 @@ struct HubJournalTests {
                 case .create(let s, _, _): return "\(e.seq) create \(s)"
                 case .append(let s, let r, _): return "\(e.seq) append \(s) rev \(r.rev)"
                 case .reload(let s, _): return "\(e.seq) reload \(s)"
+                case .delete(let s): return "\(e.seq) delete \(s)"
                 }
             }
         }
@@ -47,6 +48,7 @@ struct HubJournalTests {
                 case .error(let e): return "error:\(e.code.rawValue)"
                 case .joined(let j): return "joined:\(j.rev)"
                 case .snapshot(_, let rev, _): return "snapshot:\(rev)"
+                case .deleted(let s, _): return "deleted:\(s)"
                 default: return "\(m.json()["type"]?.stringValue ?? "?")"
                 }
             }
@@ -168,5 +170,19 @@ struct HubJournalTests {
         let reset = f.on(.httpCommand(.init(connection: 7, request: request, session: "demo",
                                              command: ["id": "h2", "ops": [["op": "reset"]]], client: "http", role: .controller)))
         #expect(Fixture.sent(reset) == ["http7:error:forbidden"])
+    }
+
+    @Test func aDeletionIsJournaledAndAnsweredOnceWritten() {
+        var f = Fixture()
+        _ = f.on(.started)
+        _ = f.on(.journal(JournalResult(through: 1)))
+        f.connect(1)
+        f.connect(2)
+        _ = f.send(2, ["type": "join", "session": "demo"])
+        let delete = f.send(1, ["type": "delete", "session": "demo"])
+        #expect(Fixture.entries(delete) == ["2 delete demo"] && Fixture.sent(delete).isEmpty)
+        #expect(Fixture.sent(f.on(.journal(JournalResult(through: 2)))) == ["2*deleted:demo", "1:deleted:demo"])
+        let request = HTTPRequest(method: "DELETE", target: "/api/sessions/demo", minorVersion: 1, headers: [], body: [])
+        #expect(Fixture.sent(f.on(.httpDelete(connection: 9, request: request, session: "demo"))) == ["http9:error:unknown_session"])
     }
 }

@@ -188,4 +188,27 @@ struct HubTests {
         let b = f.connect()
         #expect(f.inbox(b, f.send(b, ["type": "status", "session": "demo", "rev": 0])).first?["code"] == "bad_request")
     }
+
+    @Test func adminsDeleteSessionsMembersAreToldAndLeave() {
+        let f = Fixture()
+        let admin = f.connect(), member = f.connect(), other = f.connect()
+        _ = f.send(member, ["type": "join", "session": "lab", "create": true, "flow": "studio"])
+        _ = f.send(other, ["type": "join", "session": "lab"])
+        _ = f.send(admin, ["type": "join", "session": "lab"])
+        let deleted = f.send(admin, ["type": "delete", "session": "lab", "id": "d"])
+        #expect(f.inbox(admin, deleted) == [["type": "deleted", "id": "d", "session": "lab", "by": "c1"]])
+        for c in [member, other] { #expect(f.inbox(c, deleted) == [["type": "deleted", "session": "lab", "by": "c1"]]) }
+        #expect(f.hub.sessions["lab"] == nil && f.hub.members(of: "lab").isEmpty)
+        // They left it: a command there is unknown_session; the name is free again.
+        #expect(f.inbox(member, f.send(member, ["type": "command", "session": "lab", "id": 1, "ops": [["op": "pop"]]]))[0]["code"] == "unknown_session")
+        #expect(f.inbox(admin, f.send(admin, ["type": "delete", "session": "lab"]))[0]["code"] == "unknown_session")
+        #expect(f.inbox(member, f.send(member, ["type": "join", "session": "lab", "create": true]))[0]["rev"] == 0)
+        // Only admins may delete.
+        let viewer = f.connect()
+        _ = f.send(viewer, ["type": "hello", "role": "controller"])
+        let refused = f.inbox(viewer, f.send(viewer, ["type": "delete", "session": "lab"]))
+        #expect(refused[0]["code"] == "forbidden" && refused[0]["message"]?.stringValue?.contains("admin") == true)
+        #expect(f.hub.sessions["lab"] != nil)
+        #expect(f.inbox(viewer, f.send(viewer, ["type": "delete"]))[0]["code"] == "bad_request")
+    }
 }
