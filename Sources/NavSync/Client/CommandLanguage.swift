@@ -104,7 +104,7 @@ public enum CommandLanguage {
             return .create(session)
         case "push", "route", "present", "setRoot", "appendTab", "insertTab":
             guard let route = positional.first else { throw CommandError("usage: \(usage(name)!)") }
-            let op = name == "push" ? "route" : name
+            let op = name   // `push` goes as typed: the server takes the alias, and errors name it
             return .ops([try b.open(op, route: route, extra: positional.dropFirst())])
         case "back":
             guard let top = backTarget(state) else { throw CommandError("nothing to go back from: no stack on screen holds more than its root") }

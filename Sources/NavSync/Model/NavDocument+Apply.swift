@@ -158,9 +158,37 @@ extension NavDocument {
         }
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")
         if let p = path.last(where: { p in routes.allSatisfy { flow.spec(state[p].type).routes[$0] != nil } }) {
-            throw NavError(.invalidOp, "\(list) is declared on \(state[p].type), a \(state[p].kind.rawValue) coordinator; '\(name.rawValue)' works on \(kindList(kinds))")
+            let fix = routes.count == 1 ? "; use `\(Self.verb(for: state[p].kind)) \(routes[0])`" : ""
+            throw NavError(.invalidOp, "\(list) is declared on \(state[p].type), a \(state[p].kind.rawValue) coordinator; '\(name.rawValue)' works on \(kindList(kinds))\(fix)")
         }
-        throw NavError(.unknownRoute, "no coordinator on the active path declares \(routes.count == 1 ? "route " : "routes ")\(list)")
+        throw notOnScreen(routes)
+    }
+
+    /// The verb that opens a route on a coordinator of this kind, for hints.
+    static func verb(for kind: CoordinatorKind) -> String {
+        switch kind {
+        case .root: return "setRoot"
+        case .stack: return "push"
+        case .tabs: return "select"
+        }
+    }
+
+    /// Why a route cannot be reached from what is on screen, and how to get there: the
+    /// type that declares it and, when a route on screen opens that type, the command
+    /// that opens it ("`setRoot main` first").
+    func notOnScreen(_ routes: [String]) -> NavError {
+        let list = routes.map { "'\($0)'" }.joined(separator: ", ")
+        guard let owner = flow.types(declaring: routes[0]).first?.name else {
+            return NavError(.unknownRoute, "flow \(flow.name) declares no route \(list)")
+        }
+        for p in state.activePath.reversed() {
+            let c = state[p]
+            let spec = flow.spec(c.type)
+            if let opener = spec.routeOrder.first(where: { spec.routes[$0]?.coordinator == owner }) {
+                return NavError(.unknownRoute, "\(list) is declared on \(owner), which is not on screen: `\(Self.verb(for: c.kind)) \(opener)` first (on \(c.type))")
+            }
+        }
+        return NavError(.unknownRoute, "\(list) is declared on \(owner), which is not on screen (no route on screen opens it)")
     }
 
     /// The deepest coordinator on the active path of a fitting kind that satisfies

@@ -90,6 +90,10 @@ public struct Sequencer: Sendable {
             } catch {
                 var e = error
                 e.op = index
+                // Errors name the verb as it was sent (`push`), not its alias (`route`).
+                if let wire = json["op"]?.stringValue, let name = OpName(wire: wire), wire != name.rawValue {
+                    e.message = e.message.replacing("'\(name.rawValue)'", with: "'\(wire)'")
+                }
                 return .failed(e)
             }
         }

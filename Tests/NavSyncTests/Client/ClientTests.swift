@@ -40,10 +40,10 @@ struct ClientTests {
 
     @Test func commandsBecomeOperationsTypedByTheFlow() throws {
         let h = Harness.onMain()
-        #expect(try parse("push detail id=42 note=\"gift wrap\"", h) == .ops([["op": "route", "route": "detail", "params": ["id": 42, "note": "gift wrap"]]]))
+        #expect(try parse("push detail id=42 note=\"gift wrap\"", h) == .ops([["op": "push", "route": "detail", "params": ["id": 42, "note": "gift wrap"]]]))
         #expect(try parse("route reviews id=1 rating=4.5", h) == .ops([["op": "route", "route": "reviews", "params": ["id": 1, "rating": 4.5]]]))
         #expect(try parse("present settings style=cover", h) == .ops([["op": "present", "route": "settings", "style": "cover"]]))
-        #expect(try parse("push about at=Settings hints.transition=fade", h) == .ops([["op": "route", "route": "about", "at": "Settings", "hints": ["transition": "fade"]]]))
+        #expect(try parse("push about at=Settings hints.transition=fade", h) == .ops([["op": "push", "route": "about", "at": "Settings", "hints": ["transition": "fade"]]]))
         #expect(try parse("pop 2", h) == .ops([["op": "pop", "count": 2]]))
         #expect(try parse("pop from=e11", h) == .ops([["op": "pop", "from": "e11"]]))
         #expect(try parse("select index=1", h) == .ops([["op": "select", "index": 1]]))

@@ -233,6 +233,20 @@ struct OperationTests {
         h.fails(.unknownRoute, ["op": "setTabs", "routes": ["home", "nowhere"]])
     }
 
+    /// Errors name the fix a person needs, and the verb as they typed it.
+    @Test func errorsNameTheFixAndTheVerbTyped() {
+        var h = Harness()   // the demo on its first screen, onboarding
+        #expect(h.fails(.unknownRoute, ["op": "select", "route": "cart"])?.message
+                == "'cart' is declared on Main, which is not on screen: `setRoot main` first (on App)")
+        #expect(h.fails(.unknownRoute, ["op": "push", "route": "nowhere"])?.message == "flow shop declares no route 'nowhere'")
+        let push = h.fails(.invalidOp, ["op": "push", "route": "main"])?.message ?? ""
+        #expect(push.contains("'push' works on stack coordinators") && push.hasSuffix("use `setRoot main`"), "\(push)")
+        #expect(h.fails(.invalidOp, ["op": "route", "route": "main"])?.message.contains("'route' works on") == true)
+        h.ok(["op": "setRoot", "route": "main"])
+        #expect(h.fails(.unknownRoute, ["op": "push", "route": "order", "params": ["id": 1]])?.message
+                == "'order' is declared on Profile, which is not on screen: `select profile` first (on Main)")
+    }
+
     /// Regression: a kept tab's params were not checked, so undeclared params passed.
     @Test func setTabsChecksParamsOfKeptTabs() {
         var h = Harness.onMain()
