@@ -10,7 +10,8 @@ the same ids. Mirrors follow each session with since/epoch. At the end:
   - each session's revision equals the number of distinct commands acknowledged in it
     (nothing acknowledged lost, nothing applied twice);
   - `data.wN` is the last n writer N sent;
-  - a resent acknowledged id gets its original revision back (idempotency survived);
+  - a resent acknowledged command gets its original revision back, marked duplicate,
+    and its id reused for another command is id_reused (idempotency survived);
   - every mirror equals the server's snapshot; a clean restart changes nothing.
 """
 import asyncio
@@ -215,8 +216,12 @@ async def main():
             await request(ws, {"type": "hello", "id": "h", "client": w.client}, "welcome")
             recent = sorted(w.acked, key=lambda c: int(c.split("-")[1]))[-500:]   # the table keeps 1024 per client
             for cid in rng.sample(recent, min(20, len(recent))):
-                m = await request(ws, {"type": "command", "session": w.session, "id": cid, "ops": [{"op": "reset"}]}, "ack")
-                ok = ok and m["type"] == "ack" and m["rev"] == w.acked[cid]
+                resend = w.command(int(cid.split("-")[1]))   # the same command again
+                m = await request(ws, resend, "ack")
+                ok = ok and m["type"] == "ack" and m["rev"] == w.acked[cid] and m.get("duplicate") is True
+                # The id reused for another command is refused, and nothing applies.
+                reused = await request(ws, {"type": "command", "session": w.session, "id": cid, "ops": [{"op": "reset"}]}, "error")
+                ok = ok and reused.get("code") == "id_reused"
     check(f"{MODE}: acknowledged ids resent after the restarts get their original revision", ok)
 
     # Mirrors catch up and equal the server.

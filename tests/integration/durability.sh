@@ -11,7 +11,7 @@ cleanup() {
 }
 trap cleanup EXIT
 api() { echo "${HTTP_URL}api/sessions/demo${1:-}"; }
-post() { curl -s -o "$OUT/post.json" -w '%{http_code}' -X POST -d "$1" "$(api /commands)"; }
+post() { curl -s -o "$OUT/post.json" -w '%{http_code}' -X POST -H 'X-Navsync-Client: durability' -d "$1" "$(api /commands)"; }
 rev() { curl -s "$(api)" | sed 's/.*"rev":\([0-9]*\).*/\1/'; }
 
 start_navsyncd memory
@@ -31,7 +31,10 @@ check "/metrics counts journal records and syncs" bash -c \
 stop_navsyncd
 start_navsyncd data2 --data "$DATA/one"
 check "after a restart: same revision, and a resent id gets its original ack" bash -c \
-    "[ '$(rev)' = 5 ] && [ \"\$(curl -s -X POST -d '{\"id\":\"s3\",\"ops\":[{\"op\":\"reset\"}]}' '$(api /commands)' | sed 's/.*\"rev\":\\([0-9]*\\).*/\\1/')\" = 3 ]"
+    "[ '$(rev)' = 5 ] && curl -s -X POST -H 'X-Navsync-Client: durability' -d '{\"id\":\"s3\",\"ops\":[{\"op\":\"update\",\"entry\":\"e1\",\"data\":{\"n\":3}}]}' '$(api /commands)' | grep -q '\"rev\":3,.*\"duplicate\":true'"
+check "...and the id reused for another command is 409 id_reused" bash -c \
+    "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'X-Navsync-Client: durability' -d '{\"id\":\"s3\",\"ops\":[{\"op\":\"reset\"}]}' '$(api /commands)')\" = 409 ]"
+check "...and changes nothing" test "$(rev)" = 5
 stop_navsyncd
 
 # A byte flipped in the middle of the journal: refused, naming file and offset; --repair cuts there.
