@@ -23,5 +23,18 @@ func describe(_ ack: Ack) -> String {
 }
 
 func describe(_ e: NavError) -> String {
-    (e.op.map { "op \($0): " } ?? "") + "\(e.code.rawValue): \(e.message)"
+    (e.op.map { "op \($0): " } ?? "") + "\(e.code.rawValue): \(inNavclientTerms(e.message))"
+}
+
+/// The server's hints name protocol fields (any client may read them); navclient's
+/// users need its own flags and commands instead.
+func inNavclientTerms(_ message: String) -> String {
+    let hints: [(String, String)] = [
+        (#"send "create": true to make it"#, "--create makes it (at the prompt: create NAME)"),
+        (#"send one in hello ("token"), an Authorization: Bearer header, or ?token= on the upgrade"#, "pass --token TOKEN"),
+        ("this needs a valid token: Authorization: Bearer TOKEN", "this needs a valid token: pass --token TOKEN"),
+    ]
+    var text = message
+    for (protocolHint, flag) in hints { text = text.replacing(protocolHint, with: flag) }
+    return text
 }

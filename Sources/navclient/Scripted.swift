@@ -48,9 +48,6 @@ enum Scripted {
             case .error(let e) where !started:
                 started = true   // what follows (the close) is not news
                 Stderr.line("navclient: \(describe(e))")
-                if e.code == .unknownSession && !o.create {
-                    Stderr.line("navclient: add --create to make session '\(o.session)'")
-                }
                 finish(Exit.unreachable)
             default: break
             }

@@ -51,7 +51,7 @@ check "HTTP: 403 names the role and what it lacks" bash -c "curl -s ${V[*]@Q} ${
 "$PY" "$ROOT/tests/integration/auth_clients.py" "$WS_URL" "$NAVSYNCD_PID" "$auth"
 
 # navclient --token
-check "navclient without a token: forbidden, exit 3" bash -c "'$NAVCLIENT' get '$WS_URL' 2>'$OUT/nc-notoken.txt'; [ \$? -eq 3 ] && grep -q 'forbidden: this connection has no token' '$OUT/nc-notoken.txt'"
+check "navclient without a token: forbidden, exit 3" bash -c "'$NAVCLIENT' get '$WS_URL' 2>'$OUT/nc-notoken.txt'; [ \$? -eq 3 ] && grep -q 'forbidden: this connection has no token: pass --token TOKEN' '$OUT/nc-notoken.txt'"
 check "navclient --token as viewer: commands forbidden, exit 1" bash -c "'$NAVCLIENT' exec '$WS_URL' --token viewer-token-3 'select cart' 2>'$OUT/nc-viewer.txt'; [ \$? -eq 1 ] && grep -q 'role viewer may not send commands' '$OUT/nc-viewer.txt'"
 check "navclient --token as admin works" bash -c "'$NAVCLIENT' exec '$WS_URL' --token admin-token-1 'setRoot main' | grep -q applied"
 "$PY" "$ROOT/tests/integration/web_token.py" "$HTTP_URL"

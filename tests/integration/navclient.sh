@@ -33,6 +33,7 @@ kill $watcher; wait $watcher 2>/dev/null || true
 check "watch --json prints each message as a JSON line" bash -c "head -1 '$OUT/watch.jsonl' | grep -q '\"type\":\"welcome\"' && grep -q '\"type\":\"patch\".*watched' '$OUT/watch.jsonl'"
 
 port_of_server="$(echo "$WS_URL" | sed 's#.*:\([0-9]*\)/ws#\1#')"
+check "an unknown session: exit 3, and the hint names --create, not a protocol field" bash -c "'$NC' exec '$WS_URL' --session nope pop 2>&1 | grep -q \"no session 'nope'; --create makes it\"; [ \${PIPESTATUS[0]} -eq 3 ]"
 check "get takes the web: address navsyncd prints" bash -c "'$NC' get '$HTTP_URL' --json | '$PY' -c 'import json,sys; assert \"root\" in json.load(sys.stdin)'"
 check "sessions takes a bare port" bash -c "'$NC' sessions '$port_of_server' | grep -q '^demo '"
 check "an address it cannot use is a usage error (exit 2), never the default server" bash -c "'$NC' get ftp://127.0.0.1:$port_of_server 2>&1 | grep -q 'is not a server address'; [ \${PIPESTATUS[0]} -eq 2 ]"
