@@ -12,6 +12,11 @@ final class Interactive {
     var messages: [(text: String, error: Bool)] = []
     var connection = "connecting…"
     var quitting = false
+    /// Whether any session was ever joined: before that, a server that cannot be
+    /// reached ends the client (exit 3) instead of retrying forever.
+    var joinedOnce = false
+    /// Why the client ends on its own, for standard error once the screen is restored.
+    var failure: String?
 
     init?(_ options: ClientOptions) {
         guard let t = Terminal(loop: loop) else { return nil }
@@ -28,8 +33,13 @@ final class Interactive {
         loop.run()
         terminal.write("\u{1B}[?1049l")
         terminal.stop()
+        client.onEvent = nil   // nothing is drawn once the screen is given back
         client.stop()
         loop.shutdown()
+        if let failure {
+            Stderr.line("navclient: \(failure)")
+            return Exit.unreachable
+        }
         return Exit.ok
     }
 
@@ -42,20 +52,30 @@ final class Interactive {
         s.create = create || options.create
         let c = SessionClient(loop: loop, options: s)
         client = c
+        var refused = false
         c.onEvent = { [unowned self, weak c] event in
-            guard let c, c === client else { return }
+            guard let c, c === client, !quitting else { return }
             switch event {
             case .state:
                 c.reportStatus()
             case .presence: break
             case .connection(let up, let reason):
-                connection = up ? "connected" : "reconnecting"
-                say(up ? reason : "connection lost: \(reason); reconnecting", error: !up)
+                if up { joinedOnce = true }
+                if !up && !joinedOnce && !refused {
+                    // Never connected: retrying is right only after a session was joined.
+                    failure = "cannot reach \(options.url): \(reason)"
+                    return quit()
+                }
+                connection = up ? "connected" : refused ? "not joined" : "reconnecting"
+                if up || !refused { say(up ? reason : "connection lost: \(reason); reconnecting", error: !up) }
             case .error(let e):
                 say(describe(e), error: true)
-                if e.code == .unknownSession && !c.isJoined {
+                if !c.isJoined {
+                    refused = true
                     connection = "not joined"
-                    say("  no session '\(session)' here: type `create \(session)` to make it, `sessions` to list them, or `join NAME`")
+                    if e.code == .unknownSession {
+                        say("  no session '\(session)' here: type `create \(session)` to make it, `sessions` to list them, or `join NAME`")
+                    }
                 }
             }
             draw()
@@ -79,6 +99,7 @@ final class Interactive {
     }
 
     func key(_ byte: UInt8) {
+        let wasEmpty = editor.text.isEmpty
         for action in editor.feed([byte]) {
             switch action {
             case .redraw: break
@@ -87,7 +108,9 @@ final class Interactive {
                 let choices = CommandLanguage.completions(before, flow: client.flow, state: client.state)
                 let shown = editor.complete(with: choices)
                 if !shown.isEmpty { say(shown.joined(separator: "  ")) }
-            case .interrupt: break
+            case .interrupt:
+                // Ctrl-C clears the line; on an empty one it says how to leave.
+                if wasEmpty { say("(to leave: quit, or Ctrl-D on an empty line)") }
             case .endOfInput: quit()
             }
         }
@@ -112,6 +135,7 @@ final class Interactive {
                 self?.draw()
             }
         case .quit: quit()
+        case .nothing(let why): say("> \(line)\n  noop: \(why)")
         case .join(let name), .create(let name):
             guard ClientRequest.isValidSessionName(name) else { return say("'\(name)' is not a session name", error: true) }
             let create: Bool

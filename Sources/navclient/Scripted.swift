@@ -97,6 +97,9 @@ enum Scripted {
         case .help(let name)?:
             printLine(name.flatMap(CommandLanguage.usage) ?? CommandLanguage.commands.map(\.usage).joined(separator: "\n"))
             done(true)
+        case .nothing(let why)?:
+            printLine(o.json ? #"{"type":"noop","message":\#(JSON.string(why).encodedString())}"# : "\(line) -> noop: \(why)")
+            done(true)
         case .join?, .create?:
             Stderr.line("navclient: join and create work in the interactive client; use --session NAME (with --create) here")
             done(false)

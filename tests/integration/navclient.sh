@@ -33,6 +33,8 @@ kill $watcher; wait $watcher 2>/dev/null || true
 check "watch --json prints each message as a JSON line" bash -c "head -1 '$OUT/watch.jsonl' | grep -q '\"type\":\"welcome\"' && grep -q '\"type\":\"patch\".*watched' '$OUT/watch.jsonl'"
 
 port_of_server="$(echo "$WS_URL" | sed 's#.*:\([0-9]*\)/ws#\1#')"
+check "back with nothing to go back from is a noop, exit 0 (like dismiss)" bash -c "'$NC' exec '$WS_URL' --session demo-fresh --create back | grep -q 'back -> noop: nothing to go back from'"
+check "watch on a server that cannot be reached exits 3 instead of retrying" bash -c "timeout 10 '$NC' watch 127.0.0.1:9 2>/dev/null; [ \$? -eq 3 ]"
 check "an unknown session: exit 3, and the hint names --create, not a protocol field" bash -c "'$NC' exec '$WS_URL' --session nope pop 2>&1 | grep -q \"no session 'nope'; --create makes it\"; [ \${PIPESTATUS[0]} -eq 3 ]"
 check "get takes the web: address navsyncd prints" bash -c "'$NC' get '$HTTP_URL' --json | '$PY' -c 'import json,sys; assert \"root\" in json.load(sys.stdin)'"
 check "sessions takes a bare port" bash -c "'$NC' sessions '$port_of_server' | grep -q '^demo '"
@@ -84,14 +86,20 @@ check "the server logged them as lagging" bash -c "[ \$(grep -c 'is lagging' '$O
 screen2() { tmux capture-pane -t nc2 -p; }
 wait_screen2() { for _ in $(seq 1 50); do screen2 | grep -qF -- "$1" && return 0; sleep 0.1; done; screen2 >"$OUT/navclient-screen2.txt"; return 1; }
 tmux kill-session -t nc2 2>/dev/null || true
-tmux new-session -d -s nc2 -x 110 -y 34 "'$NC' '$WS_URL' --session tpyo"
+tmux new-session -d -s nc2 -x 110 -y 34 "'$NC' '$WS_URL' --session tpyo; echo navclient-exit=\$?; sleep 30"
 check "interactive: an unknown session is not created; it offers create" wait_screen2 "type \`create tpyo\` to make it"
 check "...and the server has no such session" bash -c "! curl -sf '${HTTP_URL}api/sessions/tpyo' >/dev/null"
 tmux send-keys -t nc2 'create tpyo' Enter
 check "interactive: create NAME makes it and joins" wait_screen2 "session tpyo  rev 0"
 check "...on the server too" bash -c "curl -sf '${HTTP_URL}api/sessions/tpyo' | grep -q '\"rev\":0'"
-tmux send-keys -t nc2 C-d
-sleep 0.3
+tmux send-keys -t nc2 C-c
+check "interactive: Ctrl-C on an empty line says how to leave" wait_screen2 "(to leave: quit, or Ctrl-D on an empty line)"
+tmux send-keys -t nc2 'quit' Enter
+check "interactive: quit exits 0" wait_screen2 "navclient-exit=0"
+check "...without drawing 'reconnecting' on the way out" bash -c "! tmux capture-pane -t nc2 -p | grep -q reconnecting"
+tmux kill-session -t nc2 2>/dev/null || true
+tmux new-session -d -s nc2 -x 110 -y 34 "'$NC' 127.0.0.1:9; echo navclient-exit=\$?; sleep 30"
+check "interactive: a server that cannot be reached ends it with exit 3" wait_screen2 "navclient-exit=3"
 tmux kill-session -t nc2 2>/dev/null || true
 stop_navsyncd
 finish

@@ -8,6 +8,9 @@ public enum ClientCommand: Sendable, Equatable {
     case join(String)
     /// `create NAME`: join the session, creating it if it does not exist.
     case create(String)
+    /// Nothing to send: the command would change nothing (`back` with nothing to go
+    /// back from). Like an op that answers `noop`, it is not an error.
+    case nothing(String)
     case members
     case get
     case help(String?)
@@ -107,7 +110,7 @@ public enum CommandLanguage {
             let op = name   // `push` goes as typed: the server takes the alias, and errors name it
             return .ops([try b.open(op, route: route, extra: positional.dropFirst())])
         case "back":
-            guard let top = backTarget(state) else { throw CommandError("nothing to go back from: no stack on screen holds more than its root") }
+            guard let top = backTarget(state) else { return .nothing("nothing to go back from: no stack on screen holds more than its root") }
             return .ops([["op": "pop", "from": .string(top)]])
         case "pop":
             var op: JSONObject = ["op": "pop"]

@@ -173,7 +173,9 @@ public struct SessionMachine: Sendable {
     public mutating func closed(code: UInt16?, reason: String, jitter: Double) -> [Effect] {
         let why = code.map { "closed (\($0))\(reason.isEmpty ? "" : ": \(reason)")" } ?? reason
         var out: [Effect] = [.event(.connection(connected: false, reason: why))]
-        guard connection != .stopped, options.reconnect else {
+        // Retrying is right only after a session was once joined: a server that cannot
+        // be reached at all (a wrong address) is reported, not retried forever.
+        guard connection != .stopped, options.reconnect, everJoined else {
             connection = .stopped
             return out + [.finished]
         }

@@ -78,4 +78,13 @@ struct SessionMachineTests {
         let answer = ServerMessage.sessions([]).json(id: .string(rid!))
         #expect(j.received(answer.encoded()).contains(.replied(request: rid!, answer)))
     }
+
+    /// A server that cannot be reached before any join is reported, not retried forever.
+    @Test func noRetryBeforeTheFirstJoin() {
+        var m = SessionMachine(options: SessionMachine.Options())
+        _ = m.start()
+        let lost = m.closed(code: nil, reason: "connection refused", jitter: 0.5)
+        #expect(lost == [.event(.connection(connected: false, reason: "connection refused")), .finished])
+        #expect(m.connection == .stopped && m.retry().isEmpty)
+    }
 }
