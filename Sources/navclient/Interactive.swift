@@ -10,6 +10,8 @@ final class Interactive {
     var client: SessionClient!
     var editor = LineEditor()
     var messages: [(text: String, error: Bool)] = []
+    /// How many lines the message pane is scrolled back from the newest (PgUp/PgDn).
+    var scrollBack = 0
     var connection = "connecting…"
     var quitting = false
     /// Whether any session was ever joined: before that, a server that cannot be
@@ -86,7 +88,8 @@ final class Interactive {
 
     func say(_ text: String, error: Bool = false) {
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) { messages.append((String(line), error)) }
-        if messages.count > 200 { messages.removeFirst(messages.count - 200) }
+        if messages.count > 2_000 { messages.removeFirst(messages.count - 2_000) }
+        scrollBack = 0   // something new: show it
     }
 
     // MARK: Input
@@ -108,6 +111,10 @@ final class Interactive {
                 let choices = CommandLanguage.completions(before, flow: client.flow, state: client.state)
                 let shown = editor.complete(with: choices)
                 if !shown.isEmpty { say(shown.joined(separator: "  ")) }
+            case .pageUp:
+                scrollBack += max(1, terminal.size.rows / 2)
+            case .pageDown:
+                scrollBack = max(0, scrollBack - max(1, terminal.size.rows / 2))
             case .interrupt:
                 // Ctrl-C clears the line; on an empty one it says how to leave.
                 if wasEmpty { say("(to leave: quit, or Ctrl-D on an empty line)") }
@@ -173,7 +180,10 @@ final class Interactive {
         func fit(_ s: String) -> String { s.count > columns ? String(s.prefix(columns - 1)) + "…" : s }
         var out = "\u{1B}[?25l\u{1B}[H\u{1B}[2J"
         let tree = client.state.map { TreeRenderer.render($0, flow: client.flow) } ?? []
-        let messageRows = min(6, max(2, rows / 4))
+        // Long messages wrap, never cut; the pane takes the rows the tree leaves (at
+        // least a quarter of the screen), and PgUp/PgDn scroll it back through 2,000 lines.
+        let wrapped = messages.flatMap { m in Self.wrap(m.text, columns).map { ($0, m.error) } }
+        let messageRows = max(min(6, max(2, rows / 4)), rows - 3 - tree.count)
         let treeRows = max(1, rows - messageRows - 3)
         for line in tree.prefix(treeRows) {
             out += (line.active ? "\u{1B}[1;36m" : "\u{1B}[2m") + fit(line.text) + "\u{1B}[0m\r\n"
@@ -185,13 +195,30 @@ final class Interactive {
             + (client.unacknowledged > 0 ? "  unacknowledged \(client.unacknowledged)" : "")
             + "  members \(client.members.count)" + (client.clientID.map { "  you \($0)" } ?? "")
         out += "\u{1B}[7m" + fit(status).padding(toLength: columns, withPad: " ", startingAt: 0) + "\u{1B}[0m\r\n"
-        for m in messages.suffix(messageRows) {
-            out += (m.error ? "\u{1B}[31m" : "") + fit(m.text) + "\u{1B}[0m\r\n"
+        scrollBack = min(scrollBack, max(0, wrapped.count - messageRows))
+        let end = wrapped.count - scrollBack
+        let shown = wrapped[max(0, end - messageRows)..<end]
+        for (i, (text, error)) in shown.enumerated() {
+            let marker = i == 0 && scrollBack > 0 ? "\u{1B}[7m↑ \(scrollBack) more below (PgDn)\u{1B}[0m " : ""
+            out += marker + (error ? "\u{1B}[31m" : "") + fit(text) + "\u{1B}[0m\r\n"
         }
         let prompt = "navsync \(options.session)> "
         out += "\u{1B}[\(rows);1H\u{1B}[K" + prompt + editor.text
         let cursorColumn = prompt.count + editor.cursor + 1
         out += "\u{1B}[\(rows);\(cursorColumn)H\u{1B}[?25h"
         terminal.write(out)
+    }
+
+    /// A line cut into pieces of at most `columns - 1` characters.
+    static func wrap(_ text: String, _ columns: Int) -> [String] {
+        let width = max(8, columns - 1)
+        guard text.count > width else { return [text] }
+        var pieces: [String] = []
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            pieces.append(String(rest.prefix(width)))
+            rest = rest.dropFirst(width)
+        }
+        return pieces
     }
 }

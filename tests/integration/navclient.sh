@@ -92,6 +92,19 @@ check "...and the server has no such session" bash -c "! curl -sf '${HTTP_URL}ap
 tmux send-keys -t nc2 'create tpyo' Enter
 check "interactive: create NAME makes it and joins" wait_screen2 "session tpyo  rev 0"
 check "...on the server too" bash -c "curl -sf '${HTTP_URL}api/sessions/tpyo' | grep -q '\"rev\":0'"
+# Long output: help and get wrap and page (PgUp/PgDn) instead of being cut.
+tmux send-keys -t nc2 'help' Enter
+check "interactive: help's last entry shows" wait_screen2 "quit "
+tmux send-keys -t nc2 PPage PPage PPage
+check "interactive: PgUp scrolls back to help's first entry" wait_screen2 "commands (Tab completes commands and routes):"
+check "...and says how much is below" wait_screen2 "more below (PgDn)"
+tmux send-keys -t nc2 NPage NPage NPage NPage
+tmux send-keys -t nc2 'get' Enter
+check "interactive: get shows the whole state, wrapped (its last bytes too)" wait_screen2 '"alert":null}'
+tmux send-keys -t nc2 'alert Sure? Yes No:cancel' Enter
+check "interactive: alert TITLE BUTTON... makes buttons" wait_screen2 '"Sure?" [yes] [no]'
+tmux send-keys -t nc2 'respond No' Enter
+check "interactive: respond by label answers it" wait_screen2 "rev 2: applied"
 tmux send-keys -t nc2 C-c
 check "interactive: Ctrl-C on an empty line says how to leave" wait_screen2 "(to leave: quit, or Ctrl-D on an empty line)"
 tmux send-keys -t nc2 'quit' Enter

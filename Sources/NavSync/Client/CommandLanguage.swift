@@ -49,7 +49,7 @@ public enum CommandLanguage {
         ("removeTab", "removeTab ENTRY"),
         ("update", "update [ENTRY] key=value ...             merge into the screen's data (key=null deletes)"),
         ("open", "open URL                                   a deep link: open /product/42"),
-        ("alert", "alert TITLE ... [message=TEXT]"),
+        ("alert", "alert TITLE [BUTTON ...] [message=TEXT]   show an alert; quote a title of several words; a BUTTON is LABEL or LABEL:ROLE (default, cancel, destructive)"),
         ("respond", "respond BUTTON                             answer the alert"),
         ("reset", "reset                                      the whole session back to its start"),
         ("sessions", "sessions                                   list the server's sessions"),
@@ -156,15 +156,37 @@ public enum CommandLanguage {
             guard let url = positional.first else { throw CommandError("usage: \(usage("open")!)") }
             return .ops([["op": "open", "url": .string(url)]])
         case "alert":
-            guard !positional.isEmpty else { throw CommandError("usage: \(usage("alert")!)") }
-            var op: JSONObject = ["op": "alert", "title": .string(positional.joined(separator: " "))]
+            // `alert "Sure?" Yes No:cancel`: the first word is the title (quote several
+            // words), each further word a button, LABEL or LABEL:ROLE; its id is the label
+            // in lower case, which `respond` takes (as it takes the label).
+            guard let title = positional.first else { throw CommandError("usage: \(usage("alert")!)") }
+            var op: JSONObject = ["op": "alert", "title": .string(title)]
             if let m = fields.first(where: { $0.0 == "message" })?.1 { op["message"] = .string(m) }
+            var buttons: [JSON] = []
+            for word in positional.dropFirst() {
+                let parts = word.split(separator: ":", maxSplits: 1).map(String.init)
+                guard let label = parts.first, !label.isEmpty else { throw CommandError("a button needs a label: '\(word)'") }
+                var button: JSONObject = ["id": .string(label.lowercased()), "label": .string(label)]
+                if parts.count == 2 {
+                    guard ["default", "cancel", "destructive"].contains(parts[1]) else {
+                        throw CommandError("button '\(label)': the role after ':' is default, cancel or destructive, got '\(parts[1])'")
+                    }
+                    button["role"] = .string(parts[1])
+                }
+                buttons.append(.object(button))
+            }
+            if !buttons.isEmpty { op["buttons"] = .array(buttons) }
             return .ops([.object(op)])
         case "respond":
             guard let button = positional.last else { throw CommandError("usage: \(usage("respond")!)") }
             let alert = positional.count > 1 ? positional[0] : state?["alert"]?["id"]?.stringValue
             guard let alert else { throw CommandError("no alert is shown") }
-            return .ops([["op": "respond", "alert": .string(alert), "button": .string(button)]])
+            // A button may be named by its label too, in any case.
+            let shown = state?["alert"]?["buttons"]?.arrayValue ?? []
+            let id = shown.first { $0["id"]?.stringValue == button }?["id"]?.stringValue
+                ?? shown.first { $0["label"]?.stringValue?.lowercased() == button.lowercased() }?["id"]?.stringValue
+                ?? button
+            return .ops([["op": "respond", "alert": .string(alert), "button": .string(id)]])
         default:
             throw CommandError("unknown command '\(name)' (try help)")
         }

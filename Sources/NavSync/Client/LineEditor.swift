@@ -16,6 +16,8 @@ public struct LineEditor: Sendable {
         case complete(String)   // the text before the cursor; call `complete(with:)`
         case interrupt          // Ctrl-C
         case endOfInput         // Ctrl-D on an empty line
+        case pageUp             // PgUp: scroll what is shown back
+        case pageDown           // PgDn
     }
 
     public var text: String { String(line) }
@@ -99,6 +101,8 @@ public struct LineEditor: Sendable {
             case UInt8(ascii: "1"), UInt8(ascii: "7"): cursor = 0
             case UInt8(ascii: "4"), UInt8(ascii: "8"): cursor = line.count
             case UInt8(ascii: "3"): if cursor < line.count { line.remove(at: cursor) }
+            case UInt8(ascii: "5"): return .pageUp
+            case UInt8(ascii: "6"): return .pageDown
             default: return nil
             }
         default: return nil

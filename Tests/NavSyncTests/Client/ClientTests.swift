@@ -55,7 +55,10 @@ struct ClientTests {
         #expect(try parse("dismiss all", h) == .ops([["op": "dismiss", "all": true]]))
         #expect(try parse("open /product/42?note=x", h) == .ops([["op": "open", "url": "/product/42?note=x"]]))
         #expect(try parse("update q=shoes page=2 old=null", h) == .ops([["op": "update", "data": ["q": "shoes", "page": 2, "old": nil]]]))
-        #expect(try parse("alert Delete this? message=Really", h) == .ops([["op": "alert", "title": "Delete this?", "message": "Really"]]))
+        #expect(try parse("alert \"Delete this?\" message=Really", h) == .ops([["op": "alert", "title": "Delete this?", "message": "Really"]]))
+        // Regression: `alert "Sure?" Yes No` made the title "Sure? Yes No" with one button.
+        #expect(try parse("alert \"Sure?\" Yes No:cancel", h) == .ops([["op": "alert", "title": "Sure?", "buttons": [
+            ["id": "yes", "label": "Yes"], ["id": "no", "label": "No", "role": "cancel"]]]]))
         #expect(try parse(#"{"op":"reset"}"#, h) == .ops([["op": "reset"]]))
         #expect(try parse("  # a comment", h) == nil && parse("", h) == nil)
         #expect(try parse("join lab", h) == .join("lab") && parse("help push", h) == .help("push") && parse("exit", h) == .quit)
@@ -71,6 +74,7 @@ struct ClientTests {
             ("pop sideways=1", "'pop' has no field 'sideways'"),
             ("teleport", "unknown command 'teleport' (try help)"),
             ("alert \"unclosed", "a quote is not closed"),
+            ("alert Sure? Yes:maybe", "button 'Yes': the role after ':' is default, cancel or destructive, got 'maybe'"),
             ("respond ok", "no alert is shown"),
             ("{nope", "that is not valid JSON"),
         ]
@@ -101,6 +105,10 @@ struct ClientTests {
         h.ok(["op": "alert", "title": "Sure?"])
         let alert = h.json["alert"]!["id"]!
         #expect(try parse("respond ok", h) == .ops([["op": "respond", "alert": alert, "button": "ok"]]))
+        h.ok(["op": "respond", "alert": alert, "button": "ok"])
+        h.ok(["op": "alert", "title": "Sure?", "buttons": [["id": "yes", "label": "Yes"], ["id": "no", "label": "No"]]])
+        let second = h.json["alert"]!["id"]!
+        #expect(try parse("respond Yes", h) == .ops([["op": "respond", "alert": second, "button": "yes"]]))   // by its label
     }
 
     @Test func completionOffersCommandsRoutesAndParams() {
@@ -156,6 +164,8 @@ struct ClientTests {
         _ = e.feed(Array("é".utf8))
         #expect(e.text == "push é")
         _ = e.feed([0x15])                                         // Ctrl-U
+        #expect(e.feed([0x1B, 0x5B, 0x35, 0x7E]) == [.pageUp])   // PgUp: ESC [ 5 ~
+        #expect(e.feed([0x1B, 0x5B, 0x36, 0x7E]) == [.pageDown]) // PgDn: ESC [ 6 ~
         #expect(e.feed([0x04]) == [.endOfInput])
     }
 }
