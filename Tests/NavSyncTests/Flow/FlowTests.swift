@@ -188,4 +188,27 @@ extension String {
         copy.replaceSubrange(r, with: new)
         return copy
     }
+
+    /// docs/flows.md's example is a flow that loads and does what the page says.
+    @Test func theFlowDocsExampleLoadsAndRuns() throws {
+        let root = #filePath.split(separator: "/").dropLast(4).joined(separator: "/")
+        let page = String(decoding: try #require(FileSystem.read("/" + root + "/docs/flows.md")), as: UTF8.self)
+        let start = try #require(page.firstRange(of: "```json\n"))
+        let end = try #require(page[start.upperBound...].firstRange(of: "\n```"))
+        let flow = try Flow.load(bytes: Array(page[start.upperBound..<end.lowerBound].utf8), file: "docs/flows.md")
+        #expect(flow.name == "studio" && flow.root == "App" && flow.coordinatorOrder == ["App", "Main", "Projects", "Share"])
+        var seq = Sequencer(flow: flow, epoch: "e")
+        guard case .applied = seq.submit(["id": 1, "ops": [["op": "open", "url": "/p/42?zoom=1.5"]]], client: "c") else { Issue.record(); return }
+        let stack = seq.state.json["root"]?["current"]?["coordinator"]?["tabs"]?.arrayValue?.first?["coordinator"]?["stack"]?.arrayValue ?? []
+        #expect(stack.map { $0["route"] } == ["list", "project"] && stack.last?["params"] == ["id": 42, "zoom": 1.5])
+        guard case .applied = seq.submit(["id": 2, "ops": [["op": "open", "url": "studio://p/7/share"]]], client: "c") else { Issue.record(); return }
+        let after = seq.state.json["root"]?["current"]?["coordinator"]?["tabs"]?.arrayValue?.first?["coordinator"]?["stack"]?.arrayValue ?? []
+        #expect(after.map { $0["route"] } == ["list", "project", "share"] && after[1]["params"] == ["id": 7] && after[2]["presentation"] == "sheet")
+        // An optional param whose capture is missing is left out.
+        guard case .applied = seq.submit(["id": 4, "ops": [["op": "open", "url": "/p/9"]]], client: "c") else { Issue.record(); return }
+        let nine = seq.state.json["root"]?["current"]?["coordinator"]?["tabs"]?.arrayValue?.first?["coordinator"]?["stack"]?.arrayValue ?? []
+        #expect(nine.last?["params"] == ["id": 9])
+        guard case .failed(let e) = seq.submit(["id": 3, "ops": [["op": "open", "url": "/p/seven"]]], client: "c") else { Issue.record(); return }
+        #expect(e.code == .badParams)
+    }
 }
