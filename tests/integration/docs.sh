@@ -35,4 +35,7 @@ for doc in "$ROOT/README.md" "$ROOT"/docs/*.md; do
     done <<<"$commands"
     stop_navsyncd
 done
+start_navsyncd docs-exchange
+"$PY" "$ROOT/tests/integration/docs_exchange.py" "$ROOT/docs/protocol.md" "$WS_URL" || FAILED=$((FAILED + 1))
+stop_navsyncd
 finish

@@ -181,12 +181,24 @@ extension NavDocument {
         guard let owner = flow.types(declaring: routes[0]).first?.name else {
             return NavError(.unknownRoute, "flow \(flow.name) declares no route \(list)")
         }
-        for p in state.activePath.reversed() {
-            let c = state[p]
-            let spec = flow.spec(c.type)
-            if let opener = spec.routeOrder.first(where: { spec.routes[$0]?.coordinator == owner }) {
-                return NavError(.unknownRoute, "\(list) is declared on \(owner), which is not on screen: `\(Self.verb(for: c.kind)) \(opener)` first (on \(c.type))")
+        // Walk up from the owner through the routes that open it, to a coordinator on
+        // screen: its route is the first step (`detail` on Home: Home opens from Main,
+        // Main from App, App is on screen: `setRoot main`).
+        let onScreen = state.activePath.reversed().map { state[$0] }
+        var wanted = owner
+        var seen: Set<String> = [owner]
+        while true {
+            for c in onScreen {
+                let spec = flow.spec(c.type)
+                if let opener = spec.routeOrder.first(where: { spec.routes[$0]?.coordinator == wanted }) {
+                    return NavError(.unknownRoute, "\(list) is declared on \(owner), which is not on screen: `\(Self.verb(for: c.kind)) \(opener)` first (on \(c.type))")
+                }
             }
+            guard let parent = flow.coordinatorOrder.first(where: { t in
+                !seen.contains(t) && flow.spec(t).routes.values.contains { $0.coordinator == wanted }
+            }) else { break }
+            seen.insert(parent)
+            wanted = parent
         }
         return NavError(.unknownRoute, "\(list) is declared on \(owner), which is not on screen (no route on screen opens it)")
     }

@@ -239,6 +239,9 @@ struct OperationTests {
         #expect(h.fails(.unknownRoute, ["op": "select", "route": "cart"])?.message
                 == "'cart' is declared on Main, which is not on screen: `setRoot main` first (on App)")
         #expect(h.fails(.unknownRoute, ["op": "push", "route": "nowhere"])?.message == "flow shop declares no route 'nowhere'")
+        // Two steps away (Home opens from Main, Main from App): the first step is named.
+        #expect(h.fails(.unknownRoute, ["op": "push", "route": "reviews", "params": ["id": 1]])?.message
+                == "'reviews' is declared on Home, which is not on screen: `setRoot main` first (on App)")
         let push = h.fails(.invalidOp, ["op": "push", "route": "main"])?.message ?? ""
         #expect(push.contains("'push' works on stack coordinators") && push.hasSuffix("use `setRoot main`"), "\(push)")
         #expect(h.fails(.invalidOp, ["op": "route", "route": "main"])?.message.contains("'route' works on") == true)
