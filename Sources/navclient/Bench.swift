@@ -97,6 +97,11 @@ struct Bench {
     /// still miss its patch, then when the last one got it.
     final class MemberStats {
         var deliveries = 0
+        /// Presence messages members received (DESIGN.md section 14: O(N) for N joins).
+        var presence = 0
+        /// When the first member connected and when the last one had joined.
+        var joinStarted: UInt64 = 0
+        var allJoined: UInt64 = 0
         /// Per command (slot = command id × sessions + session, in a ring): members that
         /// got its patch so far, and when the last one did. A ring of 2^20 slots holds
         /// far more commands than are ever outstanding.
@@ -183,6 +188,7 @@ struct Bench {
             loop.every(100) { if publishersFinished.value { close() } }
         }
 
+        stats.joinStarted = monotonicNanoseconds()
         for i in 0..<clients {
             let sessionIndex = Int64(i % sessions)
             let session = sessionNames[i % sessions]
@@ -196,7 +202,10 @@ struct Bench {
                     case "joined":
                         m.pauseReading()
                         joined += 1
-                        if joined == clients { startPublishers() }
+                        if joined == clients {
+                            stats.allJoined = monotonicNanoseconds()
+                            startPublishers()
+                        }
                     case "patch":
                         slowStats.patches += 1
                         slowStats.rev[i] = Int(message["rev"]?.intValue ?? 0)
@@ -223,11 +232,17 @@ struct Bench {
                     if stats.received[slot] == Int32(expected) { stats.lastArrival[slot] = monotonicNanoseconds() }
                     return
                 }
-                if Bench.isPresence(bytes) { return }
+                if Bench.isPresence(bytes) {
+                    stats.presence += 1
+                    return
+                }
                 guard let message = try? JSON.parse(bytes) else { return }
                 if message["type"] == "joined" {
                     joined += 1
-                    if joined == clients { startPublishers() }
+                    if joined == clients {
+                        stats.allJoined = monotonicNanoseconds()
+                        startPublishers()
+                    }
                 } else if message["type"] == "error" {
                     stats.errors[message["code"]?.stringValue ?? "?", default: 0] += 1
                     if failure == nil, joined < clients { failure = "join refused: \(message["message"]?.stringValue ?? "")"; loop.stop() }
@@ -299,7 +314,8 @@ struct Bench {
         var errors = publisherStats.errors
         for (k, v) in stats.errors { errors[k, default: 0] += v }
         report(deliveries: stats.deliveries, acked: publisherStats.acked, errors: errors, ack: Percentiles(publisherStats.ackLatencies),
-               last: Percentiles(lastMember), elapsed: elapsed, before: serverBefore, after: serverAfter, slow: slowStats)
+               last: Percentiles(lastMember), elapsed: elapsed, before: serverBefore, after: serverAfter, slow: slowStats,
+               joins: (seconds: Double(stats.allJoined &- stats.joinStarted) / 1e9, presence: stats.presence))
         return 0
     }
 
@@ -361,7 +377,8 @@ struct Bench {
     }
 
     func report(deliveries: Int, acked: Int, errors: [String: Int], ack: Percentiles, last: Percentiles,
-                elapsed: Double, before: ProcessStats?, after: ProcessStats?, slow slowStats: SlowStats) {
+                elapsed: Double, before: ProcessStats?, after: ProcessStats?, slow slowStats: SlowStats,
+                joins: (seconds: Double, presence: Int)) {
         let revs = slowStats.rev.values
         let catchUp = Percentiles(slowStats.caughtUp.values.map { $0 &- slowStats.resumed })
         let perSecond = Double(deliveries) / elapsed
@@ -376,6 +393,8 @@ struct Bench {
                                  "ackLatencyMs": ack.json, "lastMemberLatencyMs": last.json]
             if let cpuPerMillion { o["serverCpuSecondsPerMillionDeliveries"] = .double(cpuPerMillion) }
             if let after { o["serverRssKiB"] = .int(Int64(after.rssKiB)) }
+            o["joinSeconds"] = .double(joins.seconds)
+            o["presenceMessages"] = .int(Int64(joins.presence))
             if slow > 0 {
                 o["slow"] = ["members": .int(Int64(slow)), "withSnapshot": .int(Int64(slowStats.snapshots.count)),
                              "patchesAfterResume": .int(Int64(slowStats.patches)), "minRev": .int(Int64(revs.min() ?? 0)),
@@ -385,6 +404,7 @@ struct Bench {
             return
         }
         printLine("navclient bench: \(clients) members in \(sessions) session(s), \(publishers) publisher(s) per session, \(rate.map { "\(Int($0)) commands/s" } ?? "\(inFlight) in flight") per publisher, \(String(format: "%.1f", elapsed)) s")
+        printLine(String(format: "  joins             %d members joined in %.2f s; %d presence messages received in all", clients, joins.seconds, joins.presence))
         printLine(String(format: "  deliveries        %d (%.0f/s)", deliveries, perSecond))
         printLine(String(format: "  commands acked    %d (%.0f/s)", acked, Double(acked) / elapsed))
         printLine("  errors            \(errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")

@@ -39,6 +39,8 @@ struct Options {
       --rate N                commands per second per connection (default 200)
       --burst N               commands a connection may send in a burst (default 400)
       --patch-log N           patches kept per session for catch-up with since (default 1024)
+      --presence-interval MS  presence changes of a session are gathered and sent this often (default 50)
+      --presence-detail N     members listed one by one in presence; the rest are a count (default 256)
       --lag-threshold BYTES   a member with this much output queued stops getting patches
                               and gets a snapshot once it drains (default 1048576)
       --no-demo-session       do not create the session "demo" at start
@@ -101,6 +103,8 @@ struct Options {
         "--max-ops": NumericFlag(range: 1...10_000, unit: "a number") { $0.hub.limits.model.maxOps = Int($1) },
         "--rate": NumericFlag(range: 1...100_000_000, unit: "commands per second") { $0.hub.commandRate = Double($1) },
         "--burst": NumericFlag(range: 1...100_000_000, unit: "a number") { $0.hub.commandBurst = Int($1) },
+        "--presence-interval": NumericFlag(range: 1...60_000, unit: "milliseconds") { $0.hub.presenceInterval = $1 },
+        "--presence-detail": NumericFlag(range: 1...1_000_000, unit: "a number") { $0.hub.presenceDetail = Int($1) },
         "--patch-log": NumericFlag(range: 1000...10_000_000, unit: "a number") { $0.hub.patchLog = Int($1) },
         "--lag-threshold": NumericFlag(range: 4096...(1 << 40), unit: "a byte count") { $0.lagThreshold = Int($1) },
         "--snapshot-every": NumericFlag(range: 1...100_000_000, unit: "a number of records") { $0.snapshotEvery = Int($1) },

@@ -77,6 +77,8 @@ public struct SessionMachine: Sendable {
     /// The session's flow as the server sent it.
     public private(set) var flow: Flow?
     public private(set) var members: [Member] = []
+    /// Members not listed one by one (large sessions, DESIGN.md section 14).
+    public private(set) var others = 0
     /// This client's identity; kept across reconnects.
     public private(set) var clientID: String?
     private var attempts = 0
@@ -224,18 +226,19 @@ public struct SessionMachine: Sendable {
             }
         case .presence(let session, let p):
             guard session == options.session else { break }
-            switch p {
-            case .joined(let m):
+            let gone = Set(p.left)
+            members.removeAll { gone.contains($0.client) }
+            for m in p.joined {
                 members.removeAll { $0.client == m.client }
                 members.append(m)
-            case .left(let client):
-                members.removeAll { $0.client == client }
-            case .status(let client, let r, let focus):
-                if let i = members.firstIndex(where: { $0.client == client }) {
-                    members[i].rev = r
-                    members[i].focus = focus
+            }
+            for st in p.status {
+                if let i = members.firstIndex(where: { $0.client == st.client }) {
+                    members[i].rev = st.rev
+                    members[i].focus = st.focus
                 }
             }
+            others = p.others ?? 0
             out.append(.event(.presence))
         case .deleted(let session, let by):
             if let requestID { out.append(reply(requestID, json)) }
@@ -258,6 +261,7 @@ public struct SessionMachine: Sendable {
     private mutating func joined(_ j: ServerMessage.Joined, _ out: inout [Effect]) {
         if j.flow != .null { flow = try? Flow.load(j.flow) }
         members = j.members
+        others = j.others ?? 0
         switch j.catchUp {
         case .state(let s):
             state = s

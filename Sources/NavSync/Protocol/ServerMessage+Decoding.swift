@@ -42,7 +42,8 @@ extension ServerMessage {
                 })
             }
             message = .joined(.init(session: session, epoch: try f.string("epoch"), rev: try f.int("rev"), flow: o["flow"] ?? .null,
-                                    members: try f.array("members").map { m throws(NavError) in try member(m) }, catchUp: catchUp))
+                                    members: try f.array("members").map { m throws(NavError) in try member(m) },
+                                    others: try f.optionalInt("others"), catchUp: catchUp))
         case "left":
             message = .left(session: try f.string("session"))
         case "patch":
@@ -76,14 +77,21 @@ extension ServerMessage {
             message = .deleted(session: try f.string("session"), by: try f.string("by"))
         case "presence":
             let session = try f.string("session")
-            if let joined = o["joined"] {
-                message = .presence(session: session, .joined(try member(joined)))
-            } else if let left = try f.optionalString("left") {
-                message = .presence(session: session, .left(client: left))
-            } else {
-                let s = Fields(object: try f.object("status"), code: .badRequest)
-                message = .presence(session: session, .status(client: try s.string("client"), rev: try s.int("rev"), focus: try s.optionalString("focus")))
+            var p = Presence(others: try f.optionalInt("others"))
+            if o["joined"] != nil { p.joined = try f.array("joined").map { m throws(NavError) in try member(m) } }
+            if o["left"] != nil {
+                p.left = try f.array("left").map { c throws(NavError) in
+                    guard let s = c.stringValue else { throw NavError(.badRequest, "'left' holds a client id that is not a string") }
+                    return s
+                }
             }
+            if o["status"] != nil {
+                p.status = try f.array("status").map { j throws(NavError) in
+                    let s = Fields(object: try object(j, "status[]"), code: .badRequest)
+                    return Presence.Status(client: try s.string("client"), rev: try s.int("rev"), focus: try s.optionalString("focus"))
+                }
+            }
+            message = .presence(session: session, p)
         default:
             return nil
         }

@@ -33,11 +33,13 @@ public enum ServerMessage: Sendable, Equatable {
         public var rev: Int
         public var flow: JSON
         public var members: [Member]
+        /// Members not listed in `members` (past `presenceDetail`); nil when all are.
+        public var others: Int?
         /// Either the whole state, or the patches since the joiner's `since`.
         public var catchUp: CatchUp
-        public init(session: String, epoch: String, rev: Int, flow: JSON, members: [Member], catchUp: CatchUp) {
+        public init(session: String, epoch: String, rev: Int, flow: JSON, members: [Member], others: Int? = nil, catchUp: CatchUp) {
             self.session = session; self.epoch = epoch; self.rev = rev; self.flow = flow
-            self.members = members; self.catchUp = catchUp
+            self.members = members; self.others = others; self.catchUp = catchUp
         }
     }
 
@@ -46,10 +48,33 @@ public enum ServerMessage: Sendable, Equatable {
         case patches([Patch])
     }
 
-    public enum Presence: Sendable, Equatable {
-        case joined(Member)
-        case left(client: String)
-        case status(client: String, rev: Int, focus: String?)
+    /// What changed in who is there since the last `presence` of the session (DESIGN.md
+    /// section 14): gathered per interval, so N joins cost O(N) messages in all. Past
+    /// `presenceDetail` members only the listed ones appear; `others` counts the rest.
+    public struct Presence: Sendable, Equatable {
+        public var joined: [Member]
+        public var left: [String]
+        public var status: [Status]
+        /// Members not listed one by one (nil when every member is listed).
+        public var others: Int?
+
+        public struct Status: Sendable, Equatable {
+            public var client: String
+            public var rev: Int
+            public var focus: String?
+            public init(client: String, rev: Int, focus: String?) { self.client = client; self.rev = rev; self.focus = focus }
+            public var json: JSON {
+                var o: JSONObject = ["client": .string(client), "rev": .int(Int64(rev))]
+                if let focus { o["focus"] = .string(focus) }
+                return .object(o)
+            }
+        }
+
+        public init(joined: [Member] = [], left: [String] = [], status: [Status] = [], others: Int? = nil) {
+            self.joined = joined; self.left = left; self.status = status; self.others = others
+        }
+
+        public var isEmpty: Bool { joined.isEmpty && left.isEmpty && status.isEmpty }
     }
 
     /// The wire object; `id` is the request's, for replies.
@@ -65,6 +90,7 @@ public enum ServerMessage: Sendable, Equatable {
             type("joined")
             o["session"] = .string(j.session); o["epoch"] = .string(j.epoch); o["rev"] = .int(Int64(j.rev))
             o["flow"] = j.flow; o["members"] = .array(j.members.map(\.json))
+            if let others = j.others { o["others"] = .int(Int64(others)) }
             switch j.catchUp {
             case .state(let s): o["state"] = s
             case .patches(let ps): o["patches"] = .array(ps.map { ServerMessage.patch(session: j.session, $0).json() })
@@ -98,14 +124,10 @@ public enum ServerMessage: Sendable, Equatable {
             type("deleted"); o["session"] = .string(s); o["by"] = .string(by)
         case .presence(let s, let p):
             type("presence"); o["session"] = .string(s)
-            switch p {
-            case .joined(let m): o["joined"] = m.json
-            case .left(let c): o["left"] = .string(c)
-            case .status(let c, let rev, let focus):
-                var st: JSONObject = ["client": .string(c), "rev": .int(Int64(rev))]
-                if let focus { st["focus"] = .string(focus) }
-                o["status"] = .object(st)
-            }
+            if !p.joined.isEmpty { o["joined"] = .array(p.joined.map(\.json)) }
+            if !p.left.isEmpty { o["left"] = .array(p.left.map(JSON.string)) }
+            if !p.status.isEmpty { o["status"] = .array(p.status.map(\.json)) }
+            if let others = p.others { o["others"] = .int(Int64(others)) }
         }
         return .object(o)
     }

@@ -39,6 +39,8 @@ public final class Server {
     private var flushList: [Connection] = []
     private var nextConnectionID = 1
     public private(set) var shuttingDown = false
+    /// Timers applications asked for (`every`), closed at shutdown.
+    private var timers: [RepeatingTimer] = []
 
     /// Totals since start, for /metrics.
     public internal(set) var bytesIn = 0
@@ -286,13 +288,39 @@ public final class Server {
         }, UInt64(configuration.shutdownGrace), 0)
     }
 
+    /// Calls `body` every `interval` ms on the loop thread until the server stops (the
+    /// session server's presence interval).
+    public func every(_ interval: Int64, _ body: @escaping () -> Void) {
+        let timer = RepeatingTimer(body)
+        uv_timer_init(loop, timer.handle)
+        timer.handle.pointee.data = Unmanaged.passUnretained(timer).toOpaque()
+        uv_timer_start(timer.handle, { h in
+            Unmanaged<RepeatingTimer>.fromOpaque(h!.pointee.data).takeUnretainedValue().body()
+        }, UInt64(max(1, interval)), UInt64(max(1, interval)))
+        timers.append(timer)
+    }
+
     private func finishShutdown() {
         flushAll()
+        for timer in timers { timer.close() }
+        timers = []
         application.stopping(on: self)
         for handle in [UV.handle(prepare), UV.handle(timer), UV.handle(graceTimer), UV.handle(wakeup)] + (signals + [hangup]).map({ UV.handle($0) })
         where uv_is_closing(handle) == 0 {
             uv_close(handle, nil)
         }
+    }
+}
+
+/// A uv timer that calls a closure; its memory goes in the close callback (libuv's rule).
+final class RepeatingTimer {
+    let handle = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+    let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+
+    func close() {
+        uv_timer_stop(handle)
+        uv_close(UV.handle(handle)) { h in UnsafeMutablePointer<uv_timer_t>(OpaquePointer(h!)).deallocate() }
     }
 }
 

@@ -97,6 +97,10 @@ public final class SessionServer: ServerApplication {
     // MARK: The loop
 
     public func beforeSleep(on server: Server) {
+        if self.server == nil {
+            // Presence is gathered per session and sent once per interval (section 14).
+            server.every(hub.configuration.presenceInterval) { [unowned self, unowned server] in handle(.tick, on: server) }
+        }
         self.server = server
         store?.submit(on: server.loop)
     }

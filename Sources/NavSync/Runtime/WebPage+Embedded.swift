@@ -95,7 +95,7 @@ const session = q.get("session");
 const token = q.get("token") || sessionStorage.getItem("navsync.token");
 if (q.get("token")) sessionStorage.setItem("navsync.token", q.get("token"));
 const $ = (id) => document.getElementById(id);
-let ws = null, state = null, rev = 0, epoch = null, flow = null, members = [], me = null;
+let ws = null, state = null, rev = 0, epoch = null, flow = null, members = [], others = 0, me = null;
 let clientId = sessionStorage.getItem("navsync.client"), nextId = 1, attempts = 0, joined = false;
 const pending = new Map();  // command id -> message, resent after a reconnect
 const patchLog = [];
@@ -165,7 +165,7 @@ function receive(m) {
   switch (m.type) {
     case "welcome": clientId = m.client; me = m.client; sessionStorage.setItem("navsync.client", m.client); break;
     case "joined":
-      flow = m.flow; members = m.members; epoch = m.epoch;
+      flow = m.flow; members = m.members; others = m.others || 0; epoch = m.epoch;
       if (m.state) { state = m.state; rev = m.rev; }
       else for (const p of m.patches) patch(p, true);
       joined = true; attempts = 0; setConn(true);
@@ -179,10 +179,12 @@ function receive(m) {
       toast((m.code || "error") + ": " + m.message);
       if (m.code === "forbidden" && !joined) { $("conn").textContent = "forbidden: enter a token"; $("token").focus(); }
       break;
-    case "presence":
-      if (m.joined) { members = members.filter(x => x.client !== m.joined.client); members.push(m.joined); }
-      if (m.left) members = members.filter(x => x.client !== m.left);
-      if (m.status) { const x = members.find(x => x.client === m.status.client); if (x) { x.rev = m.status.rev; x.focus = m.status.focus; } }
+    case "presence":   // lists gathered per interval; `others` counts members not listed
+      if (m.session !== session) break;
+      if (m.left) members = members.filter(x => !m.left.includes(x.client));
+      for (const j of m.joined || []) { members = members.filter(x => x.client !== j.client); members.push(j); }
+      for (const st of m.status || []) { const x = members.find(x => x.client === st.client); if (x) { x.rev = st.rev; x.focus = st.focus; } }
+      others = m.others || 0;
       renderMembers(); break;
   }
 }
@@ -306,6 +308,7 @@ function go(c, op, name, r) {
 function renderMembers() {
   const ul = $("members"); ul.textContent = "";
   for (const m of members) ul.append(el("li", {}, (m.client === me ? "you · " : "") + m.name + " · " + m.role + (m.rev !== undefined ? " · shows rev " + m.rev : "")));
+  if (others > 0) ul.append(el("li", {}, "and " + others + " more"));
 }
 function render() {
   if (!state) return;

@@ -8,9 +8,8 @@ extension Hub {
 
     mutating func disconnect(_ connection: Int) {
         guard let peer = peers.removeValue(forKey: connection) else { return }
-        for name in peer.sessions.sorted() where sessions[name]?.remove(connection) != nil {
-            broadcast(name, .presence(session: name, .left(client: peer.client)))
-        }
+        // Presence goes out with the next tick (gathered per interval).
+        for name in peer.sessions.sorted() { sessions[name]?.remove(connection, detail: configuration.presenceDetail) }
     }
 
     /// Grants follow their tokens; connections whose token is gone are closed with 1008.
@@ -75,10 +74,7 @@ extension Hub {
             join(j, peer, c, request.id)
 
         case .leave(let name):
-            if sessions[name]?.remove(c) != nil {
-                peers[c]?.sessions.remove(name)
-                broadcast(name, .presence(session: name, .left(client: peer.client)), except: c)
-            }
+            if sessions[name]?.remove(c, detail: configuration.presenceDetail) != nil { peers[c]?.sessions.remove(name) }
             reply(.left(session: name))
 
         case .command(let name, let object):
@@ -101,7 +97,6 @@ extension Hub {
             guard sessions[name] != nil else { return error(.unknownSession, "no session '\(name)'") }
             guard sessions[name]!.members[c] != nil else { return error(.badRequest, "not a member of '\(name)'; join it first") }
             sessions[name]!.setStatus(c, rev: rev, focus: focus)
-            broadcast(name, .presence(session: name, .status(client: peer.client, rev: rev, focus: focus)), except: c)
 
         case .get(let name):
             guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
@@ -146,9 +141,19 @@ extension Hub {
         if let since = j.since, j.epoch == seq.epoch, let patches = seq.log.patches(since: since, current: seq.rev) {
             catchUp = .patches(patches)
         }
+        // The others learn of the join with the next presence (gathered per interval).
+        let (members, others) = s.joinedListing(for: c, detail: configuration.presenceDetail)
         emit(.send(to: c, .joined(.init(session: j.session, epoch: seq.epoch, rev: seq.rev, flow: s.flow.source,
-                                        members: s.memberList, catchUp: catchUp)), id: id))
-        if existing == nil { broadcast(j.session, .presence(session: j.session, .joined(member)), except: c) }
+                                        members: members, others: others, catchUp: catchUp)), id: id))
+    }
+
+    /// Every session's presence gathered since the last tick, one message each, to
+    /// every member (section 14).
+    mutating func flushPresence() {
+        for name in sessions.keys.sorted() where sessions[name]!.hasPresence {
+            guard let p = sessions[name]!.takePresence(detail: configuration.presenceDetail) else { continue }
+            broadcast(name, .presence(session: name, p))
+        }
     }
 
     /// Deletes a session (admin; DESIGN.md section 10): its members are told and leave

@@ -35,6 +35,8 @@ public struct Hub {
         case policy(AccessPolicy)
         /// The journal writer finished entries through `through` (or failed some).
         case journal(JournalResult)
+        /// The presence interval passed: gathered presence goes out (section 14).
+        case tick
     }
 
     /// A command from the HTTP API: answered with `.answer`.
@@ -189,6 +191,8 @@ public struct Hub {
             reload(policy: p)
         case .journal(let result):
             journalDone(result)
+        case .tick:
+            flushPresence()
         }
         return out
     }
@@ -244,7 +248,7 @@ public struct Hub {
     /// its members leave it.
     mutating func removeSession(_ name: String) {
         guard let s = sessions.removeValue(forKey: name) else { return }
-        for c in s.memberOrder { peers[c]?.sessions.remove(name) }
+        for c in s.memberOrder { peers[c]?.sessions.remove(name) }   // its pending presence goes with it
     }
 
     /// Runs a command from a connection or from the HTTP API. On a new revision the

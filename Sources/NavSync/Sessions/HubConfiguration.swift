@@ -21,6 +21,12 @@ public struct HubConfiguration: Sendable {
     /// The session made at start with the demo flow, so a client can join at once;
     /// nil for none.
     public var demoSession: String? = "demo"
+    /// Presence changes of a session are gathered and sent at most this often (ms):
+    /// N members joining at once cost O(N) presence messages, not O(N²) (section 14).
+    public var presenceInterval: Int64 = 50
+    /// Members listed one by one in `presence` and `joined`; the rest are a count
+    /// (`others`), so no presence message grows with the session.
+    public var presenceDetail = 256
 
     public init() {}
 }

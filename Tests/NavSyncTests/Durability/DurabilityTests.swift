@@ -199,7 +199,7 @@ struct DurabilityTests {
         var gate = DurabilityGate()
         let joined = ServerMessage.Joined(session: "new", epoch: "e", rev: 0, flow: .null, members: [], catchUp: .state(.null))
         gate.hold(.send(to: 1, .joined(joined), id: "j"), until: 1)
-        gate.hold(.broadcast(session: "new", .presence(session: "new", .left(client: "x")), to: [1]), until: 1)
+        gate.hold(.broadcast(session: "new", .presence(session: "new", .init(left: ["x"])), to: [1]), until: 1)
         gate.fail(session: "new", .gone, because: "EIO")
         let out = gate.release(through: 1)
         guard out.count == 1, case .send(1, .error(let e), "j") = out[0] else { Issue.record("\(out)"); return }

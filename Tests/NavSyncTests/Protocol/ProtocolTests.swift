@@ -114,8 +114,10 @@ struct ProtocolTests {
         let j = joined.json()
         #expect(j["patches"]?.arrayValue?.first?["type"] == "patch")
         #expect(j["members"] == [["client": "c1", "name": "tv", "role": "admin"]])
-        #expect(ServerMessage.presence(session: "demo", .status(client: "c2", rev: 4, focus: "e9")).json().encodedString()
-                == #"{"type":"presence","session":"demo","status":{"client":"c2","rev":4,"focus":"e9"}}"#)
+        #expect(ServerMessage.presence(session: "demo", .init(status: [.init(client: "c2", rev: 4, focus: "e9")])).json().encodedString()
+                == #"{"type":"presence","session":"demo","status":[{"client":"c2","rev":4,"focus":"e9"}]}"#)
+        #expect(ServerMessage.presence(session: "demo", .init(joined: [Member(client: "c1", name: "tv", role: "viewer")], left: ["c2", "c3"], others: 700)).json().encodedString()
+                == #"{"type":"presence","session":"demo","joined":[{"client":"c1","name":"tv","role":"viewer"}],"left":["c2","c3"],"others":700}"#)
         #expect(ServerMessage.sessions([SessionSummary(session: "demo", flow: "shop", rev: 2, members: 3)]).json().encodedString()
                 == #"{"type":"sessions","sessions":[{"session":"demo","flow":"shop","rev":2,"members":3}]}"#)
     }

@@ -20,9 +20,10 @@ struct ServerMessageDecodingTests {
         .snapshot(session: "demo", rev: 4, state: ["root": ["type": "App"]]),
         .sessions([SessionSummary(session: "demo", flow: "shop", rev: 4, members: 2)]),
         .pong,
-        .presence(session: "demo", .joined(member)),
-        .presence(session: "demo", .left(client: "c2")),
-        .presence(session: "demo", .status(client: "c2", rev: 4, focus: nil)),
+        .presence(session: "demo", .init(joined: [member])),
+        .presence(session: "demo", .init(left: ["c2", "c4"])),
+        .presence(session: "demo", .init(joined: [member], status: [.init(client: "c2", rev: 4, focus: nil)], others: 3)),
+        .joined(.init(session: "big", epoch: "ep", rev: 1, flow: .null, members: [member], others: 9_999, catchUp: .state([:]))),
     ]
 
     @Test(arguments: messages)

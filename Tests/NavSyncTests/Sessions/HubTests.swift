@@ -31,6 +31,9 @@ struct HubTests {
 
         func disconnect(_ c: Int) -> [Hub.Effect] { hub.handle(.disconnected(c), now: now) }
 
+        /// The presence interval passes.
+        func tick() -> [Hub.Effect] { hub.handle(.tick, now: now) }
+
         /// The messages one connection receives from these effects, as JSON.
         func inbox(_ c: Int, _ effects: [Hub.Effect]) -> [JSON] { Self.inbox(c, effects) }
 
@@ -66,9 +69,15 @@ struct HubTests {
         guard let joined = f.inbox(a, ja).first else { Issue.record(); return }
         #expect(joined["type"] == "joined" && joined["rev"] == 0 && joined["epoch"] == "ep1" && joined["state"] != nil)
         #expect(joined["flow"]?["name"] == "shop" && joined["members"]?.arrayValue?.count == 1)
+        #expect(f.inbox(a, f.tick()).first?["joined"]?.arrayValue?.count == 1)   // its own join, with the next tick
         let jb = f.send(b, ["type": "join", "session": "demo"])
-        #expect(f.inbox(a, jb) == [["type": "presence", "session": "demo", "joined": ["client": "c2", "name": "c2", "role": "admin"]]])
+        #expect(f.inbox(a, jb).isEmpty)                                          // presence waits for the tick
         #expect(f.inbox(b, jb).first?["members"]?.arrayValue?.count == 2)
+        let tick = f.tick()
+        for c in [a, b] {
+            #expect(f.inbox(c, tick) == [["type": "presence", "session": "demo", "joined": [["client": "c2", "name": "c2", "role": "admin"]]]])
+        }
+        #expect(f.tick().isEmpty)                                                // nothing new: nothing sent
 
         let cmd = f.send(outsider, ["type": "command", "session": "demo", "id": "k1", "ops": [["op": "setRoot", "route": "main"]]])
         for member in [a, b] {
@@ -86,16 +95,20 @@ struct HubTests {
         let reused = f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]])
         #expect(f.inbox(b, reused).isEmpty && f.inbox(a, reused).map { $0["code"] } == ["id_reused"])
 
-        let status = f.send(b, ["type": "status", "session": "demo", "rev": 2, "focus": "e11"])
-        #expect(f.inbox(a, status) == [["type": "presence", "session": "demo", "status": ["client": "c2", "rev": 2, "focus": "e11"]]])
-        #expect(f.inbox(b, status).isEmpty)
+        #expect(f.send(b, ["type": "status", "session": "demo", "rev": 2, "focus": "e11"]).isEmpty)
+        #expect(f.inbox(a, f.tick()) == [["type": "presence", "session": "demo", "status": [["client": "c2", "rev": 2, "focus": "e11"]]]])
         let leave = f.send(b, ["type": "leave", "session": "demo", "id": 3])
-        #expect(f.inbox(a, leave) == [["type": "presence", "session": "demo", "left": "c2"]])
         #expect(f.inbox(b, leave) == [["type": "left", "id": 3, "session": "demo"]])
-        #expect(f.inbox(a, f.disconnect(outsider)).isEmpty)
-        let b2 = f.connect()
+        #expect(f.inbox(a, f.tick()) == [["type": "presence", "session": "demo", "left": ["c2"]]])
+        #expect(f.inbox(a, f.disconnect(outsider)).isEmpty && f.tick().isEmpty)
+        // A join and a leave inside one interval cancel out.
+        let b2 = f.connect(), passer = f.connect()
         _ = f.send(b2, ["type": "join", "session": "demo"])
-        #expect(f.disconnect(a) == [.broadcast(session: "demo", .presence(session: "demo", .left(client: "c1")), to: [b2])])
+        _ = f.send(passer, ["type": "join", "session": "demo"])
+        _ = f.disconnect(passer)
+        #expect(f.inbox(a, f.tick()) == [["type": "presence", "session": "demo", "joined": [["client": "c4", "name": "c4", "role": "admin"]]]])
+        _ = f.disconnect(a)
+        #expect(f.tick() == [.broadcast(session: "demo", .presence(session: "demo", .init(left: ["c1"])), to: [b2])])
         #expect(f.hub.members(of: "demo") == [b2])
     }
 
@@ -210,5 +223,34 @@ struct HubTests {
         #expect(refused[0]["code"] == "forbidden" && refused[0]["message"]?.stringValue?.contains("admin") == true)
         #expect(f.hub.sessions["lab"] != nil)
         #expect(f.inbox(viewer, f.send(viewer, ["type": "delete"]))[0]["code"] == "bad_request")
+    }
+
+    /// DESIGN.md section 14: many joins at once cost one presence per interval, and past
+    /// `presenceDetail` members the rest are a count, in presence and in joined.
+    @Test func presenceIsGatheredPerIntervalAndCountedPastTheDetail() {
+        let f = Fixture { $0.presenceDetail = 3 }
+        var conns: [Int] = []
+        for i in 0..<10 {
+            let c = f.connect()
+            conns.append(c)
+            if i >= 2 { _ = f.send(c, ["type": "hello", "role": "viewer"]) }
+            let joined = f.inbox(c, f.send(c, ["type": "join", "session": "demo"]))[0]
+            // A joiner always finds itself listed; the rest past 3 are counted.
+            #expect(joined["members"]?.arrayValue?.contains { $0["client"] == .string("c\(c)") } == true)
+            #expect(joined["others"] == (i >= 4 ? .int(Int64(i - 3)) : nil), "\(i): \(joined)")
+        }
+        let tick = f.tick()
+        #expect(tick.count == 1)                                   // one message for ten joins
+        guard case .broadcast(_, .presence(_, let p), let to) = tick[0] else { Issue.record(); return }
+        #expect(to == conns && p.joined.map(\.client) == ["c1", "c2", "c3"] && p.others == 7)
+        // A controller joining later is listed before the viewers.
+        let boss = f.connect()
+        _ = f.send(boss, ["type": "hello", "role": "controller"])
+        _ = f.send(boss, ["type": "join", "session": "demo"])
+        guard case .broadcast(_, .presence(_, let q), _)? = f.tick().first else { Issue.record(); return }
+        #expect(q.joined.map(\.client) == ["c11"] && q.others == 8)
+        // Statuses are sent for listed members only.
+        _ = f.send(conns[9], ["type": "status", "session": "demo", "rev": 0])
+        #expect(f.tick().first.map { if case .broadcast(_, .presence(_, let r), _) = $0 { r.status.isEmpty } else { false } } ?? true)
     }
 }
