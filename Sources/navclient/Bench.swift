@@ -236,14 +236,18 @@ struct Bench {
                     stats.presence += 1
                     return
                 }
-                guard let message = try? JSON.parse(bytes) else { return }
-                if message["type"] == "joined" {
+                // `joined` carries the state, the flow and the member list: counted
+                // unparsed, so the generator does not become the bottleneck of a join storm.
+                if bytes.withUnsafeBufferPointer({ Bench.startsWith($0, Bench.joinedPrefix) }) {
                     joined += 1
                     if joined == clients {
                         stats.allJoined = monotonicNanoseconds()
                         startPublishers()
                     }
-                } else if message["type"] == "error" {
+                    return
+                }
+                guard let message = try? JSON.parse(bytes) else { return }
+                if message["type"] == "error" {
                     stats.errors[message["code"]?.stringValue ?? "?", default: 0] += 1
                     if failure == nil, joined < clients { failure = "join refused: \(message["message"]?.stringValue ?? "")"; loop.stop() }
                 }
@@ -368,6 +372,7 @@ struct Bench {
 
     static let patchPrefix = Array(#"{"type":"patch""#.utf8)
     static let presencePrefix = Array(#"{"type":"presence""#.utf8)
+    static let joinedPrefix = Array(#"{"type":"joined""#.utf8)
     static let cmdKey = Array(#""cmd":"#.utf8)
 
     static func startsWith(_ b: UnsafeBufferPointer<UInt8>, _ prefix: [UInt8]) -> Bool {

@@ -37,10 +37,45 @@ public enum ServerMessage: Sendable, Equatable {
         public var others: Int?
         /// Either the whole state, or the patches since the joiner's `since`.
         public var catchUp: CatchUp
+        /// `flow` and `members` already encoded (by the session, once for many joins);
+        /// `bytes(id:)` splices them in. Not part of what the message means.
+        public var encoded: Encoded?
         public init(session: String, epoch: String, rev: Int, flow: JSON, members: [Member], others: Int? = nil, catchUp: CatchUp) {
             self.session = session; self.epoch = epoch; self.rev = rev; self.flow = flow
             self.members = members; self.others = others; self.catchUp = catchUp
         }
+
+        public struct Encoded: Sendable {
+            public var flow: [UInt8]
+            public var members: [UInt8]
+        }
+
+        public static func == (a: Joined, b: Joined) -> Bool {
+            a.session == b.session && a.epoch == b.epoch && a.rev == b.rev && a.flow == b.flow && a.members == b.members
+                && a.others == b.others && a.catchUp == b.catchUp
+        }
+    }
+
+    /// The wire bytes: `json(id:).encoded()`, except that a `joined` with encoded
+    /// parts is written around them (a join storm must not encode the flow and the
+    /// member list once per join). Same bytes either way.
+    public func bytes(id: JSON? = nil) -> [UInt8] {
+        guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else { return json(id: id).encoded() }
+        var out = Array(#"{"type":"joined""#.utf8)
+        func field(_ key: String, _ value: [UInt8]) {
+            out += Array(",\"\(key)\":".utf8)
+            out += value
+        }
+        if let id { field("id", id.encoded()) }
+        field("session", JSON.string(j.session).encoded())
+        field("epoch", JSON.string(j.epoch).encoded())
+        field("rev", JSON.int(Int64(j.rev)).encoded())
+        field("flow", e.flow)
+        field("members", e.members)
+        if let others = j.others { field("others", JSON.int(Int64(others)).encoded()) }
+        field("state", state.encoded())
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     public enum CatchUp: Sendable, Equatable {

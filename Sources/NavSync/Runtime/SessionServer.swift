@@ -53,7 +53,7 @@ public final class SessionServer: ServerApplication {
                 store?.write(entry)
             case .send(let to, let message, let id):
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
-                if !connection.sendText(message.json(id: id).encoded()) { connection.abort(.overflow) }
+                if !connection.sendText(message.bytes(id: id)) { connection.abort(.overflow) }
             case .broadcast(let session, let message, let members):
                 if let server { broadcast(message, to: members, of: session, on: server) }
             case .answer(let c, let request, let message, let id):

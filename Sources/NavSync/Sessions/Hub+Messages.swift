@@ -142,9 +142,11 @@ extension Hub {
             catchUp = .patches(patches)
         }
         // The others learn of the join with the next presence (gathered per interval).
-        let (members, others) = s.joinedListing(for: c, detail: configuration.presenceDetail)
-        emit(.send(to: c, .joined(.init(session: j.session, epoch: seq.epoch, rev: seq.rev, flow: s.flow.source,
-                                        members: members, others: others, catchUp: catchUp)), id: id))
+        let (members, others, encodedMembers) = sessions[j.session]!.joinedListing(for: c, detail: configuration.presenceDetail)
+        var joined = ServerMessage.Joined(session: j.session, epoch: seq.epoch, rev: seq.rev, flow: s.flow.source,
+                                          members: members, others: others, catchUp: catchUp)
+        joined.encoded = .init(flow: s.flowBytes, members: encodedMembers)
+        emit(.send(to: c, .joined(joined), id: id))
     }
 
     /// Every session's presence gathered since the last tick, one message each, to

@@ -23,7 +23,14 @@ public struct Session: Sendable {
         self.name = name
         self.flow = flow
         self.sequencer = sequencer
+        flowBytes = flow.source.encoded()
     }
+
+    /// The flow as `joined` carries it, encoded once per session, not per join.
+    let flowBytes: [UInt8]
+    /// The listed members as `joined` carries them, kept while the listing and their
+    /// statuses do not change: a join storm encodes them once, not once per join.
+    private var listingCache: (order: [Int], bytes: [UInt8])?
 
     public var summary: SessionSummary {
         SessionSummary(session: name, flow: flow.name, rev: sequencer.rev, members: members.count)
@@ -54,6 +61,7 @@ public struct Session: Sendable {
     }
 
     mutating func setStatus(_ connection: Int, rev: Int, focus: String?) {
+        if listed.contains(connection) || listingCache?.order.contains(connection) == true { listingCache = nil }
         members[connection]?.rev = rev
         members[connection]?.focus = focus
         if !statusSince.contains(connection) { statusSince.append(connection) }
@@ -95,12 +103,27 @@ public struct Session: Sendable {
 
     public var memberList: [Member] { memberOrder.compactMap { members[$0] } }
 
-    /// What `joined` lists: the listed members (the joiner always among them) and how
-    /// many others there are.
-    func joinedListing(for joiner: Int, detail: Int) -> (members: [Member], others: Int?) {
-        var order = listing(detail: detail)
-        if !order.contains(joiner) { order.append(joiner) }
-        let others = members.count - order.count
-        return (order.compactMap { members[$0] }, others > 0 ? others : nil)
+    /// What `joined` lists: the listed members (the joiner always among them), how
+    /// many others there are, and the members encoded (from the cache when the listing
+    /// is the one encoded last).
+    mutating func joinedListing(for joiner: Int, detail: Int) -> (members: [Member], others: Int?, encoded: [UInt8]) {
+        let order = listing(detail: detail)
+        var bytes: [UInt8]
+        if let cache = listingCache, cache.order == order {
+            bytes = cache.bytes
+        } else {
+            bytes = JSON.array(order.compactMap { members[$0]?.json }).encoded()
+            listingCache = (order, bytes)
+        }
+        var all = order
+        if !order.contains(joiner), let m = members[joiner] {
+            all.append(joiner)
+            bytes.removeLast()                                   // "]"
+            if order.count > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += m.json.encoded()
+            bytes.append(UInt8(ascii: "]"))
+        }
+        let others = members.count - all.count
+        return (all.compactMap { members[$0] }, others > 0 ? others : nil, bytes)
     }
 }

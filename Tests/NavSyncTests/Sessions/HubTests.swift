@@ -253,4 +253,23 @@ struct HubTests {
         _ = f.send(conns[9], ["type": "status", "session": "demo", "rev": 0])
         #expect(f.tick().first.map { if case .broadcast(_, .presence(_, let r), _) = $0 { r.status.isEmpty } else { false } } ?? true)
     }
+
+    /// `joined` written around the session's cached flow and member list is byte for
+    /// byte what encoding the message gives, through listing changes and statuses.
+    @Test func joinedBytesFromTheCacheEqualTheEncodedMessage() {
+        let f = Fixture { $0.presenceDetail = 4 }
+        func check(_ effects: [Hub.Effect]) {
+            for case .send(_, let m, let id) in effects where m.json()["type"] == "joined" {
+                #expect(m.bytes(id: id) == m.json(id: id).encoded(), "\(m.json(id: id))")
+                guard case .joined(let j) = m else { continue }
+                #expect(j.encoded != nil)
+            }
+        }
+        for i in 0..<9 {
+            let c = f.connect()
+            if i == 6 { _ = f.send(c, ["type": "hello", "role": "controller"]) }   // changes the listing
+            check(f.send(c, ["type": "join", "session": "demo", "id": .int(Int64(i))]))
+            if i == 2 { _ = f.send(c, ["type": "status", "session": "demo", "rev": 0, "focus": "e1"]) }
+        }
+    }
 }
