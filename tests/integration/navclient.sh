@@ -40,6 +40,7 @@ check "get takes the web: address navsyncd prints" bash -c "'$NC' get '$HTTP_URL
 check "sessions takes a bare port" bash -c "'$NC' sessions '$port_of_server' | grep -q '^demo '"
 check "an address it cannot use is a usage error (exit 2), never the default server" bash -c "'$NC' get ftp://127.0.0.1:$port_of_server 2>&1 | grep -q 'is not a server address'; [ \${PIPESTATUS[0]} -eq 2 ]"
 check "bench: N members in M sessions, a count of commands, JSON figures" bash -c "'$NC' bench '$WS_URL' --clients 6 --sessions 2 --commands 300 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"deliveries\"]==1800 and r[\"errors\"]==0 and r[\"commands\"]==600, r'"
+check "bench: 300 members joining cost far fewer than N²/2 presence messages (gathered per interval)" bash -c "'$NC' bench '$WS_URL' --clients 300 --sessions 1 --commands 10 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"presenceMessages\"] < 300*300//4 and r[\"errors\"]==0, r'"
 check "bench: writers only (--clients 0), 3 publishers per session, every command acked" bash -c "'$NC' bench '$WS_URL' --clients 0 --sessions 2 --publishers 3 --commands 100 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"commands\"]==600 and r[\"errors\"]==0 and r[\"deliveries\"]==0 and r[\"publishers\"]==3, r'"
 
 # --- the interactive client in tmux
