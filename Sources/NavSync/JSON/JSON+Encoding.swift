@@ -31,14 +31,23 @@ extension JSON {
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
-            let keys = sortedKeys ? object.keys.sorted() : object.keys
-            for (i, key) in keys.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                Self.writeString(key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                object[key]!.write(into: &out, sortedKeys: sortedKeys)
+            if sortedKeys && object.count > 1 {
+                Self.writeMembers(object.sorted { $0.key < $1.key }, into: &out, sortedKeys: true)
+            } else {
+                Self.writeMembers(object, into: &out, sortedKeys: sortedKeys)
             }
             out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func writeMembers<Members: Sequence<(key: String, value: JSON)>>(_ members: Members, into out: inout [UInt8], sortedKeys: Bool) {
+        var first = true
+        for (key, value) in members {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            writeString(key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            value.write(into: &out, sortedKeys: sortedKeys)
         }
     }
 

@@ -16,8 +16,9 @@ public final class Connection: WriteOwner {
     /// Free for the application: its per-connection state.
     public var context: AnyObject?
 
-    /// The server that owns this connection.
-    public unowned let server: Server
+    /// The server that owns this connection, and outlives it (`unowned(unsafe)`: no
+    /// reference counting on the path of every send).
+    public unowned(unsafe) let server: Server
     let tcp: UnsafeMutablePointer<uv_tcp_t>
     private(set) var machine: ConnectionMachine
 

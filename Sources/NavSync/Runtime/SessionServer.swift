@@ -17,7 +17,10 @@ public final class SessionServer: ServerApplication {
     public let authFile: String?
     /// With `--data`: where the hub's journal entries are written.
     public let store: DataStore?
-    private weak var server: Server?
+    /// The server this application runs in, set on its first loop iteration. Not
+    /// `weak`: a weak reference gives the server a side table, and every retain and
+    /// release of it then takes the slow path, on every send to every member.
+    private unowned(unsafe) var server: Server?
     /// Patch messages queued to members (one per member per patch), for /metrics.
     public private(set) var patchesSent = 0
 
@@ -77,7 +80,7 @@ public final class SessionServer: ServerApplication {
             guard let connection = server.connections[id], connection.isOpen,
                   let state = connection.context as? ClientState else { continue }
             if isPatch {
-                if state.lagging.contains(session) { continue }
+                if !state.lagging.isEmpty, state.lagging.contains(session) { continue }
                 if connection.queuedBytes > lagThreshold {
                     state.lagging.insert(session)
                     server.logger.info("#\(id) \(connection.peer) is lagging on '\(session)' (\(connection.queuedBytes) bytes queued): patches paused until it drains")

@@ -66,21 +66,10 @@ extension Command {
         var o: JSONObject = ["ops": ops, "onConflict": onConflict]
         if let base { o["base"] = base }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in JSON.object(o).keysSorted.encoded() {
+        for byte in JSON.object(o).encoded(sortedKeys: true) {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
         return hash
-    }
-}
-
-extension JSON {
-    /// The same value with every object's keys in sorted order (a canonical form).
-    var keysSorted: JSON {
-        switch self {
-        case .object(let o): return .object(JSONObject(o.keys.sorted().map { ($0, o[$0]!.keysSorted) }))
-        case .array(let a): return .array(a.map(\.keysSorted))
-        default: return self
-        }
     }
 }
 
