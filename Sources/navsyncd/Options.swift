@@ -8,6 +8,9 @@ struct Options {
     var lagThreshold = 1 << 20
     var wsEcho = false
     var insecure = false
+    /// `--lan`: listen on every address, with a fresh admin token for this run.
+    var lan = false
+    var hostGiven = false
     var flowsDirectory: String?
     var authFile: String?
     var allowedOrigins: [String] = []
@@ -55,13 +58,20 @@ struct Options {
       --repair                with --data: cut a journal at a corrupt record instead of
                               refusing to start (the records after it are lost)
       --auth FILE             tokens, roles and the sessions each may use (JSON); re-read on SIGHUP
-      --allow-origin ORIGIN   a browser origin that may connect and POST (repeatable;
-                              default: this server's own http://HOST:PORT)
+      --allow-origin ORIGIN   a browser origin that may connect and POST, besides the
+                              server's own (repeatable). The server's own: http://HOST:PORT
+                              of --host, and any http://ADDR:PORT where ADDR is localhost
+                              or an IP address of this machine; never a DNS name.
       --max-connections N     open connections in all (default 16384, at most the open-files limit)
       --max-connections-per-ip N  open connections from one address (default 4096)
       --log-level LEVEL       debug, info, warn, error or off (default info)
       --ws-echo               run only the WebSocket layer: echo every message back
                               (for conformance suites such as Autobahn)
+      --lan                   for phones and other machines of this network: listen on
+                              every address (0.0.0.0, or --host), make a random admin
+                              token for this run (without --auth), and print the page's
+                              URL with ?token= for each address (a QR code too when
+                              qrencode is installed). Without the token, access is refused.
       --insecure              allow listening beyond loopback without --auth
       -h, --help              show this help
 
@@ -134,6 +144,7 @@ struct Options {
             case "--host":
                 guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--host needs an address") }
                 o.server.host = v.hasPrefix("[") && v.hasSuffix("]") ? String(v.dropFirst().dropLast()) : v
+                o.hostGiven = true
             case "--flows":
                 guard let v = args.popFirst() else { return .usageError("--flows needs a directory") }
                 o.flowsDirectory = v
@@ -143,6 +154,7 @@ struct Options {
             case "--no-demo-session": o.hub.demoSession = nil
             case "--ws-echo": o.wsEcho = true
             case "--insecure": o.insecure = true
+            case "--lan": o.lan = true
             case "--auth":
                 guard let v = args.popFirst() else { return .usageError("--auth needs a file") }
                 o.authFile = v
@@ -171,6 +183,8 @@ struct Options {
         if o.server.connection.deadTimeout <= o.server.connection.pingInterval {
             return .usageError("--dead-timeout must be longer than --ping-interval")
         }
+        if o.lan && !o.hostGiven { o.server.host = "0.0.0.0" }
+        if o.lan && o.wsEcho { return .usageError("--lan is for sessions, not --ws-echo") }
         return .run(o)
     }
 }

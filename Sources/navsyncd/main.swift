@@ -19,8 +19,12 @@ case .run(let o):
     options = o
 }
 
+// --lan without an auth file: one admin token, made for this run.
+var lanToken: String?
+if options.lan && options.authFile == nil { lanToken = RandomIDs.hex(16) }
+
 let loopback = options.server.host.hasPrefix("127.") || options.server.host == "::1" || options.server.host == "localhost"
-if !loopback && !options.insecure && options.authFile == nil {
+if !loopback && !options.insecure && options.authFile == nil && lanToken == nil {
     say("navsyncd: refusing to listen on \(options.server.host) without --auth: anyone who can reach it could drive every session.\nListen on 127.0.0.1, or pass --insecure if this network is trusted.", to: 2)
     exit(1)
 }
@@ -35,6 +39,7 @@ if let dir = options.flowsDirectory {
 }
 
 var policy: AccessPolicy?
+if let lanToken { policy = AccessPolicy(grants: [.init(token: lanToken, role: .admin, sessions: nil, label: "lan admin")]) }
 if let file = options.authFile {
     do {
         policy = try AccessPolicy.load(file: file)
@@ -74,7 +79,7 @@ if options.wsEcho {
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, journaled: store != nil,
                   newClientID: { "c" + RandomIDs.hex(6) }, newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds)
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
-                                allowedOrigins: options.allowedOrigins.isEmpty ? nil : options.allowedOrigins, authFile: options.authFile,
+                                allowedOrigins: options.allowedOrigins, authFile: options.authFile,
                                 store: store)
 }
 
@@ -86,12 +91,19 @@ do {
     exit(1)
 }
 if !loopback && policy == nil { server.logger.warn("listening on \(server.host) with --insecure and no --auth: every client is admin") }
-if let policy {
+if lanToken != nil {
+    server.logger.info("auth: --lan made one admin token for this run; connections without it may only hello and ping")
+} else if let policy {
     server.logger.info("auth: \(policy.grants.count) tokens from \(options.authFile!); connections without a token may only hello and ping")
 } else {
     server.logger.info("no auth file: every client is admin (loopback only, or --insecure)")
 }
-say("navsyncd listening on \(server.webSocketURL) (web: \(server.httpURL))", to: 1)
+// On a wildcard address the first line names loopback (usable here); every address
+// of the machine is listed after it.
+let wildcard = server.host == "0.0.0.0" || server.host == "::"
+let shownHost = wildcard ? (server.host == "::" ? "[::1]" : "127.0.0.1") : (server.host.contains(":") ? "[\(server.host)]" : server.host)
+say("navsyncd listening on ws://\(shownHost):\(server.port)/ws (web: http://\(shownHost):\(server.port)/)", to: 1)
+let reachable = wildcard ? interfaceAddresses().filter { server.host == "::" || !$0.contains(":") } : [server.host]
 if options.wsEcho {
     server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions")
 } else {
@@ -101,10 +113,34 @@ if options.wsEcho {
         server.logger.info("sessions are in memory only: they are lost when navsyncd stops (--data DIR keeps them)")
     }
     server.logger.info("flows: \(([Flow.demo] + flows).map(\.name).joined(separator: ", "))\(options.hub.demoSession.map { "; session '\($0)' is ready to join" } ?? "")")
-    if let demo = options.hub.demoSession {
+    if options.lan {
+        lanHint(addresses: reachable, port: server.port, session: options.hub.demoSession ?? "demo", token: lanToken)
+    } else if wildcard {
+        server.logger.info("also reachable at: \(reachable.map { "http://\($0.contains(":") ? "[\($0)]" : $0):\(server.port)/" }.joined(separator: " "))")
+    }
+    if let demo = options.hub.demoSession, !options.lan {
         server.logger.info("try it: open \(server.httpURL)?session=\(demo) in a browser, or run: navclient \(server.webSocketURL) --session \(demo)")
     }
 }
 server.run()
 server.logger.info("stopped")
 exit(0)
+
+/// --lan: the page's URL for each address of this machine, with the token, and a QR
+/// code of the first when `qrencode` is installed (to standard output: for people).
+func lanHint(addresses: [String], port: Int, session: String, token: String?) {
+    guard !addresses.isEmpty else {
+        return say("navsyncd: --lan: this machine has no network address besides loopback", to: 1)
+    }
+    let query = "?session=\(session)" + (token.map { "&token=\($0)" } ?? "")
+    let urls = addresses.map { "http://\($0.contains(":") ? "[\($0)]" : $0):\(port)/\(query)" }
+    say("\nOpen the device page on any phone or computer of this network\(token == nil ? " (tokens from --auth)" : " (the token is for this run only)"):", to: 1)
+    for url in urls { say("  \(url)", to: 1) }
+    if token != nil { say("Without the token, access is refused. From this machine: navclient ws://127.0.0.1:\(port)/ws --session \(session) --token \(token!)", to: 1) }
+    if system("command -v qrencode >/dev/null 2>&1") == 0 {
+        say("", to: 1)
+        _ = system("qrencode -t ANSIUTF8 '\(urls[0])'")
+    } else {
+        say("(apt-get install qrencode to get a QR code of the link here)", to: 1)
+    }
+}

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 from checks import check, finish, headless_chromium
@@ -16,8 +17,8 @@ SESSION = "web-" + str(os.getpid())
 
 
 
-def browser():
-    d = headless_chromium()
+def browser(window="1100,760"):
+    d = headless_chromium(window)
     d.get(f"{HTTP}?session={SESSION}")
     return d
 
@@ -47,10 +48,17 @@ def console_errors(d, allow_websocket=False):
     return errors
 
 
-a, b = browser(), browser()
+connected = lambda d: d.find_element(By.ID, "conn").text == "connected"
+notice = lambda d: d.find_element(By.ID, "notice").text
+
+a = browser()
+# A session name nobody made (a typo) is not created behind the user's back.
+check("an unknown session is said to be missing, with an offer to create it",
+      wait(a, lambda d: "There is no session" in notice(d) and d.find_element(By.CSS_SELECTOR, "#create button").is_displayed()), notice(a))
+a.find_element(By.CSS_SELECTOR, "#create button").click()
+b = browser()
 try:
-    connected = lambda d: d.find_element(By.ID, "conn").text == "connected"
-    check("both pages connect and join", wait(a, connected) and wait(b, connected))
+    check("created from the page, both pages connect and join", wait(a, connected) and wait(b, connected))
 
     navclient("setRoot main", "push detail id=42")
     check("a command from navclient changes both pages", wait(a, lambda d: top_route(d) == "detail") and wait(b, lambda d: top_route(d) == "detail"))
@@ -58,7 +66,18 @@ try:
 
     a.find_element(By.CSS_SELECTOR, "[data-route-button=reviews]").click()
     form = a.find_element(By.CSS_SELECTOR, "#paramform form")
+    # Values that do not fit the param's type are refused with a reason, nothing sent.
+    rev_before = a.find_element(By.TAG_NAME, "body").get_attribute("data-rev")
+    form.find_element(By.NAME, "id").send_keys("abc")
+    form.find_element(By.NAME, "rating").send_keys("4.5 stars")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    problem = form.find_element(By.CSS_SELECTOR, ".problem").text
+    check("a form says what is wrong with each value and sends nothing",
+          "id must be a whole number" in problem and "rating must be a number" in problem
+          and a.find_element(By.TAG_NAME, "body").get_attribute("data-rev") == rev_before, problem)
+    form.find_element(By.NAME, "id").clear()
     form.find_element(By.NAME, "id").send_keys("5")
+    form.find_element(By.NAME, "rating").clear()
     form.find_element(By.NAME, "rating").send_keys("4.5")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     check("a route button (with typed params) in one page changes the other", wait(b, lambda d: top_route(d) == "reviews"))
@@ -71,6 +90,19 @@ try:
     a.find_element(By.CSS_SELECTOR, "[data-route-button=settings]").click()
     check("a sheet rises on both pages", wait(b, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".layer.sheet")) == 1))
     time.sleep(0.5)   # as a person would: after the sheet has risen
+    # The screen under the sheet is covered: its Back does not react.
+    covered = b.execute_script("return [...document.querySelectorAll('[data-back]')].filter(x => x.closest('[inert]')).length")
+    under = b.execute_script("""const x = [...document.querySelectorAll('[data-back]')].find(x => x.closest('[inert]'));
+        if (!x) return null; const r = x.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2); return hit === x || x.contains(hit);""")
+    check("the layer under the sheet is inert: its Back cannot be pressed", covered >= 1, covered)
+    rev_sheet = b.find_element(By.TAG_NAME, "body").get_attribute("data-rev")
+    # A real pointer click where that Back is drawn (the part of the bar above the sheet).
+    x = [e for e in b.find_elements(By.CSS_SELECTOR, "[data-back]") if b.execute_script("return !!arguments[0].closest('[inert]')", e)][0]
+    ActionChains(b).move_to_element_with_offset(x, 0, -12).click().perform()
+    time.sleep(0.3)
+    check("clicking it changes nothing", b.find_element(By.TAG_NAME, "body").get_attribute("data-rev") == rev_sheet and
+          len(b.find_elements(By.CSS_SELECTOR, ".layer.sheet")) == 1, under)
     b.find_element(By.CSS_SELECTOR, "[data-close]").click()
     check("closing the sheet dismisses it for both", wait(a, lambda d: not d.find_elements(By.CSS_SELECTOR, ".layer.sheet")))
 
@@ -101,9 +133,13 @@ try:
     a.save_screenshot(os.path.join(OUT, "web-page-a.png"))
     b.save_screenshot(os.path.join(OUT, "web-page-b.png"))
 
-    # The server restarts: the pages reconnect by themselves and show the new state.
+    # The server restarts without --data: the session is gone, and the pages say so.
     subprocess.run(["bash", RESTART], check=True)
-    check("after a server restart both pages reconnect", wait(a, connected, 20) and wait(b, connected, 20))
+    lost = lambda d: "was lost" in notice(d) and "without --data" in notice(d)
+    check("after a restart without --data both pages say the session was lost", wait(a, lost, 20) and wait(b, lost, 20), notice(a))
+    a.find_element(By.CSS_SELECTOR, "#create button").click()
+    b.find_element(By.CSS_SELECTOR, "#create button").click()
+    check("creating it again, both pages are back", wait(a, connected, 10) and wait(b, connected, 10))
     check("and show the new session's state", wait(a, lambda d: top_route(d) == "onboarding", 10) and wait(b, lambda d: top_route(d) == "onboarding", 10))
     navclient("setRoot login")
     check("and follow it again", wait(b, lambda d: top_route(d) == "login"))

@@ -1,14 +1,10 @@
 /// The HTTP API (DESIGN.md section 7): routes, the token check, and the answers of
 /// commands the hub runs.
 extension SessionServer {
-    /// Browsers name their page's origin; other clients send none and are not checked.
+    /// Browsers are checked by `Origin` (DESIGN.md section 10, `OriginPolicy`).
     func originAllowed(_ request: HTTPRequest, on server: Server) -> Bool {
-        guard let origin = request.header("Origin") else { return true }
-        if let allowedOrigins { return allowedOrigins.contains(origin) }
-        let host = server.host.contains(":") ? "[\(server.host)]" : server.host
-        var own = ["http://\(host):\(server.port)"]
-        if server.host == "127.0.0.1" || server.host == "::1" { own.append("http://localhost:\(server.port)") }
-        return own.contains(origin)
+        OriginPolicy(listed: allowedOrigins, host: server.host, port: server.port, localAddresses: localAddresses)
+            .allows(origin: request.header("Origin"), host: request.header("Host"))
     }
 
     /// The HTTP API's check: without a valid token 401, with too little 403.
@@ -44,12 +40,21 @@ extension SessionServer {
             return body()
         }
         switch Endpoint(segments) {
-        case .index:
-            return only("GET") { WebPage.response(for: request) }
+        case .file(let file):
+            return only("GET") { file.response(for: request) }
         case .apiIndex:
             return only("GET") { .text(200, Self.index(connection.server)) }
         case .healthz:
-            return only("GET") { .text(200, "ok\n") }
+            // Pages of other origins may ask (CORS): navsync.js reads whether its origin
+            // would be refused, to tell a forbidden origin from a server that is gone.
+            return only("GET") {
+                var r = HTTPResponse.text(200, "ok\n")
+                r.headers += [("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "X-Navsync-Origin")]
+                if request.header("Origin") != nil {
+                    r.headers.append(("X-Navsync-Origin", originAllowed(request, on: connection.server) ? "allowed" : "refused"))
+                }
+                return r
+            }
         case .metrics:
             if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
             return only("GET") {
@@ -62,6 +67,11 @@ extension SessionServer {
             if let refusal { return refusal }
             return only("GET") {
                 .json(200, ["sessions": .array(hub.sessionSummaries.filter { grant?.allows(session: $0.session) ?? true }.map(\.json))])
+            }
+        case .flows:
+            if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
+            return only("GET") {
+                .json(200, ["flows": .array(([Flow.demo.name] + hub.flows.keys.filter { $0 != Flow.demo.name }.sorted()).map { .string($0) })])
             }
         case .session(let name) where request.method == "DELETE":
             guard originAllowed(request, on: connection.server) else {
@@ -93,18 +103,22 @@ extension SessionServer {
 
     /// The HTTP API's resources (DESIGN.md section 7).
     enum Endpoint {
-        case index, apiIndex, healthz, metrics, sessions
+        case file(WebPage)
+        case apiIndex, healthz, metrics, sessions, flows
         case session(String)
         case commands(String)
 
         init?(_ s: [String]) {
             switch s.count {
-            case 0: self = .index
-            case 1 where s[0] == "index.html": self = .index
+            case 0: self = .file(.index)
+            case 1 where s[0] == "index.html": self = .file(.index)
+            case 1 where s[0] == "navsync.js": self = .file(.module)
+            case 1 where s[0] == "navsync.d.ts": self = .file(.types)
             case 1 where s[0] == "api": self = .apiIndex
             case 1 where s[0] == "healthz": self = .healthz
             case 1 where s[0] == "metrics": self = .metrics
             case 2 where s == ["api", "sessions"]: self = .sessions
+            case 2 where s == ["api", "flows"]: self = .flows
             case 3 where s[0] == "api" && s[1] == "sessions": self = .session(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "commands": self = .commands(s[2])
             default: return nil
@@ -154,11 +168,14 @@ extension SessionServer {
         navsyncd: one live navigation state per session, shared over WebSocket.
 
         WebSocket   \(server.webSocketURL)   (protocol navsync.v1)
-        GET  /                              the web device page (?session=NAME)
+        GET  /                              the web device page (?session=NAME, &flow=NAME to create)
+        GET  /navsync.js                    the browser client module (docs/javascript.md)
+        GET  /navsync.d.ts                  its TypeScript declarations
         GET  /api                           this list
         GET  /healthz                       liveness
         GET  /metrics                       Prometheus metrics
         GET  /api/sessions                  sessions, as JSON
+        GET  /api/flows                     the names of the flows sessions may be created with
         GET  /api/sessions/NAME             one session's state, as JSON
         DELETE /api/sessions/NAME           delete a session (admin); its members are told
         POST /api/sessions/NAME/commands    body: a command object; answer: its ack or error

@@ -11,8 +11,10 @@ public final class SessionServer: ServerApplication {
     public private(set) var hub: Hub
     /// Queued bytes past which a member is lagging and patches stop being queued for it.
     public let lagThreshold: Int
-    /// Origins browsers may connect or POST from; nil: the server's own host and port.
-    public let allowedOrigins: [String]?
+    /// `--allow-origin`: origins browsers may connect or POST from, besides the server's own.
+    public let allowedOrigins: [String]
+    /// This machine's IP addresses, for the server's own origin (`OriginPolicy`).
+    let localAddresses = Set(interfaceAddresses(includingLoopback: true))
     /// The auth file, re-read on SIGHUP; nil without one.
     public let authFile: String?
     /// With `--data`: where the hub's journal entries are written.
@@ -33,7 +35,7 @@ public final class SessionServer: ServerApplication {
     }
 
     /// `hub` must be `journaled` exactly when there is a `store`.
-    public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String]? = nil, authFile: String? = nil, store: DataStore? = nil) {
+    public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String] = [], authFile: String? = nil, store: DataStore? = nil) {
         precondition(hub.journaled == (store != nil), "a journaled hub needs a store, and a store a journaled hub")
         self.hub = hub
         self.lagThreshold = lagThreshold

@@ -106,3 +106,28 @@ public func startThread(_ body: sending @escaping () -> Void) {
     precondition(rc == 0, "pthread_create failed: \(rc)")
     pthread_detach(tid)
 }
+
+/// The IP addresses of this machine's interfaces (`uv_interface_addresses`), IPv4
+/// first; loopback ones only with `includingLoopback`.
+public func interfaceAddresses(includingLoopback: Bool = false) -> [String] {
+    var list: UnsafeMutablePointer<uv_interface_address_t>?
+    var count: Int32 = 0
+    guard uv_interface_addresses(&list, &count) == 0, let list else { return [] }
+    defer { uv_free_interface_addresses(list, count) }
+    var v4: [String] = [], v6: [String] = []
+    for i in 0..<Int(count) {
+        let item = list[i]
+        if item.is_internal != 0 && !includingLoopback { continue }
+        var name = [CChar](repeating: 0, count: 64)
+        var a = item.address
+        if a.address4.sin_family == sa_family_t(AF_INET) {
+            uv_ip4_name(&a.address4, &name, name.count)
+            v4.append(String(cString: name))
+        } else {
+            uv_ip6_name(&a.address6, &name, name.count)
+            v6.append(String(cString: name).split(separator: "%").first.map(String.init) ?? "")
+        }
+    }
+    var seen = Set<String>()
+    return (v4 + v6).filter { !$0.isEmpty && seen.insert($0).inserted }
+}

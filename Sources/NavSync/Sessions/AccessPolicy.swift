@@ -12,6 +12,13 @@ public struct AccessPolicy: Sendable, Equatable {
         /// What logs and messages call this grant: its label, never the token.
         public var name: String { label ?? "a \(role.rawValue) token" }
 
+        public init(token: String, role: Hub.Role, sessions: [String]? = nil, label: String? = nil) {
+            self.token = token
+            self.role = role
+            self.sessions = sessions
+            self.label = label
+        }
+
         public func allows(session: String) -> Bool {
             guard let patterns = sessions else { return true }
             return patterns.contains { AccessPolicy.glob($0, matches: session) }

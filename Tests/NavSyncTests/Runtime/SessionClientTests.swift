@@ -136,23 +136,72 @@ struct SessionClientTests {
     }
 }
 
-@Suite("The web page")
+@Suite("The web page and the module")
 struct WebPageTests {
-    /// The page is embedded by scripts/embed-web; the embedded copy must be the file.
-    @Test func embeddedPageIsWebIndexHTML() throws {
+    /// The files are embedded by scripts/embed-web; the embedded copies must be the files.
+    @Test(arguments: [("index.html", WebPage.index), ("navsync.js", WebPage.module), ("navsync.d.ts", WebPage.types)])
+    func embeddedFilesAreTheFilesInWeb(name: String, file: WebPage) throws {
         let root = #filePath.split(separator: "/").dropLast(4).joined(separator: "/")
-        let file = FileSystem.read("/" + root + "/web/index.html")
-        let same = file == WebPage.bytes
-        #expect(same, "web/index.html and the embedded page differ: run scripts/embed-web")
+        let same = FileSystem.read("/" + root + "/web/" + name) == file.bytes
+        #expect(same, "web/\(name) and the embedded copy differ: run scripts/embed-web")
+    }
+
+    @Test func thePageLoadsNothingFromOutside() {
         #expect(!WebPage.indexHTML.contains("http://") && !WebPage.indexHTML.contains("https://"), "no outside URLs")
+        #expect(WebPage.indexHTML.contains("from \"/navsync.js\""), "the page is built on the module")
     }
 
     @Test func servedWithTypeAndValidator() {
         let request = HTTPRequest(method: "GET", target: "/", minorVersion: 1, headers: [("Host", "x")], body: [])
-        let page = WebPage.response(for: request)
+        let page = WebPage.index.response(for: request)
         #expect(page.status == 200 && page.headers.contains { $0 == ("Content-Type", "text/html; charset=utf-8") })
+        #expect(!page.headers.contains { $0.0 == "Access-Control-Allow-Origin" }, "the page is not for other origins")
         var again = request
-        again.headers.append(("If-None-Match", WebPage.etag))
-        #expect(WebPage.response(for: again).status == 304 && WebPage.response(for: again).body.isEmpty)
+        again.headers.append(("If-None-Match", WebPage.index.etag))
+        #expect(WebPage.index.response(for: again).status == 304 && WebPage.index.response(for: again).body.isEmpty)
+    }
+
+    @Test func theModuleMayBeImportedFromAnyOrigin() {
+        let request = HTTPRequest(method: "GET", target: "/navsync.js", minorVersion: 1, headers: [("Host", "x")], body: [])
+        let module = WebPage.module.response(for: request)
+        #expect(module.status == 200 && module.headers.contains { $0 == ("Content-Type", "text/javascript; charset=utf-8") })
+        #expect(module.headers.contains { $0 == ("Access-Control-Allow-Origin", "*") })
+        var again = request
+        again.headers.append(("If-None-Match", WebPage.module.etag))
+        let cached = WebPage.module.response(for: again)
+        #expect(cached.status == 304 && cached.headers.contains { $0 == ("Access-Control-Allow-Origin", "*") })
+        #expect(WebPage.module.etag != WebPage.types.etag)
+    }
+}
+
+@Suite("Origins (DESIGN.md section 10)")
+struct OriginPolicyTests {
+    let onLAN = OriginPolicy(host: "0.0.0.0", port: 7420, localAddresses: ["192.0.2.2", "fd00::2"])
+
+    @Test func clientsWithoutAnOriginAreNotChecked() {
+        #expect(onLAN.allows(origin: nil, host: "anything"))
+    }
+
+    @Test func theServersOwnAddressIsAlwaysAllowedAndListedOriginsAdd() {
+        let p = OriginPolicy(listed: ["http://app.example:3000"], host: "127.0.0.1", port: 7420)
+        #expect(p.allows(origin: "http://127.0.0.1:7420", host: "127.0.0.1:7420"))
+        #expect(p.allows(origin: "http://localhost:7420", host: "localhost:7420"))
+        #expect(p.allows(origin: "http://app.example:3000", host: "127.0.0.1:7420"))
+        #expect(!p.allows(origin: "http://127.0.0.1:9999", host: "127.0.0.1:7420"))
+    }
+
+    @Test func aPageFromAnAddressOfThisMachineIsOwn() {
+        #expect(onLAN.allows(origin: "http://192.0.2.2:7420", host: "192.0.2.2:7420"))
+        #expect(onLAN.allows(origin: "http://[fd00::2]:7420", host: "[fd00::2]:7420"))
+        #expect(onLAN.allows(origin: "http://127.0.0.1:7420", host: "127.0.0.1:7420"))
+        // An address that is not this machine's, or an origin that is not the Host.
+        #expect(!onLAN.allows(origin: "http://192.0.2.99:7420", host: "192.0.2.99:7420"))
+        #expect(!onLAN.allows(origin: "http://192.0.2.2:8000", host: "192.0.2.2:7420"))
+    }
+
+    @Test func aDNSNameIsNeverEnoughSoRebindingFails() {
+        #expect(!onLAN.allows(origin: "http://evil.example:7420", host: "evil.example:7420"))
+        let listed = OriginPolicy(listed: ["http://kiosk.lan:7420"], host: "0.0.0.0", port: 7420)
+        #expect(listed.allows(origin: "http://kiosk.lan:7420", host: "kiosk.lan:7420"))
     }
 }

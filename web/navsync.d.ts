@@ -1,0 +1,154 @@
+// Type declarations of navsync.js, the browser client of navsync (DESIGN.md section 16).
+// Served by navsyncd at GET /navsync.d.ts. Guide: docs/javascript.md.
+
+export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
+
+/** Error codes of docs/protocol.md, and the module's own: closed, offline, refused, deleted, lost. */
+export type ErrorCode =
+  | "bad_json" | "bad_request" | "unknown_session" | "unknown_route" | "bad_params" | "invalid_op"
+  | "not_found" | "conflict" | "busy" | "forbidden" | "rate_limited" | "too_large" | "full" | "gone"
+  | "id_reused" | "internal" | "closed" | "offline" | "refused" | "deleted" | "lost" | "missing";
+
+export class NavsyncError extends Error {
+  code: ErrorCode;
+  /** The index of the operation that failed, for command errors. */
+  op?: number;
+  /** The session's current revision, for `conflict`. */
+  rev?: number;
+}
+
+export interface ConnectOptions {
+  token?: string;
+  /** How other members see this device. */
+  name?: string;
+  role?: "viewer" | "controller" | "admin";
+  /** A client identity to resume (by default the one kept in `storage`). */
+  client?: string;
+  /** Reconnect delays in ms: doubling from `min` to `max` (250 and 8000), jittered. */
+  backoff?: { min?: number; max?: number };
+  /** Where the client identity is kept between page loads; `null` for nowhere. */
+  storage?: Pick<Storage, "getItem" | "setItem"> | null;
+}
+
+export interface ClientStatus {
+  state: "connecting" | "open" | "reconnecting" | "refused" | "closed";
+  url: string;
+  /** Why it is not open: "no server answers at …", a refused origin or token. */
+  reason: string;
+}
+
+export interface Member { client: string; name: string; role: string; rev?: number; focus?: string }
+
+export interface Entry {
+  id: string;
+  route: string;
+  params: { [key: string]: JSONValue };
+  presentation?: "push" | "sheet" | "cover";
+  data?: { [key: string]: JSONValue };
+  hints?: { [key: string]: JSONValue };
+  coordinator?: Coordinator;
+  [key: string]: unknown;
+}
+
+export type Coordinator =
+  | { id: string; type: string; kind: "stack"; stack: Entry[] }
+  | { id: string; type: string; kind: "tabs"; tabs: Entry[]; selected: string }
+  | { id: string; type: string; kind: "root"; current: Entry };
+
+export interface NavState {
+  root: Coordinator;
+  alert: null | { id: string; title: string; message?: string; buttons: { id: string; label: string; role?: string }[] };
+  [key: string]: unknown;
+}
+
+export type SessionStatus =
+  | "connecting" | "joining" | "live" | "offline" | "missing" | "lost" | "deleted" | "refused" | "error" | "closed";
+
+export interface Snapshot {
+  state: NavState | null;
+  rev: number;
+  epoch: string | null;
+  /** The flow (route schema) of the session. */
+  flow: any;
+  members: Member[];
+  /** Members not listed (past the server's --presence-detail). */
+  others: number;
+  status: SessionStatus;
+  /** Why the status is not live, when there is a reason. */
+  error: string | null;
+}
+
+export interface Ack { type: "ack"; id: string | number; session: string; rev: number; results: ("applied" | "noop" | "superseded")[]; duplicate?: boolean }
+
+export interface CommandOptions { base?: number; onConflict?: "rebase" | "reject"; label?: string; id?: string | number }
+export interface OpOptions extends CommandOptions { at?: string; hints?: { [key: string]: JSONValue } }
+
+export interface Patch { type: "patch"; session: string; rev: number; base: number; by: string; cmd: string | number; ops: object[] }
+
+export type RouteItem = { route: string; params?: { [key: string]: JSONValue }; presentation?: "push" | "sheet" | "cover" };
+export type Params = { [key: string]: JSONValue };
+
+export interface Session {
+  readonly name: string;
+  getSnapshot(): Snapshot;
+  subscribe(listener: () => void): () => void;
+  on(event: "patch", handler: (patch: Patch) => void): () => void;
+  on(event: "presence", handler: (presence: object) => void): () => void;
+  on(event: "resync", handler: (why: { reason: string; rev?: number; epoch?: string }) => void): () => void;
+  on(event: "error", handler: (error: NavsyncError) => void): () => void;
+  on(event: "change", handler: (snapshot: Snapshot) => void): () => void;
+
+  command(ops: object[], options?: CommandOptions): Promise<Ack>;
+  push(route: string, params?: Params, options?: OpOptions): Promise<Ack>;
+  route(route: string, params?: Params, options?: OpOptions): Promise<Ack>;
+  present(route: string, params?: Params, style?: "sheet" | "cover", options?: OpOptions): Promise<Ack>;
+  pop(count?: number, options?: OpOptions): Promise<Ack>;
+  back(options?: OpOptions): Promise<Ack>;
+  popToRoot(options?: OpOptions): Promise<Ack>;
+  popToFirst(route: string, options?: OpOptions): Promise<Ack>;
+  popToLast(route: string, options?: OpOptions): Promise<Ack>;
+  popTo(entry: string, options?: OpOptions): Promise<Ack>;
+  popBefore(route: string, options?: OpOptions): Promise<Ack>;
+  dismiss(all?: boolean, options?: OpOptions): Promise<Ack>;
+  setRoot(route: string, params?: Params, options?: OpOptions): Promise<Ack>;
+  setStack(routes: RouteItem[], options?: OpOptions): Promise<Ack>;
+  jumpTo(routes: RouteItem[], options?: OpOptions): Promise<Ack>;
+  restart(options?: OpOptions): Promise<Ack>;
+  select(tab: string | number | { entry: string }, options?: OpOptions): Promise<Ack>;
+  setTabs(routes: RouteItem[], options?: OpOptions): Promise<Ack>;
+  appendTab(route: string, params?: Params, options?: OpOptions): Promise<Ack>;
+  insertTab(route: string, params: Params | undefined, index: number, options?: OpOptions): Promise<Ack>;
+  removeFirst(route: string, options?: OpOptions): Promise<Ack>;
+  removeLast(route: string, options?: OpOptions): Promise<Ack>;
+  removeTab(entry: string, options?: OpOptions): Promise<Ack>;
+  update(data: Params, entry?: string, options?: OpOptions): Promise<Ack>;
+  open(url: string, options?: OpOptions): Promise<Ack>;
+  alert(title: string, message?: string, buttons?: { id?: string; label: string; role?: string }[], options?: OpOptions): Promise<Ack>;
+  respond(alert: string, button: string, options?: OpOptions): Promise<Ack>;
+  reset(options?: OpOptions): Promise<Ack>;
+
+  /** Tells the other members which revision this device shows. */
+  rendered(rev: number, focus?: string): void;
+  /** The entry on top of the active path (what `back()` pops), or null at a root. */
+  topEntry(): Entry | null;
+  /** Joins again (after missing, lost or deleted), for example with `create`. */
+  join(options?: { create?: boolean; flow?: string }): void;
+  leave(): void;
+}
+
+export interface Client {
+  readonly status: ClientStatus;
+  readonly clientId: string | null;
+  session(name: string, options?: { create?: boolean; flow?: string }): Session;
+  list(): Promise<{ session: string; flow: string; rev: number; members: number }[]>;
+  on(event: "status", handler: (status: ClientStatus) => void): () => void;
+  on(event: "error", handler: (error: NavsyncError) => void): () => void;
+  close(): void;
+}
+
+/** Connects to the first server of `urls` that answers (a string, a comma-separated
+ *  string or a list; by default this page's own server). */
+export function connect(urls?: string | string[], options?: ConnectOptions): Client;
+
+/** Applies an RFC 6902 JSON Patch to a copy of `doc`; throws when it does not fit. */
+export function applyPatch<T>(doc: T, ops: object[]): T;
