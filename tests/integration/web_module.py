@@ -1,0 +1,204 @@
+"""navsync.js in real Chromium, imported by a page of another origin
+(tests/integration/pages/module.html): two pages mirror one session while three
+Python writers send 500 random commands; promises resolve and reject with the right
+codes; a dropped or garbled patch is resynced; a restart during a burst applies every
+command once; a dead first URL moves on to the second; a refused origin and a bad
+token stop the retries with a reason; methods after close reject. Prints the module's
+size and the time from a command to the other page's render (p50/p99)."""
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+import websockets
+from checks import check, finish, headless_chromium
+from random_ops import normal, random_op
+
+HTTP, WS, PAGE, OUT, RESTART, AUTH_WS = sys.argv[1:7]
+HTTP = HTTP.rstrip("/")
+SERVER = HTTP                       # where the page imports the module from
+NAME = "mod-" + str(os.getpid())
+
+
+def page(url=None):
+    d = headless_chromium()
+    d.set_script_timeout(60)
+    d.get(url or f"{PAGE}/pages/module.html?server={SERVER}")
+    for _ in range(100):
+        if d.execute_script("return !!window.nav"):
+            return d
+        time.sleep(0.05)
+    raise RuntimeError("the module did not load: " + json.dumps(d.get_log("browser")))
+
+
+def js(d, body, *args):
+    """Runs `body` as an async function in the page (arguments: a0, a1, ...); returns
+    {"ok": value} or {"err": message, "code": code}."""
+    script = ("const done = arguments[arguments.length - 1];"
+              f"(async ({', '.join(f'a{i}' for i in range(len(args)))}) => {{ {body} }})(...Array.from(arguments).slice(0, -1))"
+              ".then(v => done({ok: v === undefined ? null : v}), e => done({err: String(e && e.message || e), code: e && e.code, op: e && e.op}));")
+    return d.execute_async_script(script, *args)
+
+
+UNTIL = """const until = async (f, ms = 10000) => { const t = Date.now();
+  while (!f()) { if (Date.now() - t > ms) throw new Error('timed out: ' + f); await new Promise(r => setTimeout(r, 20)); } };"""
+
+
+def server_state(name):
+    for _ in range(100):   # the server may be restarting
+        try:
+            with urllib.request.urlopen(f"{HTTP}/api/sessions/{name}") as r:
+                return json.load(r)
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("the server did not answer")
+
+
+async def writers(name, total):
+    """Three writers, each with its own connection, send random commands."""
+    rng = random.Random(7)
+    sent = {"n": 0, "applied": 0}
+
+    async def writer(k):
+        async with websockets.connect(WS, subprotocols=["navsync.v1"]) as ws:
+            await ws.send(json.dumps({"type": "join", "session": name}))
+            state = None
+            while sent["n"] < total:
+                sent["n"] += 1
+                msg = {"type": "command", "session": name, "id": f"w{k}-{sent['n']}", "ops": [random_op(rng, state or {})]}
+                await ws.send(json.dumps(msg))
+                while True:
+                    m = json.loads(await ws.recv())
+                    if m.get("type") == "joined":
+                        state = m.get("state")
+                    if m.get("id") == msg["id"]:
+                        sent["applied"] += m["type"] == "ack"
+                        break
+    await asyncio.gather(*(writer(k) for k in range(3)))
+    return sent
+
+
+def join(d, name, create=False, urls=None, extra=""):
+    return js(d, UNTIL + f"""
+        window.c = nav.connect(a0, {{ name: 'page', storage: null {extra} }});
+        window.s = c.session(a1, {{ create: a2, flow: 'shop' }});
+        window.renders = {{}};
+        s.subscribe(() => {{ const r = s.getSnapshot().rev; if (!(r in renders)) renders[r] = Date.now(); }});
+        await until(() => ['live', 'missing', 'refused', 'error'].includes(s.getSnapshot().status));
+        return s.getSnapshot().status;""", urls or WS, name, create)
+
+
+a, b = page(), page()
+try:
+    # ---- two pages mirror one session under three writers ----
+    check("a page of another origin joins (creating the session) with the module", join(a, NAME, True) == {"ok": "live"}, join)
+    check("a second page joins it", join(b, NAME) == {"ok": "live"})
+    first = js(a, UNTIL + "await until(() => s.getSnapshot().members.length === 2); return s.getSnapshot();").get("ok", {})
+    check("getSnapshot carries state, rev, epoch, flow, members", all(k in first for k in ["state", "rev", "epoch", "flow", "members"])
+          and first["flow"]["name"] == "shop", list(first))
+    same = js(a, "return s.getSnapshot() === s.getSnapshot();")["ok"]
+    check("getSnapshot returns the same object until the next change", same is True)
+
+    sent = asyncio.run(writers(NAME, 500))
+    truth = server_state(NAME)
+    settle = UNTIL + "await until(() => s.getSnapshot().rev === a0, 15000); return s.getSnapshot();"
+    mirrors = [js(d, settle, truth["rev"]) for d in (a, b)]
+    check(f"after 500 random commands from three writers ({sent['applied']} applied) both pages equal GET /api/sessions/NAME",
+          all("ok" in m and normal(m["ok"]["state"]) == normal(truth["state"]) and m["ok"]["rev"] == truth["rev"] for m in mirrors),
+          [m.get("err") for m in mirrors])
+
+    # ---- promises ----
+    r = js(a, "const ack = await s.push('detail', { id: 42 }); return ack;")
+    check("a helper resolves to the ack {rev, results}", r.get("ok", {}).get("results") == ["applied"] and r["ok"]["rev"] == truth["rev"] + 1, r)
+    r = js(a, "await s.push('nowhere');")
+    check("an unknown route rejects with a NavsyncError unknown_route, op 0", r.get("code") == "unknown_route" and r.get("op") == 0, r)
+    r = js(a, "await s.command([{ op: 'update', data: { x: 1 } }, { op: 'push', route: 'detail', params: { id: 'x' } }]);")
+    check("wrong param types reject with bad_params naming op 1", r.get("code") == "bad_params" and r.get("op") == 1, r)
+    r = js(a, "await s.command([{ op: 'push', route: 'detail', params: { id: 1 } }], { base: 0, onConflict: 'reject' });")
+    check("a stale base with onConflict reject rejects with conflict", r.get("code") == "conflict", r)
+    r = js(a, "const before = s.getSnapshot().rev; const ack = await s.back(); return [before, ack.rev, ack.results];")
+    check("back() pops the top entry shown", r.get("ok", [None])[2] == ["applied"], r)
+    r = js(a, UNTIL + "const x = c.session('nobody-made-this'); await until(() => x.getSnapshot().status !== 'joining' && x.getSnapshot().status !== 'connecting'); "
+              "const st = x.getSnapshot().status; try { await x.push('detail', { id: 1 }); return [st, 'sent']; } catch (e) { return [st, e.code]; }")
+    check("a session that does not exist is 'missing' and its commands reject", r.get("ok") == ["missing", "missing"], r)
+
+    # ---- a dropped patch and a garbled one: the mirror resyncs ----
+    for how, said in [("drop", "dropped"), ("garble", "garbled")]:
+        js(b, f"window.tamper = '{how}';")
+        js(a, "await s.update({ tamper: a0 });", how)
+        js(a, "await s.update({ after: a0 });", how)
+        truth = server_state(NAME)
+        m = js(b, settle, truth["rev"])
+        check(f"a {said} patch makes the mirror resync, never a wrong state",
+              js(b, "return window.tampered;")["ok"] >= 1 and "ok" in m and normal(m["ok"]["state"]) == normal(truth["state"]), m.get("err"))
+
+    # ---- latency: a command in one page to the other page's render ----
+    lat = js(a, """const out = [];
+        for (let i = 0; i < 200; i++) { const t = Date.now(); const ack = await s.update({ n: i }); out.push([ack.rev, t]); }
+        return out;""")["ok"]
+    js(b, UNTIL + "await until(() => s.getSnapshot().rev >= a0);", lat[-1][0])
+    renders = js(b, "return renders;")["ok"]
+    delays = sorted(renders[str(rev)] - t for rev, t in lat if str(rev) in renders)
+    p50, p99 = delays[len(delays) // 2], delays[int(len(delays) * 0.99) - 1]
+    print(f"figures: navsync.js {os.path.getsize(os.path.join(os.path.dirname(__file__), '../../web/navsync.js'))} bytes; "
+          f"command to the other page's render over {len(delays)} commands: p50 {p50} ms, p99 {p99} ms")
+    check("the other page rendered every one of 200 commands", len(delays) == 200, len(delays))
+
+    # ---- a restart during a burst: every command applied once ----
+    before = server_state(NAME)["rev"]
+    js(a, """window.burstDone = (async () => { const burst = [];
+        for (let i = 0; i < 200; i++) { burst.push(s.update({ burst: i }).then(ack => ack.id)); await new Promise(r => setTimeout(r, 10)); }
+        return Promise.all(burst); })();""")
+    # The burst runs in the page for about 2 s; the server restarts in the middle.
+    time.sleep(0.3)
+    subprocess.run(["bash", RESTART], check=True)
+    sent_before = js(a, "return s.getSnapshot().rev;")["ok"] - before
+    r = js(a, "const ids = await window.burstDone; return [new Set(ids).size, s.getSnapshot().rev];")
+    after = server_state(NAME)
+    check(f"a server restart during a burst ({sent_before} of 200 applied before it): every command of the module is acknowledged",
+          r.get("ok", [0])[0] == 200 and 0 < sent_before < 200, (r, sent_before))
+    check("and applied exactly once (the revision grew by the count of distinct acknowledged ids)",
+          after["rev"] - before == 200 and r["ok"][1] == after["rev"], (before, after["rev"], r))
+
+    # ---- a list of URLs: a dead first one is passed over ----
+    dead = "ws://127.0.0.1:9/ws"
+    r = join(b, NAME, urls=[dead, WS])
+    check("with the first URL dead, the module moves to the second", r == {"ok": "live"}, r)
+
+    # ---- close ----
+    r = js(b, "c.close(); try { await s.push('detail', { id: 1 }); return 'sent'; } catch (e) { return e.code; }")
+    r2 = js(b, "try { c.session('other'); return 'made'; } catch (e) { return e.code; }")
+    check("after close, commands reject and sessions refuse with 'closed'", r == {"ok": "closed"} and r2 == {"ok": "closed"}, (r, r2))
+finally:
+    a.quit()
+    b.quit()
+
+# ---- a refused origin: said, and no endless retries ----
+other = PAGE.replace("127.0.0.1", "localhost")   # the same page under an origin not allowed
+d = page(f"{other}/pages/module.html?server={SERVER}")
+try:
+    r = js(d, UNTIL + """window.c = nav.connect(a0, { storage: null }); c.session('demo');
+        await until(() => c.status.state === 'refused', 15000); return c.status.reason;""", WS)
+    check("a page whose origin is not allowed is told so, naming --allow-origin", "--allow-origin" in r.get("ok", ""), r)
+finally:
+    d.quit()
+
+# ---- a bad token: the reason, and no retries ----
+d = page()
+try:
+    r = js(d, UNTIL + """window.opened = 0; const W = window.WebSocket;
+        window.WebSocket = class extends W { constructor(...a) { super(...a); window.opened++; } };
+        window.c = nav.connect(a0, { token: 'not-a-token-at-all', storage: null }); const x = c.session('demo');
+        await until(() => c.status.state === 'refused'); await new Promise(r => setTimeout(r, 1500));
+        return [c.status.reason, window.opened, x.getSnapshot().status];""", AUTH_WS)
+    check("a bad token stops the retries and says why", r.get("ok", [""])[0].startswith("that token is not valid") and r["ok"][1] == 1
+          and r["ok"][2] == "refused", r)
+finally:
+    d.quit()
+
+finish("web_module")
