@@ -321,6 +321,9 @@ class Session extends Emitter {
     this.pending = new Map();   // command id -> {message, resolve, reject}: resent after a reconnect
     this.joining = false;
     this.joinID = "join:" + name;
+    // Bound, so they can be handed over as they are: useSyncExternalStore(s.subscribe, s.getSnapshot).
+    this.subscribe = this.subscribe.bind(this);
+    this.getSnapshot = this.getSnapshot.bind(this);
     // What getSnapshot() returns: a new frozen object on every change, the same one between.
     this.snapshot = Object.freeze({ state: null, rev: -1, epoch: null, flow: null, members: [], others: 0, status: "connecting", error: null });
   }

@@ -178,6 +178,37 @@ finally:
     a.quit()
     b.quit()
 
+# ---- the example of docs/javascript.md, as written there ----
+d = headless_chromium()
+try:
+    d.get(f"{PAGE}/pages/example.html")
+    status = lambda: d.find_element("id", "status").text
+    ok = False
+    for _ in range(100):
+        if status().startswith("live"):
+            ok = True
+            break
+        time.sleep(0.05)
+    check("the docs' 30-line example mirrors the session", ok, status())
+    req = urllib.request.Request(f"{HTTP}/api/sessions/demo/commands", method="POST",
+                                 data=json.dumps({"id": "ex-1", "ops": [{"op": "setRoot", "route": "main"}, {"op": "push", "route": "detail", "params": {"id": 7}}]}).encode())
+    urllib.request.urlopen(req).read()
+    shows = lambda text: any(text in d.find_element("id", "screen").text for _ in [0])
+    for _ in range(100):
+        if shows('detail {"id":7}'):
+            break
+        time.sleep(0.05)
+    check("it follows a command from elsewhere", shows('detail {"id":7}'), d.find_element("id", "screen").text)
+    d.find_element("id", "open").click()
+    for _ in range(100):
+        if shows('detail {"id":42}'):
+            break
+        time.sleep(0.05)
+    check("and its button drives the session", shows('detail {"id":42}') and '"id": 42' in json.dumps(server_state("demo")["state"]),
+          d.find_element("id", "screen").text)
+finally:
+    d.quit()
+
 # ---- a refused origin: said, and no endless retries ----
 other = PAGE.replace("127.0.0.1", "localhost")   # the same page under an origin not allowed
 d = page(f"{other}/pages/module.html?server={SERVER}")

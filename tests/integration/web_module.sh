@@ -6,9 +6,14 @@
 
 freeport() { "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 PAGE_PORT=$(freeport)
-"$PY" -m http.server --bind 127.0.0.1 --directory "$ROOT/tests/integration" "$PAGE_PORT" >"$OUT/pages.log" 2>&1 &
-PAGES_PID=$!
 port=$(freeport)
+# The pages of the other origin: the test page, and the example of docs/javascript.md
+# exactly as written there (its port made this server's).
+PAGES="$OUT/pages-root"; rm -rf "$PAGES"; mkdir -p "$PAGES/pages"
+cp "$ROOT/tests/integration/pages/module.html" "$PAGES/pages/"
+awk '/^```html/ { inb = 1; next } inb && /^```/ { exit } inb' "$ROOT/docs/javascript.md" | sed "s/7420/$port/g" >"$PAGES/pages/example.html"
+"$PY" -m http.server --bind 127.0.0.1 --directory "$PAGES" "$PAGE_PORT" >"$OUT/pages.log" 2>&1 &
+PAGES_PID=$!
 DATA="$OUT/module-data"; rm -rf "$DATA"
 ARGS=(--port "$port" --data "$DATA" --allow-origin "http://127.0.0.1:$PAGE_PORT" --log-level warn)
 "$NAVSYNCD" "${ARGS[@]}" >"$OUT/module.out" 2>"$OUT/module.log" &

@@ -51,6 +51,16 @@ def console_errors(d, allow_websocket=False):
 connected = lambda d: d.find_element(By.ID, "conn").text == "connected"
 notice = lambda d: d.find_element(By.ID, "notice").text
 
+# Without ?session: the picker alone, no empty panels or dead deep-link box under it.
+p = headless_chromium()
+try:
+    p.get(HTTP)
+    WebDriverWait(p, 8).until(lambda d: d.find_element(By.ID, "picker").is_displayed())
+    check("without ?session only the session picker shows", not p.find_element(By.ID, "main").is_displayed()
+          and not p.find_element(By.ID, "open").is_displayed())
+finally:
+    p.quit()
+
 a = browser()
 # A session name nobody made (a typo) is not created behind the user's back.
 check("an unknown session is said to be missing, with an offer to create it",

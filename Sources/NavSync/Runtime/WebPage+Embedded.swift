@@ -35,7 +35,7 @@ extension WebPage {
   .nav button { border: none; background: none; color: var(--accent); min-width: 72px; text-align: left; padding: 6px 8px; }
   .nav button.right { text-align: right; }
   .nav button:empty { visibility: hidden; }
-  .content { flex: 1; overflow: auto; padding: 16px; position: relative; }
+  .content { flex: 1; overflow-x: hidden; overflow-y: auto; padding: 16px; position: relative; }
   .screen.enter { animation: slide .25s ease-out; }
   .screen h2 { margin: 0 0 6px; font-size: 20px; overflow-wrap: anywhere; }
   .screen .route { color: var(--muted); font-size: 13px; overflow-wrap: anywhere; }
@@ -780,6 +780,9 @@ class Session extends Emitter {
     this.pending = new Map();   // command id -> {message, resolve, reject}: resent after a reconnect
     this.joining = false;
     this.joinID = "join:" + name;
+    // Bound, so they can be handed over as they are: useSyncExternalStore(s.subscribe, s.getSnapshot).
+    this.subscribe = this.subscribe.bind(this);
+    this.getSnapshot = this.getSnapshot.bind(this);
     // What getSnapshot() returns: a new frozen object on every change, the same one between.
     this.snapshot = Object.freeze({ state: null, rev: -1, epoch: null, flow: null, members: [], others: 0, status: "connecting", error: null });
   }
