@@ -19,7 +19,7 @@ import websockets
 from checks import check, finish, headless_chromium
 from random_ops import normal, random_op
 
-HTTP, WS, PAGE, OUT, RESTART, AUTH_WS = sys.argv[1:7]
+HTTP, WS, PAGE, OUT, RESTART, AUTH_WS, AUTH_FILE, AUTH_PID = sys.argv[1:9]
 HTTP = HTTP.rstrip("/")
 SERVER = HTTP                       # where the page imports the module from
 NAME = "mod-" + str(os.getpid())
@@ -229,6 +229,24 @@ try:
         return [c.status.reason, window.opened, x.getSnapshot().status];""", AUTH_WS)
     check("a bad token stops the retries and says why", r.get("ok", [""])[0].startswith("that token is not valid") and r["ok"][1] == 1
           and r["ok"][2] == "refused", r)
+finally:
+    d.quit()
+
+# ---- a token revoked while connected: the server closes with 1008, the retries stop ----
+d = page()
+try:
+    r = js(d, UNTIL + """window.opened = 0; const W = window.WebSocket;
+        window.WebSocket = class extends W { constructor(...a) { super(...a); window.opened++; } };
+        window.c = nav.connect(a0, { token: 'module-viewer-token-2', storage: null }); window.x = c.session('demo');
+        await until(() => x.getSnapshot().status === 'live'); return x.getSnapshot().status;""", AUTH_WS)
+    check("a page with a valid token joins", r == {"ok": "live"}, r)
+    with open(AUTH_FILE, "w") as f:
+        json.dump({"tokens": [{"token": "module-admin-token-1", "role": "admin"}]}, f)
+    os.kill(int(AUTH_PID), 1)   # SIGHUP: the viewer token is gone
+    r = js(d, UNTIL + """await until(() => c.status.state === 'refused'); await new Promise(r => setTimeout(r, 1500));
+        return [c.status.reason, window.opened, x.getSnapshot().status];""")
+    check("when the server closes with 1008 (its token revoked) the module stops retrying and says why",
+          "token no longer valid" in r.get("ok", [""])[0] and r["ok"][1] == 1 and r["ok"][2] == "refused", r)
 finally:
     d.quit()
 

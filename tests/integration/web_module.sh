@@ -22,7 +22,7 @@ for _ in $(seq 1 100); do [ -s "$OUT/module.out" ] && break; sleep 0.05; done
 HTTP="http://127.0.0.1:$port"; WS="ws://127.0.0.1:$port/ws"
 
 AUTH="$OUT/module-auth.json"
-echo '{"tokens":[{"token":"module-admin-token-1","role":"admin"}]}' >"$AUTH"
+echo '{"tokens":[{"token":"module-admin-token-1","role":"admin"},{"token":"module-viewer-token-2","role":"viewer"}]}' >"$AUTH"
 start_navsyncd module-auth --auth "$AUTH" --allow-origin "http://127.0.0.1:$PAGE_PORT" --log-level warn
 AUTH_PID=$NAVSYNCD_PID; AUTH_WS=$WS_URL
 cleanup() { kill "$PAGES_PID" "$AUTH_PID" "$(cat "$OUT/module.pid")" 2>/dev/null || true; }
@@ -57,5 +57,5 @@ sleep 0.5
 "$NAVSYNCD" ${ARGS[@]} >"$OUT/module.out" 2>>"$OUT/module.log" &
 echo \$! >"$OUT/module.pid"
 RESTART
-"$PY" "$ROOT/tests/integration/web_module.py" "$HTTP" "$WS" "http://127.0.0.1:$PAGE_PORT" "$OUT" "$OUT/module-restart.sh" "$AUTH_WS" || FAILED=$((FAILED + 1))
+"$PY" "$ROOT/tests/integration/web_module.py" "$HTTP" "$WS" "http://127.0.0.1:$PAGE_PORT" "$OUT" "$OUT/module-restart.sh" "$AUTH_WS" "$AUTH" "$AUTH_PID" || FAILED=$((FAILED + 1))
 finish
