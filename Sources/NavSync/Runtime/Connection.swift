@@ -8,7 +8,7 @@ import CUV
 /// Lifetime (libuv's rules): the `uv_tcp_t` holds a +1 reference to this object from
 /// `uv_tcp_init` until its close callback, where the handle memory is freed. A
 /// connection is never freed inside its own callbacks: `close` only starts `uv_close`.
-public final class Connection: WriteOwner {
+public final class Connection {
     /// Unique per server run, in accept order.
     public let id: Int
     /// The peer's address, `127.0.0.1:50312`.
@@ -25,6 +25,8 @@ public final class Connection: WriteOwner {
     /// Queued and in-flight output.
     private var output = OutputQueue()
     var isQueuedForFlush = false
+    /// `--max-queue`, read once: the send path touches nothing but this connection.
+    private let maxQueueBytes: Int
 
     /// Why the connection is ending, once it is; output still queued is flushed first.
     public private(set) var closeReason: CloseReason?
@@ -43,6 +45,7 @@ public final class Connection: WriteOwner {
         self.id = id
         self.tcp = tcp
         self.peer = peer
+        maxQueueBytes = server.configuration.maxQueueBytes
         machine = ConnectionMachine(limits: server.configuration.connection, now: now)
     }
 
@@ -67,10 +70,10 @@ public final class Connection: WriteOwner {
     @discardableResult
     public func send(_ buffer: OutgoingBuffer) -> Bool {
         guard !handleClosed else { return false }
-        guard queuedBytes + buffer.count <= server.configuration.maxQueueBytes else { return false }
+        guard queuedBytes + buffer.count <= maxQueueBytes else { return false }
         if queuedBytes == 0 { machine.outputQueued(now: server.now) }
         output.append(buffer)
-        server.needsFlush(self)
+        if !isQueuedForFlush { server.needsFlush(self) }
         return true
     }
 
@@ -146,6 +149,7 @@ public final class Connection: WriteOwner {
             if now >= deadline { closeHandle() }
             return
         }
+        output.trim()
         perform(machine.tick(now: now))
     }
 
@@ -191,14 +195,16 @@ public final class Connection: WriteOwner {
     func flush() {
         isQueuedForFlush = false
         guard !handleClosed else { return }
-        let rc = output.flush(to: UV.stream(tcp), owner: self)
+        let rc = output.flush(to: UV.stream(tcp), owner: self) { request, status in
+            Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
+        }
         if rc != 0 {
             closeReason = closeReason ?? .ioError(UV.error(rc))
             closeHandle()
         }
     }
 
-    func didWrite(_ status: Int32) {
+    private func didWrite(_ status: Int32) {
         let written = output.finished()
         bytesOut += written
         server.bytesOut += written

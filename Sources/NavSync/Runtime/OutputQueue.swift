@@ -7,13 +7,44 @@ import CUV
 /// every stream with queued output once per iteration, before it blocks, all of it in
 /// one `uv_write` (writev), as Redis's `handleClientsWithPendingWrites` does. While a
 /// write is in flight, what arrives waits for the next flush, which batches it.
-struct OutputQueue {
-    /// Queued since the last flush.
+///
+/// Queued frames are references: a broadcast is encoded once and the same buffer is
+/// queued on every member. Copying it into a contiguous buffer per connection instead
+/// (Redis's way) was measured slower here: 0.69 against 0.48 s of server CPU per
+/// million deliveries in back-to-back `compare 1000` runs, the copies of 1,000 members
+/// no longer fitting in the cache the kernel then copies them from.
+///
+/// A value in its owner: one write request and its buffer lists, reused by every flush
+/// while the stream is busy (only one write is ever in flight), so a flush allocates
+/// nothing. The owner
+/// passes a C callback that takes back the retained reference the request holds.
+struct OutputQueue: ~Copyable {
+    /// Queued since the last flush, and their descriptors for `uv_write` (made as they
+    /// are queued, so a flush walks nothing).
     private var pending: [OutgoingBuffer] = []
+    private var pendingBufs: [uv_buf_t] = []
     private var pendingBytes = 0
-    /// Handed to libuv and not yet written.
+    /// Handed to libuv and not yet written (kept alive until the callback).
+    private var inFlight: [OutgoingBuffer] = []
+    private var inFlightBufs: [uv_buf_t] = []
     private(set) var inFlightBytes = 0
+    /// Made by the first flush, freed by `trim()` when the stream is idle.
+    private var request: UnsafeMutablePointer<uv_write_t>?
     private(set) var isWriting = false
+
+    init() {}
+
+    deinit { request?.deallocate() }
+
+    /// Frees the write request and the lists' storage while nothing is queued or in
+    /// flight (the owner calls this from its once-a-second tick): an idle stream
+    /// holds no output memory, a busy one allocates nothing per flush.
+    mutating func trim() {
+        guard !isWriting, pending.isEmpty else { return }
+        request?.deallocate()
+        request = nil
+        pending = []; pendingBufs = []; inFlight = []; inFlightBufs = []
+    }
 
     /// Bytes queued or in flight.
     var queuedBytes: Int { pendingBytes + inFlightBytes }
@@ -21,66 +52,50 @@ struct OutputQueue {
 
     mutating func append(_ buffer: OutgoingBuffer) {
         pending.append(buffer)
+        pendingBufs.append(uv_buf_init(buffer.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(buffer.count)))
         pendingBytes += buffer.count
     }
 
     /// Drops what is queued (not what is in flight: libuv owns it until its callback).
     mutating func discard() {
-        pending = []
+        pending.removeAll()
+        pendingBufs.removeAll()
         pendingBytes = 0
     }
 
-    /// Starts one write of everything queued, if none is in flight. Returns libuv's
-    /// error when the write could not start (then no callback comes), else 0. The
-    /// owner's `didWrite` is called when it is done; it then calls `finished()`.
-    mutating func flush(to stream: UnsafeMutablePointer<uv_stream_t>, owner: WriteOwner) -> Int32 {
+    /// Starts one write of everything queued, if none is in flight. The request holds
+    /// a retained reference to `owner`, which `callback` takes back (the request's
+    /// `data`), so the owner and this queue live until libuv is done with the bytes.
+    /// Returns libuv's error when the write could not start (then no callback comes),
+    /// else 0.
+    mutating func flush(to stream: UnsafeMutablePointer<uv_stream_t>, owner: AnyObject, callback: uv_write_cb) -> Int32 {
         guard !isWriting, !pending.isEmpty else { return 0 }
-        let request = WriteRequest(owner: owner, buffers: pending)
+        swap(&pending, &inFlight)
+        swap(&pendingBufs, &inFlightBufs)
         inFlightBytes = pendingBytes
-        discard()
+        pendingBytes = 0
+        let request = self.request ?? .allocate(capacity: 1)
+        self.request = request
+        let retained = Unmanaged.passRetained(owner)
+        request.pointee.data = retained.toOpaque()
         isWriting = true
-        let rc = request.bufs.withUnsafeMutableBufferPointer { bufs in
-            uv_write(request.req, stream, bufs.baseAddress, UInt32(bufs.count)) { req, status in
-                let request = Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).takeRetainedValue()
-                request.owner.didWrite(status)
-            }
-        }
+        // libuv copies the buffer descriptors; the bytes stay in `inFlight` until the callback.
+        let rc = inFlightBufs.withUnsafeMutableBufferPointer { uv_write(request, stream, $0.baseAddress, UInt32($0.count), callback) }
         if rc != 0 {
-            // A failed call never invokes its callback: release the request here.
-            Unmanaged<WriteRequest>.fromOpaque(request.req.pointee.data).release()
-            isWriting = false
-            inFlightBytes = 0
+            retained.release()
+            _ = finished()
         }
         return rc
     }
 
     /// The write in flight is done; returns the bytes it carried.
     mutating func finished() -> Int {
-        defer { inFlightBytes = 0; isWriting = false }
-        return inFlightBytes
+        let written = inFlightBytes
+        let keep = inFlight.count <= 64   // a burst's long lists are not kept
+        inFlight.removeAll(keepingCapacity: keep)
+        inFlightBufs.removeAll(keepingCapacity: keep)
+        inFlightBytes = 0
+        isWriting = false
+        return written
     }
-}
-
-/// Who is told when a write of its `OutputQueue` is done.
-protocol WriteOwner: AnyObject {
-    func didWrite(_ status: Int32)
-}
-
-/// One `uv_write`: the request and the buffers it points into, kept alive until the
-/// write callback (which takes back the +1 reference stored in `req.data`).
-final class WriteRequest {
-    let req: UnsafeMutablePointer<uv_write_t>
-    let owner: WriteOwner
-    let buffers: [OutgoingBuffer]
-    var bufs: [uv_buf_t]
-
-    init(owner: WriteOwner, buffers: [OutgoingBuffer]) {
-        self.owner = owner
-        self.buffers = buffers
-        req = .allocate(capacity: 1)
-        bufs = buffers.map { uv_buf_init($0.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32($0.count)) }
-        req.pointee.data = Unmanaged.passRetained(self).toOpaque()
-    }
-
-    deinit { req.deallocate() }
 }

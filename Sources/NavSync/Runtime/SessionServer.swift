@@ -74,29 +74,66 @@ public final class SessionServer: ServerApplication {
         }
     }
 
-    private func broadcast(_ message: ServerMessage, to members: [Int], of session: String, on server: Server) {
+    /// A session's members as connections, for the hub's member list `ids`: a
+    /// broadcast to the same list (the same array, while membership is unchanged)
+    /// reuses them instead of looking each member up and casting its state. The
+    /// references are unretained: a member's connection is open while it is on the
+    /// hub's list, and a connection that closes leaves the list (`closed` tells the
+    /// hub) before it is freed, so a list with it is never equal to a newer one.
+    private struct Audience {
+        var ids: [Int]
+        var members: [(connection: Unmanaged<Connection>, state: Unmanaged<ClientState>)]
+    }
+    private var audiences: [String: Audience] = [:]
+
+    private func audience(of session: String, ids: [Int], on server: Server) -> Audience {
+        // Array == is O(1) when both share storage: the usual case.
+        if let known = audiences[session], known.ids == ids { return known }
+        var members: [(connection: Unmanaged<Connection>, state: Unmanaged<ClientState>)] = []
+        members.reserveCapacity(ids.count)
+        for id in ids {
+            // Every member's context is its ClientState (set when its upgrade was admitted).
+            guard let connection = server.connections[id], let state = connection.context as? ClientState else { continue }
+            members.append((.passUnretained(connection), .passUnretained(state)))
+        }
+        let made = Audience(ids: ids, members: members)
+        audiences[session] = made
+        return made
+    }
+
+    /// The message is encoded and framed once; every member queues the same buffer.
+    /// Per member: no lookup, cast, retain or counter update beyond queueing it.
+    private func broadcast(_ message: ServerMessage, to ids: [Int], of session: String, on server: Server) {
         let frame = OutgoingBuffer(WebSocketEncoder.frame(.text, message.json().encoded()))
         let isPatch: Bool
         if case .patch = message { isPatch = true } else { isPatch = false }
-        for id in members {
-            guard let connection = server.connections[id], connection.isOpen,
-                  let state = connection.context as? ClientState else { continue }
-            if isPatch {
-                if !state.lagging.isEmpty, state.lagging.contains(session) { continue }
-                if connection.queuedBytes > lagThreshold {
-                    state.lagging.insert(session)
-                    server.logger.info("#\(id) \(connection.peer) is lagging on '\(session)' (\(connection.queuedBytes) bytes queued): patches paused until it drains")
-                    continue
+        let audience = audience(of: session, ids: ids, on: server)
+        let lagThreshold = self.lagThreshold
+        var sent = 0
+        for member in audience.members {
+            member.connection._withUnsafeGuaranteedRef { connection in
+                guard connection.isOpen else { return }
+                member.state._withUnsafeGuaranteedRef { state in
+                    if isPatch {
+                        if !state.lagging.isEmpty, state.lagging.contains(session) { return }
+                        if connection.queuedBytes > lagThreshold {
+                            state.lagging.insert(session)
+                            server.logger.info("#\(connection.id) \(connection.peer) is lagging on '\(session)' (\(connection.queuedBytes) bytes queued): patches paused until it drains")
+                            return
+                        }
+                    }
+                    if connection.send(frame) {
+                        sent += 1
+                    } else if isPatch {
+                        state.lagging.insert(session)
+                    } else {
+                        connection.abort(.overflow)
+                    }
                 }
             }
-            if connection.send(frame) {
-                if isPatch { patchesSent += 1 }
-            } else if isPatch {
-                state.lagging.insert(session)
-            } else {
-                connection.abort(.overflow)
-            }
         }
+        if isPatch { patchesSent += sent }
+        if case .deleted = message { audiences[session] = nil }
     }
 
     // MARK: The loop

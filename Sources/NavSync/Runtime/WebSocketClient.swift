@@ -4,7 +4,7 @@ import CUV
 /// One client WebSocket connection on a `ClientLoop`: connect, handshake, masked
 /// frames out, messages in (RFC 6455, client side). Output is queued and flushed once
 /// per loop iteration, like the server's.
-public final class WebSocketClient: WriteOwner {
+public final class WebSocketClient {
     public enum State: Equatable {
         case idle, connecting, handshaking, open, closing, closed
     }
@@ -197,11 +197,13 @@ public final class WebSocketClient: WriteOwner {
     func flush() {
         isQueuedForFlush = false
         guard let tcp, state != .closed else { return }
-        let rc = output.flush(to: UV.stream(tcp), owner: self)
+        let rc = output.flush(to: UV.stream(tcp), owner: self) { request, status in
+            Unmanaged<WebSocketClient>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
+        }
         if rc != 0 { finish(nil, "write failed: \(UV.error(rc))") }
     }
 
-    func didWrite(_ status: Int32) {
+    private func didWrite(_ status: Int32) {
         _ = output.finished()
         if status < 0 { return finish(nil, "write failed: \(UV.error(status))") }
         if output.hasPending { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
