@@ -427,6 +427,14 @@ struct LinkAndAlertTests {
         #expect(ParsedURL("/%E2%9C%93")?.segments == ["✓"])
         #expect(ParsedURL("/%FF") == nil)
         #expect(ParsedURL("/%4") == nil)
+        // Delimiters are found by bytes, next to multi-byte characters and in odd places.
+        #expect(ParsedURL("/café/é?q=ü#x")?.segments == ["café", "é"])
+        #expect(ParsedURL("/café/é?q=ü#x")!.query.map { "\($0.0)=\($0.1)" } == ["q=ü"])
+        #expect(ParsedURL("/a:b/c")?.segments == ["a:b", "c"], "a colon without // is no scheme")
+        #expect(ParsedURL("x:/y://z/w") == nil, "what comes before the first :// is the scheme, and it has a slash")
+        #expect(ParsedURL("://x") == nil, "an empty scheme")
+        #expect(ParsedURL("/p?a=1=2")!.query.map { "\($0.0)=\($0.1)" } == ["a=1=2"])
+        #expect(ParsedURL("/p?#frag")?.query.isEmpty == true)
     }
 
     @Test func alertAnsweredTwiceFirstWins() {
