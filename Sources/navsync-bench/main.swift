@@ -13,13 +13,15 @@ import NavSync
 
 var commands = 200_000
 var only: String?
+var history = 10_000
 var args = CommandLine.arguments.dropFirst()
 while let arg = args.popFirst() {
     switch arg {
     case "--commands": commands = Int(args.popFirst() ?? "") ?? commands
     case "--only": only = args.popFirst()
+    case "--history": history = Int(args.popFirst() ?? "") ?? history
     case "-h", "--help":
-        print("usage: navsync-bench [--commands N] [--only WORKLOAD-PREFIX]   (default 200000; build with -c release)")
+        print("usage: navsync-bench [--commands N] [--only WORKLOAD-PREFIX] [--history N]   (defaults 200000, all, 10000 as navsyncd; build with -c release)")
         exit(0)
     default:
         print("navsync-bench: unknown argument '\(arg)' (try --help)")
@@ -46,8 +48,8 @@ let workloads: [Workload] = [
 
 /// Runs `count` commands of the workload; returns commands per second and the mean
 /// size of the patch message of an applied command (when `encode`).
-func measure(_ w: Workload, count: Int, encode: Bool) -> (perSecond: Double, patchBytes: Double) {
-    var seq = Sequencer(flow: .demo, epoch: "bench")
+func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecond: Double, patchBytes: Double) {
+    var seq = Sequencer(flow: .demo, epoch: "bench", historyCapacity: history)
     _ = seq.submit(Command(id: .int(-1), ops: [["op": "setRoot", "route": "main"]]), client: "bench")
     // Commands are built up front: the figure is the core's, not the benchmark's.
     let prepared = (0..<count).map { Command(id: .int(Int64($0)), ops: w.ops($0)) }
@@ -67,11 +69,11 @@ func measure(_ w: Workload, count: Int, encode: Bool) -> (perSecond: Double, pat
 #if DEBUG
 print("warning: debug build; figures are meaningless. Use: swift run -c release navsync-bench")
 #endif
-print("navsync-bench: \(commands) commands per workload, demo flow, one core")
+print("navsync-bench: \(commands) commands per workload, demo flow, one core, history of \(history) revisions")
 print("workload                         commands/s   +encode cmds/s   patch msg bytes/cmd")
 for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
-    let plain = measure(w, count: commands, encode: false)
-    let encoded = measure(w, count: commands, encode: true)
+    let plain = measure(w, count: commands, encode: false, history: history)
+    let encoded = measure(w, count: commands, encode: true, history: history)
     let name = w.name.padding(toLength: 32, withPad: " ", startingAt: 0)
     print("\(name) \(String(Int(plain.perSecond)).leftPad(10))   \(String(Int(encoded.perSecond)).leftPad(14))   \(format1(encoded.patchBytes).leftPad(19))")
 }

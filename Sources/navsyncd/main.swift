@@ -77,7 +77,8 @@ if options.wsEcho {
     application = EchoApplication()
 } else {
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, journaled: store != nil,
-                  newClientID: { "c" + RandomIDs.hex(6) }, newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds)
+                  newClientID: { "c" + RandomIDs.hex(6) }, newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds,
+                  wallClock: unixMilliseconds)
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
                                 allowedOrigins: options.allowedOrigins, authFile: options.authFile,
                                 store: store)

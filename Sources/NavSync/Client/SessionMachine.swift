@@ -247,7 +247,7 @@ public struct SessionMachine: Sendable {
             out.append(.event(.error(NavError(.unknownSession, "session '\(session)' was deleted by \(by)"))))
             connection = .stopped
             out.append(.close)
-        case .left, .synced, .sessions, .pong:
+        case .left, .synced, .sessions, .pong, .historic, .history:
             if let requestID { out.append(reply(requestID, json)) }
         }
         return out

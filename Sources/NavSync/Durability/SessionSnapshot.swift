@@ -37,7 +37,7 @@ extension Sequencer {
 
     /// A sequencer exactly as the snapshot left it.
     public init(restoring snapshot: JSON, flow: Flow, limits: ModelLimits = ModelLimits(),
-                idempotencyCapacity: Int = 1024, logCapacity: Int = 1024) throws(SnapshotError) {
+                idempotencyCapacity: Int = 1024, logCapacity: Int = 1024, historyCapacity: Int = 10_000) throws(SnapshotError) {
         guard snapshot["format"] == 1 else { throw SnapshotError("unknown snapshot format \(snapshot["format"] ?? .null)") }
         guard snapshot["flow"]?.stringValue == flow.name else {
             throw SnapshotError("the snapshot is of flow '\(snapshot["flow"]?.stringValue ?? "?")', not '\(flow.name)'")
@@ -46,10 +46,13 @@ extension Sequencer {
               let stateJSON = snapshot["state"], let horizon = snapshot["removedHorizon"]?.intValue else {
             throw SnapshotError("the snapshot lacks epoch, rev, nextID, state or removedHorizon")
         }
-        self.init(flow: flow, epoch: epoch, limits: limits, idempotencyCapacity: idempotencyCapacity, logCapacity: logCapacity)
+        self.init(flow: flow, epoch: epoch, limits: limits, idempotencyCapacity: idempotencyCapacity, logCapacity: logCapacity,
+                  historyCapacity: 0)
         let state = try NavState(json: stateJSON)
         document = NavDocument(flow: flow, limits: limits, state: state, nextID: Int(next))
         self.rev = Int(rev)
+        // History is not in snapshots (yet): it starts again at the restored revision.
+        history = History(capacity: historyCapacity, start: Int(rev), state: historyCapacity > 0 ? stateJSON : .null)
         removedHorizon = Int(horizon)
         for (k, v) in snapshot["lastChanged"]?.objectValue ?? [:] {
             guard let r = v.intValue else { throw SnapshotError("lastChanged.\(k) is not a revision") }

@@ -15,6 +15,8 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case full
     /// A command id reused with a different command (Appendix A, idempotency).
     case idReused = "id_reused"
+    /// A revision older than the history holds (DESIGN.md section 15).
+    case gone
     case `internal`
 }
 

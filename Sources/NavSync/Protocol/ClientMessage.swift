@@ -9,6 +9,10 @@ public enum ClientMessage: Sendable, Equatable {
     case sync(session: String, since: Int, epoch: String)
     case status(session: String, rev: Int, focus: String?)
     case get(session: String)
+    /// `get` with `rev`: the state of a revision history holds (section 15).
+    case getRevision(session: String, rev: Int)
+    /// A page of history, newest first, below `before`.
+    case history(session: String, before: Int?, limit: Int)
     /// Deletes a session (admin): its members are told (`deleted`) and leave it.
     case delete(session: String)
     case sessions
@@ -38,7 +42,8 @@ public enum ClientMessage: Sendable, Equatable {
         case .command: return "command"
         case .sync: return "sync"
         case .status: return "status"
-        case .get: return "get"
+        case .get, .getRevision: return "get"
+        case .history: return "history"
         case .delete: return "delete"
         case .sessions: return "sessions"
         case .ping: return "ping"
@@ -126,7 +131,16 @@ public struct ClientRequest: Sendable {
             let rev = try f.int("rev")
             guard rev >= 0 else { throw NavError(.badRequest, "'rev' must be a revision >= 0") }
             return .status(session: try f.session(), rev: rev, focus: try f.optionalString("focus"))
-        case "get": return .get(session: try f.session())
+        case "get":
+            let session = try f.session()
+            guard let rev = try f.optionalInt("rev") else { return .get(session: session) }
+            guard rev >= 0 else { throw NavError(.badRequest, "'rev' must be a revision >= 0") }
+            return .getRevision(session: session, rev: rev)
+        case "history":
+            let before = try f.optionalInt("before")
+            let limit = try f.optionalInt("limit") ?? 100
+            guard (1...1_000).contains(limit) else { throw NavError(.badRequest, "'limit' must be 1 to 1000, got \(limit)") }
+            return .history(session: try f.session(), before: before, limit: limit)
         case "delete": return .delete(session: try f.session())
         case "sessions": return .sessions
         case "ping": return .ping
@@ -155,6 +169,10 @@ public struct ClientRequest: Sendable {
             o["session"] = .string(s)
         case .sync(let s, let since, let epoch):
             o["session"] = .string(s); o["since"] = .int(Int64(since)); o["epoch"] = .string(epoch)
+        case .getRevision(let s, let rev):
+            o["session"] = .string(s); o["rev"] = .int(Int64(rev))
+        case .history(let s, let before, let limit):
+            o["session"] = .string(s); put("before", before.map { .int(Int64($0)) }); o["limit"] = .int(Int64(limit))
         case .status(let s, let rev, let focus):
             o["session"] = .string(s); o["rev"] = .int(Int64(rev)); put("focus", focus.map(JSON.string))
         case .sessions, .ping: break

@@ -65,7 +65,17 @@ extension ServerMessage {
             message = .synced(session: try f.string("session"), rev: try f.int("rev"))
         case "snapshot":
             guard let state = o["state"] else { throw NavError(.badRequest, "missing field 'state'") }
-            message = .snapshot(session: try f.string("session"), rev: try f.int("rev"), state: state)
+            if try f.optionalBool("historic") == true {
+                message = .historic(session: try f.string("session"), rev: try f.int("rev"), state: state)
+            } else {
+                message = .snapshot(session: try f.string("session"), rev: try f.int("rev"), state: state)
+            }
+        case "history":
+            message = .history(session: try f.string("session"), rev: try f.int("rev"), earliest: try f.int("earliest"),
+                               entries: try f.array("entries").map { e throws(NavError) in
+                guard let entry = HistoryEntry(json: e) else { throw NavError(.badRequest, "a history entry lacks rev, ts, client, cmd, ops or results") }
+                return entry
+            })
         case "sessions":
             message = .sessions(try f.array("sessions").map { s throws(NavError) in
                 let g = Fields(object: try object(s, "sessions[]"), code: .badRequest)

@@ -9,6 +9,11 @@ public enum ServerMessage: Sendable, Equatable {
     case error(NavError)
     case synced(session: String, rev: Int)
     case snapshot(session: String, rev: Int, state: JSON)
+    /// The state of a past revision (`get` with `rev`): a `snapshot` with `historic`.
+    case historic(session: String, rev: Int, state: JSON)
+    /// A page of history (section 15): the current revision, the oldest held, and
+    /// entries newest first.
+    case history(session: String, rev: Int, earliest: Int, entries: [HistoryEntry])
     case sessions([SessionSummary])
     case pong
     case presence(session: String, Presence)
@@ -151,6 +156,11 @@ public enum ServerMessage: Sendable, Equatable {
             type("synced"); o["session"] = .string(s); o["rev"] = .int(Int64(rev))
         case .snapshot(let s, let rev, let state):
             type("snapshot"); o["session"] = .string(s); o["rev"] = .int(Int64(rev)); o["state"] = state
+        case .historic(let s, let rev, let state):
+            type("snapshot"); o["session"] = .string(s); o["rev"] = .int(Int64(rev)); o["state"] = state; o["historic"] = true
+        case .history(let s, let rev, let earliest, let entries):
+            type("history"); o["session"] = .string(s); o["rev"] = .int(Int64(rev)); o["earliest"] = .int(Int64(earliest))
+            o["entries"] = .array(entries.map(\.json))
         case .sessions(let list):
             type("sessions"); o["sessions"] = .array(list.map(\.json))
         case .pong:

@@ -354,7 +354,8 @@ final class JournalFiles: @unchecked Sendable {
         var sequencer: Sequencer
         do {
             sequencer = try Sequencer(restoring: json, flow: f, limits: configuration.limits.model,
-                                      idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog)
+                                      idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog,
+                                      historyCapacity: configuration.history)
         } catch {
             throw DataStore.Failure("\(snapPath): \(error)")
         }

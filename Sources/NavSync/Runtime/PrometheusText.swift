@@ -10,6 +10,12 @@ public struct PrometheusText: Sendable {
         text += "\(name)\(labels) \(value)\n"
     }
 
+    /// A gauge with one sample per label set: `[("session=\"demo\"", 5), ...]`.
+    public mutating func gauge(_ name: String, _ help: String, labelled samples: [(String, Int)]) {
+        header(name, help, "gauge")
+        for (labels, value) in samples { text += "\(name){\(labels)} \(value)\n" }
+    }
+
     public mutating func counter(_ name: String, _ help: String, _ value: Int) {
         header(name, help, "counter")
         text += "\(name) \(value)\n"

@@ -84,8 +84,33 @@ extension SessionServer {
             if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
             return only("GET", also: ["DELETE"]) {
                 guard let s = hub.sessions[name] else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
+                if let text = request.query("rev") {
+                    // A revision history holds (section 15): the snapshot message, historic when past.
+                    guard let rev = Int(text), rev >= 0 else { return Self.error(NavError(.badRequest, "'rev' must be a revision (an integer >= 0), got '\(text)'")) }
+                    switch hub.revision(rev, of: name) {
+                    case .success(let message): return .json(200, message.json())
+                    case .failure(let e): return Self.error(e)
+                    }
+                }
                 return .json(200, ["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
                                    "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
+            }
+        case .history(let name):
+            if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
+            return only("GET") {
+                guard let s = hub.sessions[name] else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
+                var before: Int?
+                if let text = request.query("before") {
+                    guard let b = Int(text) else { return Self.error(NavError(.badRequest, "'before' must be a revision, got '\(text)'")) }
+                    before = b
+                }
+                let limitText = request.query("limit") ?? "100"
+                guard let limit = Int(limitText), (1...1_000).contains(limit) else {
+                    return Self.error(NavError(.badRequest, "'limit' must be 1 to 1000, got '\(limitText)'"))
+                }
+                let h = s.sequencer.history
+                return .json(200, ServerMessage.history(session: name, rev: s.sequencer.rev, earliest: h.earliest,
+                                                        entries: h.page(before: before, limit: limit)).json())
             }
         case .commands(let name):
             return only("POST") {
@@ -106,6 +131,7 @@ extension SessionServer {
         case file(WebPage)
         case apiIndex, healthz, metrics, sessions, flows
         case session(String)
+        case history(String)
         case commands(String)
 
         init?(_ s: [String]) {
@@ -121,6 +147,7 @@ extension SessionServer {
             case 2 where s == ["api", "flows"]: self = .flows
             case 3 where s[0] == "api" && s[1] == "sessions": self = .session(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "commands": self = .commands(s[2])
+            case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "history": self = .history(s[2])
             default: return nil
             }
         }
@@ -176,7 +203,8 @@ extension SessionServer {
         GET  /metrics                       Prometheus metrics
         GET  /api/sessions                  sessions, as JSON
         GET  /api/flows                     the names of the flows sessions may be created with
-        GET  /api/sessions/NAME             one session's state, as JSON
+        GET  /api/sessions/NAME             one session's state, as JSON (?rev=R: a revision history holds)
+        GET  /api/sessions/NAME/history     its history, newest first (?before=R&limit=N)
         DELETE /api/sessions/NAME           delete a session (admin); its members are told
         POST /api/sessions/NAME/commands    body: a command object; answer: its ack or error
 

@@ -14,6 +14,10 @@ extension SessionServer {
         m.counter("navsync_commands_total", "Commands by outcome: applied, unchanged, duplicate, or the error code.",
                   labelled: hub.commandOutcomes.sorted { $0.key < $1.key }.map { ("result=\"\($0.key)\"", $0.value) })
         m.counter("navsync_patches_sent_total", "Patch messages queued to members.", patchesSent)
+        let held = hub.sessions.values.reduce(0) { $0 + $1.sequencer.history.count }
+        m.gauge("navsync_history_revisions", "Revisions held by history, all sessions (--history per session).", held)
+        m.gauge("navsync_history_earliest", "The oldest revision history holds, per session.",
+                labelled: hub.sessions.keys.sorted().map { ("session=\"\($0)\"", hub.sessions[$0]!.sequencer.history.earliest) })
         let h = hub.applyLatency
         m.histogram("navsync_command_apply_seconds", "Time to sequence and apply one command.", bounds: LatencyHistogram.bounds,
                     cumulative: h.cumulative, sum: h.sum, count: h.count)

@@ -8,12 +8,16 @@ public struct Command: Sendable, Equatable {
     /// The revision the sender had seen.
     public var base: Int?
     public var onConflict: ConflictPolicy
+    /// A name for the revision this command makes ("checkout start"), 1-64 characters,
+    /// shown by history (DESIGN.md section 15).
+    public var label: String?
 
-    public init(id: CommandID, ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase) {
+    public init(id: CommandID, ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase, label: String? = nil) {
         self.id = id
         self.ops = ops
         self.base = base
         self.onConflict = onConflict
+        self.label = label
     }
 
     public init(id: CommandID, operations: [Operation], base: Int? = nil, onConflict: ConflictPolicy = .rebase) {
@@ -37,12 +41,18 @@ public struct Command: Sendable, Equatable {
         case .string(let s)? where ConflictPolicy(rawValue: s) != nil: onConflict = ConflictPolicy(rawValue: s)!
         case let other?: throw NavError(.badRequest, "'onConflict' must be \"rebase\" or \"reject\", got \(other)")
         }
+        switch object["label"] {
+        case nil, .null?: label = nil
+        case .string(let s)? where (1...64).contains(s.count): label = s
+        case let other?: throw NavError(.badRequest, "'label' must be a string of 1 to 64 characters, got \(other)")
+        }
     }
 
     public var json: JSON {
         var o: JSONObject = ["id": id.json, "ops": .array(ops)]
         if let base { o["base"] = .int(Int64(base)) }
         if onConflict != .rebase { o["onConflict"] = .string(onConflict.rawValue) }
+        if let label { o["label"] = .string(label) }
         return .object(o)
     }
 }

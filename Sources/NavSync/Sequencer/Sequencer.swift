@@ -17,17 +17,20 @@ public struct Sequencer: Sendable {
     public internal(set) var removedHorizon = 0
     public internal(set) var idempotency: IdempotencyTable
     public internal(set) var log: PatchLog
+    /// The last revisions, with who made them and their states (section 15).
+    public internal(set) var history: History
 
     /// Removal records kept; older ones fold into `removedHorizon`. Bounds memory for
     /// sessions that run for millions of commands.
     public var removedCapacity = 65_536
 
     public init(flow: Flow, epoch: String, limits: ModelLimits = ModelLimits(),
-                idempotencyCapacity: Int = 1024, logCapacity: Int = 1024) {
+                idempotencyCapacity: Int = 1024, logCapacity: Int = 1024, historyCapacity: Int = 10_000) {
         document = NavDocument(flow: flow, limits: limits)
         self.epoch = epoch
         idempotency = IdempotencyTable(capacity: idempotencyCapacity)
         log = PatchLog(capacity: logCapacity)
+        history = History(capacity: historyCapacity, state: historyCapacity > 0 ? document.state.json : .null)
     }
 
     public var state: NavState { document.state }
@@ -44,19 +47,28 @@ public struct Sequencer: Sendable {
     }
 
     /// Decodes a command object and submits it.
-    public mutating func submit(_ object: JSONObject, client: String, refused: [OpName: String] = [:]) -> Outcome {
-        submitDecoding(object, client: client, refused: refused).outcome
+    public mutating func submit(_ object: JSONObject, client: String, refused: [OpName: String] = [:],
+                                sender: Sender = Sender()) -> Outcome {
+        submitDecoding(object, client: client, refused: refused, sender: sender).outcome
+    }
+
+    /// Who sent a command and when, for history: the sender's name, and server time
+    /// in milliseconds since the Unix epoch.
+    public struct Sender: Sendable {
+        public var name: String
+        public var ts: Int64
+        public init(name: String = "", ts: Int64 = 0) { self.name = name; self.ts = ts }
     }
 
     /// The same, also giving the decoded command (what the journal records).
-    public mutating func submitDecoding(_ object: JSONObject, client: String,
-                                        refused: [OpName: String] = [:]) -> (outcome: Outcome, command: Command?) {
+    public mutating func submitDecoding(_ object: JSONObject, client: String, refused: [OpName: String] = [:],
+                                        sender: Sender = Sender()) -> (outcome: Outcome, command: Command?) {
         if let id = try? CommandID(field: object["id"]), let entry = idempotency.entry(client: client, id: id) {
             return (resend(entry, fingerprint: Command.fingerprint(of: object)), nil)
         }
         do throws(NavError) {
             let command = try Command(json: object)
-            return (submit(command, client: client, refused: refused), command)
+            return (submit(command, client: client, refused: refused, sender: sender), command)
         } catch {
             return (.failed(error), nil)
         }
@@ -64,7 +76,8 @@ public struct Sequencer: Sendable {
 
     /// `refused`: operations the sender may not run, with why; one of them anywhere in
     /// the command, or in a link it opens, fails it with `forbidden`.
-    public mutating func submit(_ command: Command, client: String, refused: [OpName: String] = [:]) -> Outcome {
+    public mutating func submit(_ command: Command, client: String, refused: [OpName: String] = [:],
+                                sender: Sender = Sender()) -> Outcome {
         if let entry = idempotency.entry(client: client, id: command.id) { return resend(entry, fingerprint: command.fingerprint) }
         let limits = document.limits
         guard !command.ops.isEmpty else { return .failed(NavError(.badRequest, "'ops' is empty")) }
@@ -111,6 +124,8 @@ public struct Sequencer: Sendable {
         let patch = Patch(rev: rev, by: client, cmd: command.id, ops: diff.ops)
         idempotency.remember(client: client, ack, fingerprint: command.fingerprint)
         log.append(patch)
+        history.record(HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
+                                    results: results, label: command.label, patch: patch.ops)) { document.state.json }
         return .applied(ack, patch)
     }
 

@@ -82,7 +82,7 @@ extension Hub {
                 commandOutcomes["rate_limited", default: 0] += 1
                 return error(.rateLimited, "more than \(Int(configuration.commandRate)) commands a second (burst \(configuration.commandBurst)); slow down")
             }
-            reply(command(session: name, object, client: peer.client, role: peer.role ?? .viewer))
+            reply(command(session: name, object, client: peer.client, name: peer.name, role: peer.role ?? .viewer))
 
         case .sync(let name, let since, let epoch):
             guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
@@ -101,6 +101,17 @@ extension Hub {
         case .get(let name):
             guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
             reply(.snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json))
+
+        case .getRevision(let name, let rev):
+            switch revision(rev, of: name) {
+            case .success(let message): reply(message)
+            case .failure(let e): reply(.error(e))
+            }
+
+        case .history(let name, let before, let limit):
+            guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
+            let h = s.sequencer.history
+            reply(.history(session: name, rev: s.sequencer.rev, earliest: h.earliest, entries: h.page(before: before, limit: limit)))
 
         case .delete(let name):
             if let refusal = deleteSession(name, by: peer.client, requester: c) { return reply(.error(refusal)) }
@@ -192,7 +203,8 @@ extension Hub {
         let session: String?
         switch message {
         case .join(let j): session = j.session
-        case .command(let s, _), .sync(let s, _, _), .status(let s, _, _), .get(let s), .delete(let s): session = s
+        case .command(let s, _), .sync(let s, _, _), .status(let s, _, _), .get(let s), .delete(let s),
+             .getRevision(let s, _), .history(let s, _, _): session = s
         default: session = nil
         }
         if let session, let grant = peer.grant, !grant.allows(session: session) {

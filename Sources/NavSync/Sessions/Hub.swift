@@ -117,6 +117,8 @@ public struct Hub {
     let newEpoch: () -> String
     /// Monotonic nanoseconds, for the latency histogram only.
     private let clock: () -> UInt64
+    /// Milliseconds since the Unix epoch, for history's `ts`.
+    private let wallClock: () -> Int64
 
     /// Commands by outcome: `applied`, `unchanged`, `duplicate`, or an error code.
     public internal(set) var commandOutcomes: [String: Int] = [:]
@@ -142,7 +144,7 @@ public struct Hub {
 
     public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, restored: [Session] = [],
                 journaled: Bool = false, newClientID: @escaping () -> String, newEpoch: @escaping () -> String,
-                clock: @escaping () -> UInt64) {
+                clock: @escaping () -> UInt64, wallClock: @escaping () -> Int64 = { 0 }) {
         self.configuration = configuration
         self.policy = policy
         var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
@@ -152,6 +154,7 @@ public struct Hub {
         self.newClientID = newClientID
         self.newEpoch = newEpoch
         self.clock = clock
+        self.wallClock = wallClock
         for s in restored { sessions[s.name] = s }
     }
 
@@ -177,7 +180,8 @@ public struct Hub {
                 emit(.send(to: c, .snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json), id: nil))
             }
         case .httpCommand(let h):
-            var answer = command(session: h.session, h.command, client: h.client ?? "http-" + newClientID(), role: h.role)
+            let client = h.client ?? "http-" + newClientID()
+            var answer = command(session: h.session, h.command, client: client, name: client, role: h.role)
             if let echo = h.echoID, case .ack(let s, var ack) = answer, let id = try? CommandID(field: echo) {
                 ack.id = id
                 answer = .ack(session: s, ack)
@@ -213,6 +217,16 @@ public struct Hub {
 
     // MARK: Reading (for the HTTP routes and metrics)
 
+    /// The state of revision `rev` (section 15): the current one as a plain snapshot,
+    /// an older one held by history as a historic one.
+    public func revision(_ rev: Int, of name: String) -> Result<ServerMessage, NavError> {
+        guard let s = sessions[name] else { return .failure(NavError(.unknownSession, "no session '\(name)'")) }
+        let current = s.sequencer.state.json
+        if rev == s.sequencer.rev { return .success(.snapshot(session: name, rev: rev, state: current)) }
+        do { return .success(.historic(session: name, rev: rev, state: try s.sequencer.history.state(at: rev, current: current))) }
+        catch { return .failure(error) }
+    }
+
     public var sessionSummaries: [SessionSummary] { sessions.keys.sorted().map { sessions[$0]!.summary } }
 
     /// Connection ids of a session's members, in join order.
@@ -239,7 +253,8 @@ public struct Hub {
             throw NavError(.notFound, "no flow '\(flowName)' (known: \(flows.keys.sorted().joined(separator: ", ")))")
         }
         let sequencer = Sequencer(flow: flow, epoch: newEpoch(), limits: configuration.limits.model,
-                                  idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog)
+                                  idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog,
+                                  historyCapacity: configuration.history)
         sessions[name] = Session(name: name, flow: flow, sequencer: sequencer)
         journal(.create(session: name, flow: flow, sequencer))
     }
@@ -253,7 +268,7 @@ public struct Hub {
 
     /// Runs a command from a connection or from the HTTP API. On a new revision the
     /// patch goes to every member before the answer goes to the sender.
-    mutating func command(session name: String, _ object: JSONObject, client: String, role: Role) -> ServerMessage {
+    mutating func command(session name: String, _ object: JSONObject, client: String, name senderName: String, role: Role) -> ServerMessage {
         func fail(_ e: NavError) -> ServerMessage {
             commandOutcomes[e.code.rawValue, default: 0] += 1
             return .error(e)
@@ -261,7 +276,8 @@ public struct Hub {
         guard sessions[name] != nil else { return fail(NavError(.unknownSession, "no session '\(name)'")) }
         if let e = frozen[name] { return fail(e) }
         let started = clock()
-        let (outcome, command) = sessions[name]!.sequencer.submitDecoding(object, client: client, refused: role.refusedOperations)
+        let (outcome, command) = sessions[name]!.sequencer.submitDecoding(object, client: client, refused: role.refusedOperations,
+                                                                          sender: Sequencer.Sender(name: senderName, ts: wallClock()))
         applyLatency.record(nanoseconds: clock() &- started)
         switch outcome {
         case .applied(let ack, let patch):

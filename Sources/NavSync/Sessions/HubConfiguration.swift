@@ -9,6 +9,8 @@ public struct HubConfiguration: Sendable {
     public var patchLog = 1_024
     /// Acknowledged command ids remembered per client identity (at least 1,024).
     public var idempotency = 1_024
+    /// Revisions of history held per session (`--history`); 0 turns history off.
+    public var history = 10_000
     /// Commands a connection may send per second, on average, and in a burst; more
     /// are `rate_limited`. Generous for people and agents, small against floods.
     public var commandRate: Double = 200

@@ -100,6 +100,33 @@ struct SessionLoopbackTests {
         #expect(a.next(type: "snapshot")?["rev"] == 3)
     }
 
+    /// Section 15 over HTTP: the history page and the state of a past revision.
+    @Test func historyAndPastRevisionsOverHTTP() throws {
+        let server = try TestServer.sessions { $0.history = 2 }
+        defer { server.stop() }
+        func get(_ target: String) -> (status: String, body: JSON?) {
+            let text = server.http("GET \(target) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            let body = text.firstRange(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
+            return (String(text.prefix(12)), try? JSON.parse(Array(body.utf8)))
+        }
+        for (i, route) in ["login", "main", "onboarding"].enumerated() {
+            let body = "{\"id\":\(i),\"label\":\"step \(i)\",\"ops\":[{\"op\":\"setRoot\",\"route\":\"\(route)\"}]}"
+            _ = server.http("POST /api/sessions/demo/commands HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        }
+        let page = get("/api/sessions/demo/history?limit=5")
+        #expect(page.status == "HTTP/1.1 200" && page.body?["rev"] == 3 && page.body?["earliest"] == 1)
+        #expect(page.body?["entries"]?.arrayValue?.compactMap { $0["label"]?.stringValue } == ["step 2", "step 1"])
+        let past = get("/api/sessions/demo?rev=2")
+        #expect(past.status == "HTTP/1.1 200" && past.body?["historic"] == true && past.body?["rev"] == 2)
+        #expect(past.body?["state"]?["root"]?["current"]?["route"] == "main")
+        #expect(get("/api/sessions/demo?rev=0").status == "HTTP/1.1 410")
+        #expect(get("/api/sessions/demo?rev=9").status == "HTTP/1.1 422")
+        #expect(get("/api/sessions/demo?rev=x").status == "HTTP/1.1 400")
+        #expect(get("/api/sessions/demo/history?limit=1001").status == "HTTP/1.1 400")
+        #expect(get("/api/sessions/nope/history").status == "HTTP/1.1 404")
+        #expect(server.metric("navsync_history_revisions") == 2)
+    }
+
     @Test func binaryMessagesCloseWith1003() throws {
         let server = try TestServer.sessions()
         defer { server.stop() }

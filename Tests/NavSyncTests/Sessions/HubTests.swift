@@ -202,6 +202,51 @@ struct HubTests {
         #expect(f.inbox(b, f.send(b, ["type": "status", "session": "demo", "rev": 0])).first?["code"] == "bad_request")
     }
 
+    /// Section 15: `history` pages and `get` with `rev`; bad requests change nothing.
+    @Test func historyAndPastRevisions() {
+        let f = Fixture { $0.history = 3 }
+        let a = f.connect()
+        _ = f.send(a, ["type": "hello", "name": "tablet"])
+        _ = f.send(a, ["type": "join", "session": "demo"])
+        var states: [JSON] = [f.hub.sessions["demo"]!.sequencer.state.json]
+        for (i, route) in ["login", "main", "onboarding", "login"].enumerated() {
+            var command: JSONObject = ["type": "command", "session": "demo", "id": .int(Int64(i)), "ops": [["op": "setRoot", "route": .string(route)]]]
+            if i == 1 { command["label"] = "in the shop" }
+            _ = f.send(a, .object(command))
+            states.append(f.hub.sessions["demo"]!.sequencer.state.json)
+        }
+        let page = f.inbox(a, f.send(a, ["type": "history", "session": "demo", "id": "h"])).first
+        #expect(page?["type"] == "history" && page?["id"] == "h" && page?["rev"] == 4 && page?["earliest"] == 1)
+        #expect(page?["entries"]?.arrayValue?.compactMap { $0["rev"]?.intValue } == [4, 3, 2])
+        #expect(page?["entries"]?.arrayValue?.last?["label"] == "in the shop")
+        #expect(page?["entries"]?.arrayValue?.first?["name"] == "tablet")
+        let older = f.inbox(a, f.send(a, ["type": "history", "session": "demo", "before": 3, "limit": 1])).first
+        #expect(older?["entries"]?.arrayValue?.compactMap { $0["rev"]?.intValue } == [2])
+
+        for rev in 1...4 {
+            let m = f.inbox(a, f.send(a, ["type": "get", "session": "demo", "rev": .int(Int64(rev))])).first
+            #expect(m?["type"] == "snapshot" && m?["state"] == states[rev] && m?["rev"] == .int(Int64(rev)))
+            #expect(m?["historic"] == (rev == 4 ? nil : true), "only a past revision is historic")
+        }
+        let cases: [(JSON, String)] = [
+            (["type": "get", "session": "demo", "rev": 0], "gone"),
+            (["type": "get", "session": "demo", "rev": 5], "not_found"),
+            (["type": "get", "session": "demo", "rev": -1], "bad_request"),
+            (["type": "get", "session": "demo", "rev": "2"], "bad_request"),
+            (["type": "get", "session": "nope", "rev": 1], "unknown_session"),
+            (["type": "history", "session": "demo", "limit": 1001], "bad_request"),
+            (["type": "history", "session": "demo", "limit": 0], "bad_request"),
+            (["type": "history", "session": "demo", "before": "x"], "bad_request"),
+            (["type": "history", "session": "nope"], "unknown_session"),
+        ]
+        for (message, code) in cases {
+            #expect(f.inbox(a, f.send(a, message)).first?["code"] == .string(code), "\(message)")
+        }
+        let gone = f.inbox(a, f.send(a, ["type": "get", "session": "demo", "rev": 0])).first
+        #expect(gone?["message"]?.stringValue?.contains("history keeps revisions 1 to 4") == true, "\(String(describing: gone))")
+        #expect(f.hub.sessions["demo"]!.sequencer.rev == 4)
+    }
+
     @Test func adminsDeleteSessionsMembersAreToldAndLeave() {
         let f = Fixture()
         let admin = f.connect(), member = f.connect(), other = f.connect()

@@ -1,0 +1,154 @@
+/// One revision of a session's history (DESIGN.md section 15): who made it, when, with
+/// which command, and the patch it made.
+public struct HistoryEntry: Sendable, Equatable {
+    public var rev: Int
+    /// Server time, milliseconds since the Unix epoch.
+    public var ts: Int64
+    public var client: String
+    /// The sender's name as members see it.
+    public var name: String
+    public var cmd: CommandID
+    /// The command's operations as sent.
+    public var ops: [JSON]
+    public var results: [OpResult]
+    public var label: String?
+    /// What the revision changed (RFC 6902), as broadcast.
+    public var patch: [PatchOperation]
+
+    public init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
+                label: String? = nil, patch: [PatchOperation] = []) {
+        self.rev = rev; self.ts = ts; self.client = client; self.name = name; self.cmd = cmd
+        self.ops = ops; self.results = results; self.label = label; self.patch = patch
+    }
+
+    /// An entry as `history` sends it (without its patch).
+    public init?(json: JSON) {
+        guard let rev = json["rev"]?.intValue, let ts = json["ts"]?.intValue, let client = json["client"]?.stringValue,
+              let cmd = try? CommandID(field: json["cmd"]), let ops = json["ops"]?.arrayValue,
+              let results = json["results"]?.arrayValue?.compactMap({ $0.stringValue.flatMap(OpResult.init(rawValue:)) }) else { return nil }
+        self.init(rev: Int(rev), ts: ts, client: client, name: json["name"]?.stringValue ?? client, cmd: cmd, ops: ops,
+                  results: results, label: json["label"]?.stringValue)
+    }
+
+    public var json: JSON {
+        var o: JSONObject = ["rev": .int(Int64(rev)), "ts": .int(ts), "client": .string(client), "name": .string(name),
+                             "cmd": cmd.json, "ops": .array(ops), "results": .array(results.map { .string($0.rawValue) })]
+        if let label { o["label"] = .string(label) }
+        return .object(o)
+    }
+}
+
+/// The last `capacity` revisions of a session: their entries, and the states from
+/// `earliest` to the current revision. Pure; the sequencer records into it.
+///
+/// States are not kept one per revision: every `checkpointEvery` revisions the whole
+/// state is kept (as JSON), and a state between checkpoints is the checkpoint before it
+/// with the entries' patches applied, at most `checkpointEvery - 1` of them. Entries are
+/// kept back to the checkpoint under `earliest`, so every state from `earliest` on can
+/// be rebuilt; only those from `earliest` on are shown.
+public struct History: Sendable {
+    /// Revisions held (`--history`); 0 keeps none.
+    public let capacity: Int
+    public let checkpointEvery: Int
+    /// The revision history starts from: 0, or the revision a session was restored at.
+    public private(set) var start: Int
+    private var entries: [HistoryEntry] = []
+    /// Index in `entries` of the oldest entry still kept (older ones are dropped in bulk).
+    private var first = 0
+    private var checkpoints: [(rev: Int, state: JSON)] = []
+
+    public init(capacity: Int, start: Int = 0, state: JSON, checkpointEvery: Int = 64) {
+        self.capacity = max(capacity, 0)
+        self.checkpointEvery = max(checkpointEvery, 1)
+        self.start = start
+        rev = start
+        if self.capacity > 0 { checkpoints = [(start, state)] }
+    }
+
+    /// The newest revision (recorded or, with history off, only counted).
+    public private(set) var rev: Int
+
+    /// The oldest revision whose state is held: max(start, rev − capacity).
+    public var earliest: Int { max(start, rev - capacity) }
+
+    /// Entries held (revisions earliest+1 … rev).
+    public var count: Int { rev - earliest }
+
+    /// Records the revision just made; `state` is the state after it (asked for only at
+    /// a checkpoint).
+    public mutating func record(_ entry: HistoryEntry, state: () -> JSON) {
+        precondition(entry.rev == rev + 1, "history records revisions in order")
+        rev = entry.rev
+        guard capacity > 0 else { return }
+        entries.append(entry)
+        if entry.rev % checkpointEvery == 0 { checkpoints.append((entry.rev, state())) }
+        trim()
+    }
+
+    /// Drops what no state from `earliest` on needs: checkpoints but the newest at or
+    /// under `earliest`, and the entries up to it.
+    private mutating func trim() {
+        // Checked in O(1) per revision: only when a newer checkpoint reaches `earliest`.
+        let keep = earliest
+        guard checkpoints.count > 1, checkpoints[1].rev <= keep else { return }
+        var base = 1
+        while base + 1 < checkpoints.count, checkpoints[base + 1].rev <= keep { base += 1 }
+        checkpoints.removeFirst(base)
+        let baseRev = checkpoints[0].rev
+        while first < entries.count, entries[first].rev <= baseRev { first += 1 }
+        // Compact now and then, not on every drop.
+        if first > 1024 && first * 2 > entries.count {
+            entries.removeFirst(first)
+            first = 0
+        }
+    }
+
+    /// The state of revision `rev`, as JSON; `current` is the state at `self.rev`.
+    /// Older than `earliest`: `gone`; newer than the current revision: `not_found`.
+    public func state(at target: Int, current: JSON) throws(NavError) -> JSON {
+        if target == rev { return current }
+        guard target <= rev else { throw NavError(.notFound, "revision \(target) is newer than the current revision \(rev)", rev: rev) }
+        guard target >= earliest, capacity > 0 else {
+            throw NavError(.gone, capacity == 0
+                ? "history is off (navsyncd --history 0): only the current revision \(rev) is held"
+                : "revision \(target) is no longer held: history keeps revisions \(earliest) to \(rev)", rev: rev)
+        }
+        let base = checkpoints.last { $0.rev <= target }!
+        var state = base.state
+        var i = entryIndex(of: base.rev + 1)
+        while i < entries.count, entries[i].rev <= target {
+            do { state = try state.applying(entries[i].patch) } catch {
+                throw NavError(.internal, "history could not rebuild revision \(target): \(error)")
+            }
+            i += 1
+        }
+        return state
+    }
+
+    private func entryIndex(of rev: Int) -> Int {
+        guard let oldest = entries[first...].first?.rev else { return entries.count }
+        return first + max(0, rev - oldest)
+    }
+
+    /// Entries newest first, below `before` (all when nil), at most `limit`; none at or
+    /// under `earliest`.
+    public func page(before: Int?, limit: Int) -> [HistoryEntry] {
+        let top = min(rev, (before ?? Int.max) - 1)
+        guard top > earliest else { return [] }
+        let bottom = max(earliest + 1, top - limit + 1)
+        return (bottom...top).reversed().map { entries[entryIndex(of: $0)] }
+    }
+
+    /// The newest revision held whose command had `label`.
+    public func newest(label: String) -> Int? {
+        var i = entries.count - 1
+        while i >= first, entries[i].rev > earliest {
+            if entries[i].label == label { return entries[i].rev }
+            i -= 1
+        }
+        return nil
+    }
+
+    /// Approximate bytes held, for metrics and the benchmark.
+    public var checkpointCount: Int { checkpoints.count }
+}
