@@ -129,6 +129,11 @@ public struct Sequencer: Sendable {
         return .applied(ack, patch)
     }
 
+    /// History starts again at the current revision (after a restore from disk).
+    public mutating func restartHistory() {
+        history = History(capacity: history.capacity, start: rev, state: history.capacity > 0 ? state.json : .null)
+    }
+
     /// A command id seen before: the same command gets its original ack, marked
     /// duplicate; another command under that id is refused, and nothing is remembered.
     private func resend(_ entry: IdempotencyTable.Entry, fingerprint: UInt64) -> Outcome {

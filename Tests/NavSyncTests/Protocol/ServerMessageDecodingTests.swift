@@ -18,6 +18,12 @@ struct ServerMessageDecodingTests {
         .error(NavError(.conflict, "e3 changed", op: 1, rev: 4)),
         .synced(session: "demo", rev: 4),
         .snapshot(session: "demo", rev: 4, state: ["root": ["type": "App"]]),
+        .historic(session: "demo", rev: 2, state: ["root": ["type": "App"]]),
+        .history(session: "demo", rev: 9, earliest: 3, entries: [
+            HistoryEntry(rev: 9, ts: 1_796_000_000_000, client: "c1", name: "tablet", cmd: .string("x"),
+                         ops: [["op": "pop"]], results: [.applied], label: "back out"),
+            HistoryEntry(rev: 8, ts: 1_796_000_000_000, client: "c2", name: "c2", cmd: .int(7), ops: [["op": "dismiss"]], results: [.applied]),
+        ]),
         .sessions([SessionSummary(session: "demo", flow: "shop", rev: 4, members: 2)]),
         .pong,
         .presence(session: "demo", .init(joined: [member])),

@@ -92,9 +92,18 @@ struct DataStoreTests {
             #expect(again["duplicate"] == true && original["duplicate"] == nil, "\(id)")
             #expect(Self.command(c, id, [["op": "reset"]])?["code"] == "id_reused", "\(id)")
         }
+        // History is in memory: it starts again at the restored revision.
+        c.sendJSON(["type": "history", "session": "demo", "id": "h"])
+        let history = try #require(c.next(type: "history"))
+        #expect(history["earliest"] == .int(rev) && history["entries"] == [])
+        c.sendJSON(["type": "get", "session": "demo", "rev": .int(rev - 1), "id": "old"])
+        #expect(c.next(type: "error")?["code"] == "gone")
         // Ids never rewind: the next entry gets a new id.
         let next = try #require(Self.command(c, "after", [["op": "push", "route": "detail", "params": ["id": 99]]]))
         #expect(next["rev"] == .int(rev + 1))
+        c.sendJSON(["type": "get", "session": "demo", "rev": .int(rev), "id": "past"])
+        let past = try #require(c.next(type: "snapshot"))
+        #expect(past["historic"] == true && past["state"]?.normalized == before["state"]?.normalized)
         let ids = Self.ids(in: Self.get(c)!["state"]!)
         #expect(Set(ids).count == ids.count)
         #expect(ids.compactMap { Int($0.dropFirst()) }.max()! > Self.ids(in: before["state"]!).compactMap { Int($0.dropFirst()) }.max()!)
