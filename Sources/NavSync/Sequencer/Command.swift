@@ -73,6 +73,15 @@ extension Command {
     }
 
     static func fingerprint(ops: JSON, base: JSON?, onConflict: JSON) -> UInt64 {
+        // A journaled `restore` carries the state it restored; the command as sent did not.
+        var ops = ops
+        if case .array(let list) = ops, list.contains(where: { $0["op"] == "restore" }) {
+            ops = .array(list.map { op in
+                guard op["op"] == "restore", var o = op.objectValue else { return op }
+                o["state"] = nil
+                return .object(o)
+            })
+        }
         var o: JSONObject = ["ops": ops, "onConflict": onConflict]
         if let base { o["base"] = base }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

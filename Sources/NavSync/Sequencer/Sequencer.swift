@@ -68,7 +68,8 @@ public struct Sequencer: Sendable {
         }
         do throws(NavError) {
             let command = try Command(json: object)
-            return (submit(command, client: client, refused: refused, sender: sender), command)
+            let (outcome, journaled) = submitJournaling(command, client: client, refused: refused, sender: sender, trusted: false)
+            return (outcome, journaled)
         } catch {
             return (.failed(error), nil)
         }
@@ -78,6 +79,23 @@ public struct Sequencer: Sendable {
     /// the command, or in a link it opens, fails it with `forbidden`.
     public mutating func submit(_ command: Command, client: String, refused: [OpName: String] = [:],
                                 sender: Sender = Sender()) -> Outcome {
+        submitJournaling(command, client: client, refused: refused, sender: sender, trusted: false).outcome
+    }
+
+    /// The same, also giving the command as the journal must keep it: a `restore`
+    /// carries the state it restored, so replaying the journal needs no history.
+    /// `trusted` (journal replay only) takes such a `restore` as it is.
+    mutating func submitJournaling(_ command: Command, client: String, refused: [OpName: String],
+                                   sender: Sender, trusted: Bool) -> (outcome: Outcome, journaled: Command) {
+        var journaled = command
+        let outcome = submitOnce(command, client: client, refused: refused, sender: sender, trusted: trusted) { index, op in
+            journaled.ops[index] = op
+        }
+        return (outcome, journaled)
+    }
+
+    private mutating func submitOnce(_ command: Command, client: String, refused: [OpName: String], sender: Sender,
+                                     trusted: Bool, journalAs: (Int, JSON) -> Void) -> Outcome {
         if let entry = idempotency.entry(client: client, id: command.id) { return resend(entry, fingerprint: command.fingerprint) }
         let limits = document.limits
         guard !command.ops.isEmpty else { return .failed(NavError(.badRequest, "'ops' is empty")) }
@@ -99,7 +117,13 @@ public struct Sequencer: Sendable {
         results.reserveCapacity(command.ops.count)
         for (index, json) in command.ops.enumerated() {
             do throws(NavError) {
-                results.append(try working.apply(Operation(json: json), &ctx))
+                if json["op"] == "restore" {
+                    let (result, journalOp) = try restore(json, into: &working, &ctx, trusted: trusted)
+                    results.append(result)
+                    journalAs(index, journalOp)
+                } else {
+                    results.append(try working.apply(Operation(json: json), &ctx))
+                }
             } catch {
                 var e = error
                 e.op = index
@@ -134,6 +158,53 @@ public struct Sequencer: Sendable {
         history = History(capacity: history.capacity, start: rev, state: history.capacity > 0 ? state.json : .null)
     }
 
+    /// `restore` (section 15): the whole state becomes that of a revision history holds,
+    /// by `rev` or by the newest `label`, with the same ids; it changes every
+    /// coordinator. Gives what the journal keeps: the op with the state it restored.
+    private func restore(_ json: JSON, into working: inout NavDocument, _ ctx: inout CommandContext,
+                         trusted: Bool) throws(NavError) -> (OpResult, JSON) {
+        guard let o = json.objectValue else { throw NavError(.badParams, "'restore' must be an object") }
+        for key in o.keys where !["op", "rev", "label"].contains(key) && !(trusted && key == "state") {
+            throw NavError(.badParams, "'restore' takes 'rev' or 'label', not '\(key)'")
+        }
+        let target: Int
+        let stateJSON: JSON
+        switch (o["rev"], o["label"]) {
+        case (.int(let r)?, nil) where r >= 0:
+            target = Int(r)
+            if trusted, let carried = o["state"] { stateJSON = carried } else {
+                stateJSON = try history.state(at: target, current: working.state.json)
+            }
+        case (nil, .string(let label)?):
+            guard let r = history.newest(label: label) else {
+                throw NavError(.notFound, "no revision history holds has the label '\(label)'")
+            }
+            target = r
+            stateJSON = try history.state(at: r, current: working.state.json)
+        default:
+            throw NavError(.badParams, "'restore' takes 'rev' (a revision, an integer >= 0) or 'label' (a string), one of them")
+        }
+        // It changes every coordinator: with `reject`, any revision after `base` conflicts.
+        if let guardRev = ctx.conflicts, guardRev.base < guardRev.rev {
+            throw NavError(.conflict, "restore changes the whole session, and it changed after base \(guardRev.base) (now at revision \(guardRev.rev))", rev: guardRev.rev)
+        }
+        let state: NavState
+        do { state = try NavState(json: stateJSON) } catch {
+            throw NavError(.internal, "revision \(target) could not be read back: \(error)")
+        }
+        let journalOp: JSON = ["op": "restore", "rev": .int(Int64(target)), "state": stateJSON]
+        guard state != working.state else { return (.noop, journalOp) }
+        working.state = state
+        ctx.changed.formUnion([.root, .alert])
+        func mark(_ c: Coordinator) {
+            for e in c.entries {
+                if let child = e.coordinator { ctx.changed.insert(.entry(e.id)); mark(child) }
+            }
+        }
+        mark(state.root)
+        return (.applied, journalOp)
+    }
+
     /// A command id seen before: the same command gets its original ack, marked
     /// duplicate; another command under that id is refused, and nothing is remembered.
     private func resend(_ entry: IdempotencyTable.Entry, fingerprint: UInt64) -> Outcome {
@@ -149,6 +220,8 @@ public struct Sequencer: Sendable {
     private mutating func record(_ diff: StateDiff, _ ctx: CommandContext, allocated: Range<Int>) {
         for key in ctx.changed { lastChanged[key] = rev }
         for key in diff.created { lastChanged[key] = rev }
+        // Ids a restore brought back are live again.
+        for id in diff.added where removedAt[id] != nil { removedAt[id] = nil }
         // Allocated and gone again within this command (a push popped by a later op).
         for n in allocated where !diff.added.contains(EntryID(n)) {
             removedAt[EntryID(n)] = rev

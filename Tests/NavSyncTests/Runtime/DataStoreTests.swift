@@ -124,6 +124,32 @@ struct DataStoreTests {
         return out
     }
 
+    /// A `restore` is journaled with the state it restored: after a restart (when
+    /// history no longer holds that revision) the session is the same; with a small
+    /// --snapshot-every, compaction ran in between too.
+    @Test(arguments: [10_000, 3])
+    func aRestoreSurvivesARestart(snapshotEvery: Int) throws {
+        let dir = Self.directory()
+        defer { Self.remove(dir) }
+        let restored: JSON, undo: JSON
+        do {
+            let server = try Self.server(dir, snapshotEvery: snapshotEvery)
+            let (a, _) = try RawClient.member(server)
+            _ = Self.command(a, "1", [["op": "setRoot", "route": "main"]])
+            _ = Self.command(a, "2", [["op": "push", "route": "detail", "params": ["id": 7]]])
+            _ = Self.command(a, "3", [["op": "setRoot", "route": "login"]])
+            undo = try #require(Self.command(a, "undo", [["op": "restore", "rev": 2]], base: 3))
+            #expect(undo["type"] == "ack" && undo["rev"] == 4 && undo["results"] == ["applied"], "\(undo)")
+            _ = Self.command(a, "5", [["op": "update", "data": ["after": true]]])
+            restored = try #require(Self.get(a))
+            #expect(server.running.stop())
+        }
+        let server = try Self.server(dir, snapshotEvery: snapshotEvery)
+        defer { server.stop() }
+        let (c, _) = try RawClient.member(server)
+        #expect(Self.get(c)?["state"]?.normalized == restored["state"]?.normalized && Self.get(c)?["rev"] == 5)
+    }
+
     @Test func aSecondServerCannotUseTheSameDirectory() throws {
         let dir = Self.directory()
         defer { Self.remove(dir) }

@@ -79,3 +79,117 @@ struct HistoryTests {
         }
     }
 }
+
+/// `restore` (section 15): the state of a held revision comes back exactly, ids
+/// included; revived ids are live; it conflicts as a change of everything.
+@Suite("Restore")
+struct RestoreTests {
+    @Test(arguments: [0x5EED as UInt64, 0xFACE])
+    func restoringARandomRevisionGivesItsStateByteForByte(seed: UInt64) throws {
+        var gen = CommandGenerator(flow: .demo, seed: seed)
+        gen.strict = true
+        var seq = Sequencer(flow: .demo, epoch: "r", historyCapacity: 200)
+        var states = [seq.state.json]
+        var journal: [(String, Command)] = []
+        var restores = 0
+        for n in 0..<1200 {
+            var object: JSONObject
+            if n % 25 == 24 {
+                let target = Int.random(in: seq.history.earliest...seq.rev, using: &gen.rng)
+                object = ["id": .int(Int64(n)), "ops": [["op": "restore", "rev": .int(Int64(target))]]]
+                let (outcome, journaled) = seq.submitJournaling(try Command(json: object), client: "c", refused: [:], sender: .init(), trusted: false)
+                if case .applied = outcome {
+                    restores += 1
+                    #expect(seq.state.json.encoded() == states[target].encoded(), "restore of \(target) at \(n)")
+                    states.append(seq.state.json)
+                    journal.append(("c", journaled))
+                    // Its journal form carries the state, and fingerprints as the command sent.
+                    let sent = try Command(json: object)
+                    #expect(journaled.ops[0]["state"] == states[target] && journaled.fingerprint == sent.fingerprint)
+                } else if case .unchanged = outcome {
+                    #expect(seq.state.json == states[target])
+                } else {
+                    Issue.record("restore of \(target) at \(n): \(outcome)")
+                }
+                continue
+            }
+            let ops = (0..<gen.pick([1, 1, 2])).map { _ in gen.op(seq.state, nextID: seq.document.nextID) }
+            object = ["id": .int(Int64(n)), "ops": .array(ops)]
+            let (outcome, journaled) = seq.submitJournaling(try Command(json: object), client: "c", refused: [:], sender: .init(), trusted: false)
+            if case .applied = outcome {
+                states.append(seq.state.json)
+                journal.append(("c", journaled))
+            }
+        }
+        #expect(restores > 20)
+        // The journal replays without any history: each restore carries its state.
+        var replayed = Sequencer(flow: .demo, epoch: "r", historyCapacity: 0)
+        try replayed.replay(journal.enumerated().map { JournalRecord(rev: $0.offset + 1, client: $0.element.0, command: $0.element.1) })
+        #expect(replayed.rev == seq.rev && replayed.state == seq.state && replayed.document.nextID == seq.document.nextID)
+        #expect(replayed.removedAt == seq.removedAt)
+    }
+
+    @Test func revivedIdsAreLiveAgain() throws {
+        var seq = Sequencer(flow: .demo, epoch: "r")
+        _ = seq.submit(["id": 1, "ops": [["op": "setRoot", "route": "main"], ["op": "push", "route": "detail", "params": ["id": 1]]]], client: "a")
+        let marked = seq.rev
+        let top = try #require(seq.state.activePath.last.flatMap { seq.state[$0].entries.last?.id })
+        _ = seq.submit(["id": 2, "ops": [["op": "pop", "from": .string(top.description)]]], client: "a")
+        #expect(seq.removedAt[top] != nil)
+        guard case .applied = seq.submit(["id": 3, "ops": [["op": "restore", "rev": .int(Int64(marked))]]], client: "a") else {
+            Issue.record("restore refused"); return
+        }
+        #expect(seq.removedAt[top] == nil, "a revived id is no longer gone")
+        // An op naming the revived entry applies (it is not superseded).
+        guard case .applied(let ack, _) = seq.submit(["id": 4, "ops": [["op": "pop", "from": .string(top.description)]]], client: "b") else {
+            Issue.record("pop from a revived entry did not apply"); return
+        }
+        #expect(ack.results == [.applied])
+        // New entries still get new ids: the counter never rewinds.
+        _ = seq.submit(["id": 5, "ops": [["op": "push", "route": "detail", "params": ["id": 2]]]], client: "a")
+        var ids: [Int] = []
+        seq.state.forEachID { ids.append($0.number) }
+        #expect(Set(ids).count == ids.count && ids.max()! > top.number)
+    }
+
+    @Test func badRestoresChangeNothing() {
+        var seq = Sequencer(flow: .demo, epoch: "r", historyCapacity: 3)
+        for (n, route) in ["login", "main", "onboarding", "login", "main"].enumerated() {
+            var object: JSONObject = ["id": .int(Int64(n)), "ops": [["op": "setRoot", "route": .string(route)]]]
+            if n == 1 { object["label"] = "shop" }
+            if n == 3 { object["label"] = "back at login" }
+            _ = seq.submit(object, client: "a")
+        }
+        #expect(seq.rev == 5 && seq.history.earliest == 2)
+        let before = seq.state
+        let cases: [(JSON, ErrorCode)] = [
+            (["op": "restore", "rev": 1], .gone),
+            (["op": "restore", "rev": 6], .notFound),
+            (["op": "restore", "rev": -1], .badParams),
+            (["op": "restore", "rev": "3"], .badParams),
+            (["op": "restore"], .badParams),
+            (["op": "restore", "rev": 3, "label": "shop"], .badParams),
+            (["op": "restore", "label": "nowhere"], .notFound),
+            (["op": "restore", "label": "shop"], .notFound),   // revision 2, older than history holds
+            (["op": "restore", "rev": 3, "state": ["root": "x"]], .badParams),
+        ]
+        for (i, (op, code)) in cases.enumerated() {
+            guard case .failed(let e) = seq.submit(["id": .int(Int64(100 + i)), "ops": [op]], client: "a") else {
+                Issue.record("\(op) was taken"); continue
+            }
+            #expect(e.code == code, "\(op): \(e)")
+        }
+        #expect(seq.state == before && seq.rev == 5)
+        // By label, and as undo: with base = the current revision it applies; once
+        // someone changed the session after base, it is a conflict.
+        guard case .applied = seq.submit(["id": 200, "ops": [["op": "restore", "label": "back at login"]], "base": 5, "onConflict": "reject"], client: "a") else {
+            Issue.record("restore by label refused"); return
+        }
+        #expect(seq.state.root.entries.first?.route == "login")
+        _ = seq.submit(["id": 201, "ops": [["op": "setRoot", "route": "main"]]], client: "b")
+        guard case .failed(let e) = seq.submit(["id": 202, "ops": [["op": "restore", "rev": 5]], "base": 6, "onConflict": "reject"], client: "a") else {
+            Issue.record("a stale undo applied"); return
+        }
+        #expect(e.code == .conflict && e.rev == 7)
+    }
+}
