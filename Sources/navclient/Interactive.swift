@@ -162,6 +162,37 @@ final class Interactive {
             }
         case .get:
             say((client.state ?? .null).encodedString())
+        case .history(let n):
+            client.request(["type": "history", "session": .string(options.session), "limit": .int(Int64(n))]) { [weak self] reply in
+                if reply["type"] == "error" { self?.say("  \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")", error: true) }
+                let entries = reply["entries"]?.arrayValue ?? []
+                if reply["type"] == "history" && entries.isEmpty { self?.say("  (no revisions held; earliest \(reply["earliest"]?.description ?? "?"))") }
+                for e in entries.reversed() { self?.say("  " + CommandLanguage.describe(historyEntry: e, utcOffsetSeconds: localUTCOffset())) }
+                self?.draw()
+            }
+        case .show(let rev):
+            client.request(["type": "get", "session": .string(options.session), "rev": .int(Int64(rev))]) { [weak self] reply in
+                guard let self else { return }
+                if reply["type"] == "error" {
+                    say("  \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")", error: true)
+                } else {
+                    let live = reply["historic"] != true
+                    say("revision \(rev)\(live ? " (the current one)" : " (historic, read-only)"):")
+                    for line in TreeRenderer.render(reply["state"] ?? .null, flow: client.flow) { say("  " + line.text) }
+                    if !live { say("  (that was revision \(rev), read-only: restore \(rev) brings it back)") }
+                }
+                draw()
+            }
+        case .undo:
+            guard client.rev > 0 else { return say("> undo\n  noop: nothing to undo at revision 0") }
+            say("> undo (restore \(client.rev - 1), base \(client.rev))")
+            client.send([["op": "restore", "rev": .int(Int64(client.rev - 1))]], base: client.rev, onConflict: .reject) { [weak self] result in
+                switch result {
+                case .success(let ack): self?.say("  \(describe(ack))")
+                case .failure(let e): self?.say("  \(describe(e))", error: true)
+                }
+                self?.draw()
+            }
         case .help(let name):
             say(name.flatMap(CommandLanguage.usage) ?? (["commands (Tab completes commands and routes):"] + CommandLanguage.commands.map { "  " + $0.usage }).joined(separator: "\n"))
         }

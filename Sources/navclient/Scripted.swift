@@ -84,6 +84,42 @@ enum Scripted {
         case .get?:
             printLine(o.json ? (client.state ?? .null).encodedString() : TreeRenderer.plain(client.state ?? .null, flow: client.flow))
             done(true)
+        case .history(let n)?:
+            client.request(["type": "history", "session": .string(o.session), "limit": .int(Int64(n))]) { reply in
+                if reply["type"] == "error" {
+                    Stderr.line("navclient: \(line): \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")")
+                    return done(false)
+                }
+                if o.json { printLine(reply.encodedString()) } else {
+                    for e in (reply["entries"]?.arrayValue ?? []).reversed() { printLine(CommandLanguage.describe(historyEntry: e, utcOffsetSeconds: localUTCOffset())) }
+                }
+                done(true)
+            }
+        case .show(let rev)?:
+            client.request(["type": "get", "session": .string(o.session), "rev": .int(Int64(rev))]) { reply in
+                if reply["type"] == "error" {
+                    Stderr.line("navclient: \(line): \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")")
+                    return done(false)
+                }
+                printLine(o.json ? reply.encodedString()
+                          : "revision \(rev)\(reply["historic"] == true ? " (historic)" : " (current)")\n" + TreeRenderer.plain(reply["state"] ?? .null, flow: client.flow))
+                done(true)
+            }
+        case .undo?:
+            guard client.rev > 0 else {
+                printLine("\(line) -> noop: nothing to undo at revision 0")
+                return done(true)
+            }
+            client.send([["op": "restore", "rev": .int(Int64(client.rev - 1))]], base: client.rev, onConflict: .reject) { result in
+                switch result {
+                case .success(let ack):
+                    printLine(o.json ? ServerMessage.ack(session: o.session, ack).json().encodedString() : "\(line) -> \(describe(ack))")
+                    done(true)
+                case .failure(let e):
+                    Stderr.line("navclient: \(line): \(describe(e))")
+                    done(false)
+                }
+            }
         case .members?:
             for m in client.members {
                 printLine(o.json ? m.json.encodedString() : "\(m.client)  \(m.name)  \(m.role)\(m.rev.map { "  rev \($0)" } ?? "")")

@@ -58,6 +58,19 @@ tmux send-keys -t nc 'push nowhere' Enter
 check "an unknown route shows an error, the prompt stays" wait_screen "unknown_route"
 check "the prompt is still there" wait_screen "navsync demo>"
 
+# --- history: the list, a past revision shown, undo (section 15)
+tmux send-keys -t nc 'history 3' Enter
+check "history lists the last revisions, who and what" wait_screen "pop"
+tmux send-keys -t nc 'show 1' Enter
+check "show REV draws a past revision, marked historic" wait_screen "restore 1 brings it back"
+"$NC" get "$WS_URL" --json >"$OUT/before-undo.json"
+tmux send-keys -t nc 'push detail id=77' Enter
+check "a change to undo" wait_screen "push detail id=77"
+tmux send-keys -t nc 'undo' Enter
+check "undo restores the revision before" wait_screen "> undo (restore"
+check "and the session is as it was before that change" bash -c "for i in \$(seq 1 30); do '$NC' get '$WS_URL' --json | cmp -s - '$OUT/before-undo.json' && exit 0; sleep 0.1; done; exit 1"
+check "exec: history and show" bash -c "'$NC' exec '$WS_URL' 'history 2' | grep -q 'restore rev' && '$NC' exec '$WS_URL' 'show 1' | grep -q '(historic)'"
+
 # --- reconnect: the server restarts; a command typed meanwhile is applied exactly once
 port="${WS_URL##*:}"; port="${port%%/*}"
 stop_navsyncd TERM

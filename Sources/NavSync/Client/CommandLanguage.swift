@@ -13,6 +13,13 @@ public enum ClientCommand: Sendable, Equatable {
     case nothing(String)
     case members
     case get
+    /// `history [N]`: the last N revisions (section 15).
+    case history(Int)
+    /// `show REV`: the tree of a past revision.
+    case show(Int)
+    /// `undo`: restore the revision before the current one, refused as a conflict if
+    /// someone changed the session meanwhile.
+    case undo
     case help(String?)
     case quit
 }
@@ -52,6 +59,10 @@ public enum CommandLanguage {
         ("alert", "alert TITLE [BUTTON ...] [message=TEXT]   show an alert; quote a title of several words; a BUTTON is LABEL or LABEL:ROLE (default, cancel, destructive)"),
         ("respond", "respond BUTTON                             answer the alert"),
         ("reset", "reset                                      the whole session back to its start"),
+        ("restore", "restore REV | LABEL                        bring back a revision history holds, ids included"),
+        ("undo", "undo                                       restore the revision before this one (a conflict if someone changed it since)"),
+        ("history", "history [N]                                the last N revisions (10): who, when, what"),
+        ("show", "show REV                                   the tree of a past revision (read-only)"),
         ("sessions", "sessions                                   list the server's sessions"),
         ("join", "join NAME                                  switch to another session"),
         ("create", "create NAME                                make a session (admin) and join it"),
@@ -97,6 +108,22 @@ public enum CommandLanguage {
         case "sessions": return .sessions
         case "members": return .members
         case "get": return .get
+        case "undo": return .undo
+        case "history":
+            guard let n = positional.first else { return .history(10) }
+            guard let count = Int(n), (1...1_000).contains(count) else { throw CommandError("history takes a count of 1 to 1000, got '\(n)'") }
+            return .history(count)
+        case "show":
+            guard let r = positional.first else { throw CommandError("usage: show REV") }
+            guard let rev = Int(r), rev >= 0 else { throw CommandError("show takes a revision (a number >= 0), got '\(r)'") }
+            return .show(rev)
+        case "restore":
+            guard let target = positional.first, positional.count == 1 else { throw CommandError("usage: restore REV | LABEL (quote a label of several words)") }
+            if let rev = Int(target) {
+                guard rev >= 0 else { throw CommandError("restore takes a revision >= 0, got \(rev)") }
+                return .ops([["op": "restore", "rev": .int(Int64(rev))]])
+            }
+            return .ops([["op": "restore", "label": .string(target)]])
         case "quit", "exit": return .quit
         case "help", "?": return .help(positional.first)
         case "join":
@@ -307,5 +334,26 @@ struct OpBuilder {
             throw CommandError("\(key) must be \(type.base == .int ? "a whole number" : type.base == .number ? "a number" : type.base == .bool ? "true or false" : "text"), got '\(value)'")
         }
         return v
+    }
+}
+
+extension CommandLanguage {
+    /// One history entry as a line: `rev 12  14:03:22  tablet  setRoot main, push detail  "checkout start"`.
+    public static func describe(historyEntry e: JSON, utcOffsetSeconds: Int = 0) -> String {
+        let rev = e["rev"]?.intValue.map(String.init) ?? "?"
+        var time = "--:--:--"
+        if let ts = e["ts"]?.intValue, ts > 0 {
+            let s = (Int(ts / 1000) + utcOffsetSeconds) % 86_400
+            func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+            time = "\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))"
+        }
+        let who = e["name"]?.stringValue ?? e["client"]?.stringValue ?? "?"
+        let ops = (e["ops"]?.arrayValue ?? []).map { op -> String in
+            let name = op["op"]?.stringValue ?? "?"
+            let arg = op["route"]?.stringValue ?? op["url"]?.stringValue ?? op["rev"]?.intValue.map { "rev \($0)" }
+                ?? op["label"]?.stringValue.map { "\"\($0)\"" } ?? op["title"]?.stringValue.map { "\"\($0)\"" }
+            return arg.map { "\(name) \($0)" } ?? name
+        }.joined(separator: ", ")
+        return "rev \(rev)  \(time)  \(who)  \(ops)" + (e["label"]?.stringValue.map { "  \"\($0)\"" } ?? "")
     }
 }

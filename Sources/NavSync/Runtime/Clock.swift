@@ -13,3 +13,11 @@ public func unixMilliseconds() -> Int64 {
     clock_gettime(CLOCK_REALTIME, &ts)
     return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }
+
+/// This machine's offset from UTC now, in seconds (for showing times as people read them).
+public func localUTCOffset() -> Int {
+    var now = time(nil)
+    var parts = tm()
+    localtime_r(&now, &parts)
+    return parts.tm_gmtoff
+}

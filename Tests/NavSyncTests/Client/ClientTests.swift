@@ -64,6 +64,27 @@ struct ClientTests {
         #expect(try parse("join lab", h) == .join("lab") && parse("help push", h) == .help("push") && parse("exit", h) == .quit)
     }
 
+    /// Section 15 in navclient's language: restore by revision or label, undo, history, show.
+    @Test func historyCommands() throws {
+        let h = Harness.onMain()
+        #expect(try parse("restore 3", h) == .ops([["op": "restore", "rev": 3]]))
+        #expect(try parse("restore \"checkout start\"", h) == .ops([["op": "restore", "label": "checkout start"]]))
+        #expect(try parse("undo", h) == .undo)
+        #expect(try parse("history", h) == .history(10))
+        #expect(try parse("history 50", h) == .history(50))
+        #expect(try parse("show 0", h) == .show(0))
+        for (line, message) in [("history 0", "history takes a count of 1 to 1000, got '0'"), ("show", "usage: show REV"),
+                                ("show x", "show takes a revision (a number >= 0), got 'x'"), ("restore", "usage: restore REV | LABEL (quote a label of several words)"),
+                                ("restore -1", "restore takes a revision >= 0, got -1")] {
+            #expect(throws: CommandError(message), "\(line)") { try parse(line, h) }
+        }
+        let entry: JSON = ["rev": 12, "ts": 1_796_064_345_000, "client": "c1", "name": "tablet",
+                           "ops": [["op": "setRoot", "route": "main"], ["op": "restore", "rev": 3], ["op": "pop"]], "label": "checkout start"]
+        #expect(CommandLanguage.describe(historyEntry: entry) == "rev 12  18:45:45  tablet  setRoot main, restore rev 3, pop  \"checkout start\"")
+        #expect(CommandLanguage.describe(historyEntry: ["rev": 1, "ts": 0, "client": "c2", "ops": [["op": "open", "url": "/product/1"]]])
+                == "rev 1  --:--:--  c2  open /product/1")
+    }
+
     @Test func commandErrorsArePlain() {
         let h = Harness.onMain()
         let cases: [(String, String)] = [
