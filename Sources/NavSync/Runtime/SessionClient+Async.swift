@@ -48,6 +48,56 @@ extension SessionClient {
         return try result.get()
     }
 
+    /// A page of the session's history (DESIGN.md section 15), newest first, below
+    /// `before`: the current revision, the oldest held, and the entries.
+    public func history(before: Int? = nil, limit: Int = 100) async throws(NavError) -> (rev: Int, earliest: Int, entries: [HistoryEntry]) {
+        var m: JSONObject = ["type": "history", "session": .string(options.session), "limit": .int(Int64(limit))]
+        if let before { m["before"] = .int(Int64(before)) }
+        let reply = try await ask(m)
+        guard case .history(_, let rev, let earliest, let entries)? = (try? ServerMessage.decode(reply))?.message else {
+            throw NavError(.internal, "unexpected answer to history: \(reply.encodedString().prefix(200))")
+        }
+        return (rev, earliest, entries)
+    }
+
+    /// The state of revision `rev` as history holds it (the current one too); never
+    /// touches the mirror. Older than history holds: `gone`.
+    public func state(at rev: Int) async throws(NavError) -> JSON {
+        let reply = try await ask(["type": "get", "session": .string(options.session), "rev": .int(Int64(rev))])
+        guard reply["type"] == "snapshot", let state = reply["state"] else {
+            throw NavError(.internal, "unexpected answer to get: \(reply.encodedString().prefix(200))")
+        }
+        return state
+    }
+
+    /// Restores revision `rev` (or, with `label`, the newest revision so labelled) as
+    /// one new revision. With `base`, refused as a `conflict` if the session changed
+    /// after it (an undo: `restore(rev: client.rev - 1, base: client.rev)`).
+    public func restore(rev: Int, base: Int? = nil) async throws(NavError) -> Ack {
+        try await send([["op": "restore", "rev": .int(Int64(rev))]], base: base, onConflict: base == nil ? .rebase : .reject)
+    }
+
+    public func restore(label: String, base: Int? = nil) async throws(NavError) -> Ack {
+        try await send([["op": "restore", "label": .string(label)]], base: base, onConflict: base == nil ? .rebase : .reject)
+    }
+
+    /// One request and its reply (an `error` reply throws it).
+    private func ask(_ message: JSONObject) async throws(NavError) -> JSON {
+        let reply = await withCheckedContinuation { (k: CheckedContinuation<JSON?, Never>) in
+            let posted = loop.post {
+                guard self.isJoined else { return k.resume(returning: nil) }
+                self.request(message) { k.resume(returning: $0) }
+            }
+            if !posted { k.resume(returning: nil) }
+        }
+        guard let reply else { throw NavError(.internal, "not joined to '\(options.session)' right now") }
+        if reply["type"] == "error" {
+            throw NavError(ErrorCode(rawValue: reply["code"]?.stringValue ?? "") ?? .internal, reply["message"]?.stringValue ?? "error",
+                           op: reply["op"]?.intValue.map(Int.init), rev: reply["rev"]?.intValue.map(Int.init))
+        }
+        return reply
+    }
+
     /// The mirrored state: the current one when joined, then one after every change,
     /// until the client is closed for good.
     public func states() -> AsyncStream<JSON> {

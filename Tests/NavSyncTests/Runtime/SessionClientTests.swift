@@ -115,6 +115,37 @@ struct SessionClientTests {
         }
     }
 
+    /// Section 15 from Swift: history, a past state (the mirror untouched), restore
+    /// by revision and by label, and an undo refused once someone else changed it.
+    @Test func asyncHistoryStateAtAndRestore() async throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        var options = SessionClient.Options()
+        options.url = WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws")
+        let client = SessionClient.running(options)
+        _ = try await client.send([["op": "setRoot", "route": "main"]])
+        _ = try await client.send([["op": "setRoot", "route": "login"]])
+        let (rev, earliest, entries) = try await client.history()
+        #expect(rev == 2 && earliest == 0 && entries.map(\.rev) == [2, 1] && entries[0].ops == [["op": "setRoot", "route": "login"]])
+        let first = try await client.state(at: 1)
+        #expect(first["root"]?["current"]?["route"] == "main")
+        let ack = try await client.restore(rev: 1, base: 2)
+        #expect(ack.rev == 3 && ack.results == [.applied])
+        do {
+            _ = try await client.restore(rev: 0, base: 2)
+            Issue.record("a stale undo applied")
+        } catch {
+            #expect(error.code == .conflict && error.rev == 3)
+        }
+        do {
+            _ = try await client.state(at: 9)
+            Issue.record("a future revision was shown")
+        } catch {
+            #expect(error.code == .notFound)
+        }
+        await client.close()
+    }
+
     /// A client refused at its first join (no such session) is done: awaiting a command
     /// on it throws instead of waiting forever.
     @Test func asyncSendOnARefusedClientThrows() async throws {
