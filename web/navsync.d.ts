@@ -78,6 +78,18 @@ export interface Snapshot {
   error: string | null;
 }
 
+export interface HistoryEntry {
+  rev: number;
+  /** Server time, ms since the Unix epoch. */
+  ts: number;
+  client: string;
+  name: string;
+  cmd: string | number;
+  ops: object[];
+  results: ("applied" | "noop" | "superseded")[];
+  label?: string;
+}
+
 export interface Ack { type: "ack"; id: string | number; session: string; rev: number; results: ("applied" | "noop" | "superseded")[]; duplicate?: boolean }
 
 export interface CommandOptions { base?: number; onConflict?: "rebase" | "reject"; label?: string; id?: string | number }
@@ -127,6 +139,12 @@ export interface Session {
   respond(alert: string, button: string, options?: OpOptions): Promise<Ack>;
   reset(options?: OpOptions): Promise<Ack>;
 
+  /** A page of history, newest first (DESIGN.md section 15). */
+  history(options?: { before?: number; limit?: number }): Promise<{ rev: number; earliest: number; entries: HistoryEntry[] }>;
+  /** The state of a revision history holds; the mirror is untouched. */
+  stateAt(rev: number): Promise<{ rev: number; state: NavState; historic: boolean }>;
+  /** Brings back a revision (or the newest one with a label) as a new revision. */
+  restore(revOrLabel: number | string, options?: OpOptions): Promise<Ack>;
   /** Tells the other members which revision this device shows. */
   rendered(rev: number, focus?: string): void;
   /** The entry on top of the active path (what `back()` pops), or null at a root. */

@@ -406,6 +406,31 @@ class Session extends Emitter {
   respond(alert, button, options) { return this.#op("respond", { alert, button }, options); }
   reset(options) { return this.#op("reset", {}, options); }
 
+  // ---- history (DESIGN.md section 15) ----
+
+  /** A page of history, newest first: {rev (current), earliest (oldest held),
+   *  entries: [{rev, ts, client, name, cmd, ops, results, label?}]}. */
+  async history({ before, limit = 100 } = {}) {
+    const m = { type: "history", session: this.name, limit };
+    if (before !== undefined) m.before = before;
+    const reply = await this.client.request(m);
+    return { rev: reply.rev, earliest: reply.earliest, entries: reply.entries };
+  }
+
+  /** The state of a revision history holds: {rev, state, historic}. Never touches the
+   *  mirror. Older than history holds: a NavsyncError `gone`. */
+  async stateAt(rev) {
+    const reply = await this.client.request({ type: "get", session: this.name, rev });
+    return { rev: reply.rev, state: reply.state, historic: reply.historic === true };
+  }
+
+  /** Brings back a revision (a number) or the newest revision with a label (a string)
+   *  as one new revision, ids included. With `base` and `onConflict: "reject"`, an undo
+   *  that refuses to clobber a change made since. */
+  restore(revOrLabel, options) {
+    return this.#op("restore", typeof revOrLabel === "number" ? { rev: revOrLabel } : { label: revOrLabel }, options);
+  }
+
   /** Tells the other members which revision this device shows (and, optionally,
    *  which entry has focus): presence `status`. */
   rendered(rev, focus) {

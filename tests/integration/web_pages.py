@@ -3,6 +3,7 @@ driven by navclient and by clicks; the page survives a server restart; no errors
 the console; a screenshot of each page is saved."""
 import json
 import os
+import urllib.request
 import subprocess
 import sys
 import time
@@ -35,6 +36,30 @@ def top_route(d):
     """The route of the screen a device shows: the last (topmost) screen drawn."""
     screens = d.find_elements(By.CSS_SELECTOR, ".screen")
     return screens[-1].get_attribute("data-route") if screens else None
+
+
+def top_of(state):
+    """The route of the topmost screen of a state, as the page draws it last."""
+    last = None
+
+    def walk(c):
+        nonlocal last
+        if c["kind"] == "root":
+            entry(c["current"])
+        elif c["kind"] == "tabs":
+            entry(next(t for t in c["tabs"] if t["id"] == c["selected"]))
+        else:
+            for e in c["stack"]:
+                entry(e)
+
+    def entry(e):
+        nonlocal last
+        if "coordinator" in e:
+            walk(e["coordinator"])
+        else:
+            last = e["route"]
+    walk(state["root"])
+    return last
 
 
 def navclient(*commands):
@@ -138,6 +163,33 @@ try:
 
     a.find_element(By.CSS_SELECTOR, "#raw summary").click()
     check("the side panel shows the raw state and patches", wait(a, lambda d: '"root"' in d.find_element(By.ID, "state").text and "rev" in d.find_element(By.ID, "patches").text))
+
+    # The timeline: a past revision shown read-only while live patches arrive, restored.
+    def api(path):
+        with urllib.request.urlopen(HTTP.rstrip("/") + path) as r:
+            return json.load(r)
+    check("the timeline lists the revisions", wait(a, lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-history-rev]")) >= 5))
+    live_rev = int(rev(a))
+    target = live_rev - 3
+    past = api(f"/api/sessions/{SESSION}?rev={target}")
+    a.find_element(By.CSS_SELECTOR, f"[data-history-rev='{target}']").click()
+    shows = lambda d: d.find_element(By.ID, "phone").get_attribute("data-shows")
+    check("choosing a revision shows it read-only, with a banner", wait(a, lambda d: shows(d) == "historic"
+          and f"Revision {target}" in d.find_element(By.ID, "historic").text and d.find_element(By.ID, "live").is_displayed()))
+    check("the phone view is that revision's", wait(a, lambda d: top_route(d) == top_of(past["state"])), (top_route(a), top_of(past["state"])))
+    check("the other page stays live", shows(b) == "live")
+    navclient("update seen=1")
+    check("live patches keep arriving while a past revision is shown",
+          wait(a, lambda d: int(rev(d)) == live_rev + 1 and shows(d) == "historic" and f"live is at {live_rev + 1}" in d.find_element(By.ID, "historic").text))
+    a.execute_script("window.scrollTo(0, 0)")   # the banner sits above the phone view
+    a.save_screenshot(os.path.join(OUT, "web-page-historic.png"))
+    a.find_element(By.ID, "restore").click()
+    check("Restore brings it back for everyone, ids included", wait(b, lambda d: int(rev(d)) == live_rev + 2) and
+          api(f"/api/sessions/{SESSION}")["state"] == past["state"] and wait(a, lambda d: shows(d) == "live"))
+    a.find_element(By.CSS_SELECTOR, f"[data-history-rev='{target}']").click()
+    wait(a, lambda d: shows(d) == "historic")
+    a.find_element(By.ID, "live").click()
+    check("Back to live returns to the live view", wait(a, lambda d: shows(d) == "live" and d.find_element(By.ID, "historic").get_attribute("hidden") is not None))
 
     check("no errors in the console of either page", not console_errors(a) and not console_errors(b), console_errors(a) + console_errors(b))
     a.save_screenshot(os.path.join(OUT, "web-page-a.png"))

@@ -51,7 +51,6 @@ extension WebPage {
   .alert .box h3 { margin: 0 0 6px; }
   .alert .box .buttons { display: flex; gap: 8px; justify-content: center; margin-top: 12px; flex-wrap: wrap; }
   .alert .box button.destructive { color: var(--bad); }
-  .historic { position: absolute; inset: 0; display: flex; align-items: center; justify-content: center; padding: 24px; text-align: center; color: var(--muted); }
   aside { flex: 1; min-width: 300px; display: flex; flex-direction: column; gap: 14px; }
   .panel { background: #fff; border: 1px solid var(--line); border-radius: 10px; padding: 12px; }
   .panel h3 { margin: 0 0 8px; font-size: 14px; }
@@ -71,6 +70,14 @@ extension WebPage {
   #notice .panel { max-width: 560px; }
   #notice p { margin: 0 0 10px; }
   #controls-toggle, #controls-close, #backdrop { display: none; }
+  .device { display: flex; flex-direction: column; gap: 8px; flex: none; }
+  #historic { width: 360px; background: #fff4d6; border: 1px solid #e7c66b; border-radius: 10px; padding: 8px 10px; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
+  #historic span { flex: 1; min-width: 140px; }
+  .phone.past { outline: 4px dashed #e7c66b; outline-offset: -4px; }
+  #timeline { list-style: none; margin: 0; padding: 0; max-height: 260px; overflow-y: auto; }
+  #timeline button { width: 100%; text-align: left; border: none; border-bottom: 1px solid var(--line); border-radius: 0; font-size: 13px; }
+  #timeline button.shown { background: #fff4d6; }
+  #timeline .mark { background: var(--accent); color: #fff; border-radius: 6px; padding: 0 6px; margin-left: 6px; font-size: 12px; }
   @keyframes slide { from { transform: translateX(40%); opacity: .2; } to { transform: none; opacity: 1; } }
   @keyframes rise { from { transform: translateY(100%); } to { transform: none; } }
 
@@ -82,6 +89,9 @@ extension WebPage {
     #controls-toggle { display: inline-block; }
     main { padding: 0; gap: 0; display: block; }
     .phone { width: 100%; height: calc(100dvh - 53px); border: none; border-radius: 0; box-shadow: none; }
+    .device { gap: 0; }
+    #historic { width: 100%; border-radius: 0; }
+    #historic:not([hidden]) + .phone { height: calc(100dvh - 53px - 62px); }
     aside { position: fixed; left: 0; right: 0; bottom: 0; max-height: 85dvh; overflow-y: auto; min-width: 0; z-index: 60;
             background: var(--bg); border-radius: 16px 16px 0 0; padding: 8px 12px 24px; gap: 10px; box-shadow: 0 -6px 24px rgba(0,0,0,.25);
             transform: translateY(105%); transition: transform .25s ease-out; visibility: hidden; }
@@ -120,13 +130,19 @@ extension WebPage {
   </div>
 </div>
 <main id="main" hidden>
-  <div class="phone" id="phone"></div>
+  <div class="device">
+    <div id="historic" role="status" hidden><span id="historic-text"></span>
+      <button id="restore" type="button" class="primary">Restore</button><button id="live" type="button">Back to live</button></div>
+    <div class="phone" id="phone"></div>
+  </div>
   <div id="backdrop"></div>
   <aside id="controls" aria-label="controls">
     <button id="controls-close" type="button">Close</button>
     <div class="panel" id="linkpanel"><h3>Deep link and token</h3></div>
     <div class="panel"><h3>Go to</h3><div id="actions"></div></div>
     <div class="panel"><h3>Devices</h3><ul id="members"></ul></div>
+    <div class="panel"><h3>Timeline</h3><ol id="timeline" aria-label="revisions, newest first"></ol>
+      <button id="older" type="button" hidden>Older revisions</button></div>
     <div class="panel"><details id="raw"><summary>Protocol: state and last patches</summary>
       <h3>State</h3><pre id="state"></pre><h3>Last patches</h3><pre id="patches"></pre></details></div>
   </aside>
@@ -188,6 +204,8 @@ function run(promise) {
 
 // ---- the session ----
 let client = null, s = null, seen = new Set(), patchLog = [], drawn = null;
+// A past revision shown read-only in the phone view (null: live), and the timeline's entries.
+let viewing = null, timeline = [], timelineTimer = null;
 
 function setConn(text, up) { const c = $("conn"); c.textContent = text; c.classList.toggle("up", !!up); }
 
@@ -222,7 +240,7 @@ function start() {
   s.on("error", (e) => {
     if (e.code === "forbidden" && s.getSnapshot().status !== "live") { setConn("forbidden: enter a token"); $("token").focus(); }
   });
-  s.on("patch", (p) => { patchLog.push(p); if (patchLog.length > 20) patchLog.shift(); });
+  s.on("patch", (p) => { patchLog.push(p); if (patchLog.length > 20) patchLog.shift(); refreshTimeline(); });
   s.on("resync", (why) => { if (why.reason === "epoch") toast("the session was made anew: showing its new state"); });
   s.subscribe(render);
   render();
@@ -232,6 +250,55 @@ $("create").addEventListener("submit", (ev) => {
   ev.preventDefault();
   $("notice").hidden = true;
   s.join({ create: true, flow: $("create-flow").value });
+});
+
+// ---- the timeline: history, newest first; a revision shown read-only, restored ----
+function refreshTimeline() {
+  clearTimeout(timelineTimer);
+  timelineTimer = setTimeout(() => loadTimeline(), 250);   // at most a few times a second under load
+}
+async function loadTimeline(before) {
+  let page;
+  try { page = await s.history({ before, limit: 25 }); } catch (e) { return; }
+  timeline = before === undefined ? page.entries : timeline.concat(page.entries);
+  const oldest = timeline.length ? timeline[timeline.length - 1].rev : page.rev;
+  $("older").hidden = oldest <= page.earliest + 1;
+  drawTimeline();
+}
+function describeOps(ops) {
+  return ops.map(o => o.op + (o.route ? " " + o.route : o.url ? " " + o.url : o.rev !== undefined ? " " + o.rev : o.label ? " \u201c" + o.label + "\u201d" : "")).join(", ");
+}
+function drawTimeline() {
+  const ol = $("timeline"); ol.textContent = "";
+  for (const e of timeline) {
+    ol.append(el("li", {}, el("button", { type: "button", "data-history-rev": e.rev, class: viewing && viewing.rev === e.rev ? "shown" : "",
+        onclick: () => showRevision(e.rev) },
+      "rev " + e.rev + " · " + new Date(e.ts).toLocaleTimeString() + " · " + e.name + " · " + describeOps(e.ops),
+      e.label ? el("span", { class: "mark" }, e.label) : null)));
+  }
+}
+async function showRevision(rev) {
+  let r;
+  try { r = await s.stateAt(rev); } catch (e) { return toast((e.code || "error") + ": " + e.message); }
+  if (narrow.matches) setControls(false);
+  viewing = r;
+  $("historic").hidden = false;
+  $("historic-text").textContent = "Revision " + rev + (r.historic ? " (a past one, read-only)" : " (the live one)") + " · live is at " + s.getSnapshot().rev;
+  drawPhone(r.state, true);
+  drawTimeline();
+}
+function backToLive() {
+  viewing = null; drawn = null;
+  $("historic").hidden = true;
+  drawTimeline();
+  render();
+}
+$("older").addEventListener("click", () => loadTimeline(timeline.length ? timeline[timeline.length - 1].rev : undefined));
+$("live").addEventListener("click", backToLive);
+$("restore").addEventListener("click", () => {
+  const rev = viewing && viewing.rev;
+  if (rev === null || rev === undefined) return;
+  run(s.restore(rev).then((ack) => { backToLive(); return ack; }));
 });
 
 // ---- drawing the device ----
@@ -301,6 +368,23 @@ function activePath(state) {
     c = v && v.coordinator;
   }
   return out;
+}
+
+// The phone view of a state; a historic one is read-only (inert) and marked.
+function drawPhone(state, historic) {
+  const phone = $("phone"); phone.textContent = "";
+  phone.classList.toggle("past", historic);
+  phone.dataset.shows = historic ? "historic" : "live";
+  const app = el("div", { class: "layer", inert: historic || !!state.alert }, view(state.root));
+  phone.append(app);
+  if (state.alert) {
+    const a = state.alert;
+    phone.append(el("div", { class: "alert", "data-alert": a.id, role: "alertdialog", inert: historic }, el("div", { class: "box" },
+      el("h3", {}, a.title), a.message ? el("div", {}, a.message) : null,
+      el("div", { class: "buttons" }, a.buttons.map(b => el("button", { class: b.role || "", "data-button": b.id,
+        onclick: () => run(s.respond(a.id, b.id)) }, b.label))))));
+  }
+  seen = new Set(); (function walk(n) { if (n && typeof n === "object") { if (n.id) seen.add(n.id); Object.values(n).forEach(walk); } })(state);
 }
 
 // ---- the controls ----
@@ -409,17 +493,10 @@ function render() {
   renderMembers(snap);
   if (!snap.state || snap.state === drawn) return;
   drawn = snap.state;
-  const phone = $("phone"); phone.textContent = "";
-  const app = el("div", { class: "layer", inert: !!snap.state.alert }, view(snap.state.root));
-  phone.append(app);
-  if (snap.state.alert) {
-    const a = snap.state.alert;
-    phone.append(el("div", { class: "alert", "data-alert": a.id, role: "alertdialog" }, el("div", { class: "box" },
-      el("h3", {}, a.title), a.message ? el("div", {}, a.message) : null,
-      el("div", { class: "buttons" }, a.buttons.map(b => el("button", { class: b.role || "", "data-button": b.id,
-        onclick: () => run(s.respond(a.id, b.id)) }, b.label))))));
-  }
-  seen = new Set(); (function walk(n) { if (n && typeof n === "object") { if (n.id) seen.add(n.id); Object.values(n).forEach(walk); } })(snap.state);
+  if (!timeline.length && !timelineTimer) loadTimeline();
+  // While a past revision is shown, live changes update everything but the phone view.
+  if (viewing) $("historic-text").textContent = "Revision " + viewing.rev + " (a past one, read-only) · live is at " + snap.rev;
+  else drawPhone(snap.state, false);
   $("rev").textContent = "rev " + snap.rev;
   $("state").textContent = JSON.stringify(snap.state, null, 2);
   $("patches").textContent = patchLog.map(p => "rev " + p.rev + " by " + p.by + ": " + JSON.stringify(p.ops)).join("\n");
@@ -865,6 +942,31 @@ class Session extends Emitter {
   respond(alert, button, options) { return this.#op("respond", { alert, button }, options); }
   reset(options) { return this.#op("reset", {}, options); }
 
+  // ---- history (DESIGN.md section 15) ----
+
+  /** A page of history, newest first: {rev (current), earliest (oldest held),
+   *  entries: [{rev, ts, client, name, cmd, ops, results, label?}]}. */
+  async history({ before, limit = 100 } = {}) {
+    const m = { type: "history", session: this.name, limit };
+    if (before !== undefined) m.before = before;
+    const reply = await this.client.request(m);
+    return { rev: reply.rev, earliest: reply.earliest, entries: reply.entries };
+  }
+
+  /** The state of a revision history holds: {rev, state, historic}. Never touches the
+   *  mirror. Older than history holds: a NavsyncError `gone`. */
+  async stateAt(rev) {
+    const reply = await this.client.request({ type: "get", session: this.name, rev });
+    return { rev: reply.rev, state: reply.state, historic: reply.historic === true };
+  }
+
+  /** Brings back a revision (a number) or the newest revision with a label (a string)
+   *  as one new revision, ids included. With `base` and `onConflict: "reject"`, an undo
+   *  that refuses to clobber a change made since. */
+  restore(revOrLabel, options) {
+    return this.#op("restore", typeof revOrLabel === "number" ? { rev: revOrLabel } : { label: revOrLabel }, options);
+  }
+
   /** Tells the other members which revision this device shows (and, optionally,
    *  which entry has focus): presence `status`. */
   rendered(rev, focus) {
@@ -1117,6 +1219,18 @@ export interface Snapshot {
   error: string | null;
 }
 
+export interface HistoryEntry {
+  rev: number;
+  /** Server time, ms since the Unix epoch. */
+  ts: number;
+  client: string;
+  name: string;
+  cmd: string | number;
+  ops: object[];
+  results: ("applied" | "noop" | "superseded")[];
+  label?: string;
+}
+
 export interface Ack { type: "ack"; id: string | number; session: string; rev: number; results: ("applied" | "noop" | "superseded")[]; duplicate?: boolean }
 
 export interface CommandOptions { base?: number; onConflict?: "rebase" | "reject"; label?: string; id?: string | number }
@@ -1166,6 +1280,12 @@ export interface Session {
   respond(alert: string, button: string, options?: OpOptions): Promise<Ack>;
   reset(options?: OpOptions): Promise<Ack>;
 
+  /** A page of history, newest first (DESIGN.md section 15). */
+  history(options?: { before?: number; limit?: number }): Promise<{ rev: number; earliest: number; entries: HistoryEntry[] }>;
+  /** The state of a revision history holds; the mirror is untouched. */
+  stateAt(rev: number): Promise<{ rev: number; state: NavState; historic: boolean }>;
+  /** Brings back a revision (or the newest one with a label) as a new revision. */
+  restore(revOrLabel: number | string, options?: OpOptions): Promise<Ack>;
   /** Tells the other members which revision this device shows. */
   rendered(rev: number, focus?: string): void;
   /** The entry on top of the active path (what `back()` pops), or null at a root. */
