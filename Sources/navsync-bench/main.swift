@@ -78,6 +78,52 @@ for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
     print("\(name) \(String(Int(plain.perSecond)).leftPad(10))   \(String(Int(encoded.perSecond)).leftPad(14))   \(format1(encoded.patchBytes).leftPad(19))")
 }
 
+/// History (DESIGN.md section 15): the state of random revisions of a full history,
+/// and the memory a held revision costs (RSS with history on, less with it off).
+func historyFigures() {
+    func rssKiB() -> Int {
+        guard let bytes = FileSystem.read("/proc/self/statm"),
+              let pages = Int(String(decoding: bytes, as: UTF8.self).split(separator: " ")[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
+    }
+    let held = 10_000
+    func build(_ capacity: Int) -> Sequencer {
+        var seq = Sequencer(flow: .demo, epoch: "h", historyCapacity: capacity)
+        _ = seq.submit(Command(id: .int(-1), ops: [["op": "setRoot", "route": "main"]]), client: "bench")
+        for i in 0..<(held + 1000) {
+            let ops: [JSON] = switch i % 4 {
+            case 0: [push]
+            case 1: [["op": "update", "data": ["n": .int(Int64(i))]]]
+            case 2: [["op": "select", "index": .int(Int64(i % 3))]]
+            default: [["op": "pop"]]
+            }
+            _ = seq.submit(Command(id: .int(Int64(i)), ops: ops), client: "bench", sender: .init(name: "bench", ts: Int64(i)))
+        }
+        return seq
+    }
+    let base = rssKiB()
+    let off = build(0)
+    let afterOff = rssKiB()
+    let on = build(held)
+    let afterOn = rssKiB()
+    let perRevision = Double((afterOn - afterOff) - (afterOff - base)) * 1024 / Double(held)
+    var rng = SystemRandomNumberGenerator()
+    var times: [Double] = []
+    let current = on.state.json
+    for _ in 0..<2000 {
+        let rev = Int.random(in: on.history.earliest...on.rev, using: &rng)
+        let t = ContinuousClock().measure { _ = try? on.history.state(at: rev, current: current) }
+        times.append(Double(t.components.attoseconds) / 1e12 + Double(t.components.seconds) * 1e6)
+    }
+    times.sort()
+    print("history: \(held) revisions held (of \(on.rev)); get rev of random revisions: " +
+          "median \(format1(times[times.count / 2])) µs, p99 \(format1(times[times.count * 99 / 100])) µs; " +
+          "about \(Int(perRevision)) bytes of memory per held revision")
+}
+
+if only == nil || only == "history" { historyFigures() }
+
+
 func format1(_ d: Double) -> String { String(Double(Int(d * 10)) / 10) }
 
 extension String {
