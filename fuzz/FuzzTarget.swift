@@ -1,5 +1,5 @@
 // libFuzzer entry point: every parser that takes bytes from the network, fed the same
-// input. Built by scripts/fuzz (not part of the package).
+// input, and `load`'s state validation. Built by scripts/fuzz (not part of the package).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -17,6 +17,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     if case .success(.command(_, let object)) = request.message {
         var seq = Sequencer(flow: .demo, epoch: "f")
         _ = seq.submit(object, client: "fuzz")
+    }
+    // `load` takes a whole document: any JSON as a state, checked against the flow, and
+    // applied to a session that already has one.
+    if let json = try? JSON.parse(bytes) {
+        _ = try? Flow.demo.validate(state: json)
+        var seq = Sequencer(flow: .demo, epoch: "f")
+        _ = seq.submit(["id": 0, "ops": [["op": "setRoot", "route": "main"]]], client: "fuzz")
+        _ = seq.submit(["id": 1, "ops": [["op": "load", "state": json, "nextId": 5]]], client: "fuzz")
     }
     // Journal records and deep links.
     _ = Journal.scan(bytes)

@@ -9,6 +9,8 @@ public struct CommandContext: Sendable {
     public internal(set) var changed: Set<CoordinatorKey> = []
     /// Whether a `reset` applied: everything changes at this revision.
     public internal(set) var didReset = false
+    /// Ids a `load` skipped when it raised the counter: never allocated, so never gone.
+    public internal(set) var skipped: Range<Int>?
     /// Operations the sender may not run, with why (DESIGN.md section 10). Checked on
     /// every operation that runs, including those a deep link expands to.
     public let refused: [OpName: String]

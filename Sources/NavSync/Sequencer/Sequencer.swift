@@ -57,7 +57,9 @@ public struct Sequencer: Sendable {
     public struct Sender: Sendable {
         public var name: String
         public var ts: Int64
-        public init(name: String = "", ts: Int64 = 0) { self.name = name; self.ts = ts }
+        /// Whether the sender may `load` a whole state (admins; section 15).
+        public var mayLoad: Bool
+        public init(name: String = "", ts: Int64 = 0, mayLoad: Bool = true) { self.name = name; self.ts = ts; self.mayLoad = mayLoad }
     }
 
     /// The same, also giving the decoded command (what the journal records).
@@ -121,6 +123,8 @@ public struct Sequencer: Sendable {
                     let (result, journalOp) = try restore(json, into: &working, &ctx, trusted: trusted)
                     results.append(result)
                     journalAs(index, journalOp)
+                } else if json["op"] == "load" {
+                    results.append(try load(json, into: &working, &ctx, sender: sender))
                 } else {
                     results.append(try working.apply(Operation(json: json), &ctx))
                 }
@@ -205,6 +209,43 @@ public struct Sequencer: Sendable {
         return (.applied, journalOp)
     }
 
+    /// `load` (section 15, admins): the state becomes the given document, checked
+    /// against the flow and section 3 (`bad_params` naming the place). The id counter
+    /// becomes max(current, `nextId`, largest id in it + 1); allocated ids not in it are
+    /// gone, ids in it are live. Like `restore`, it changes every coordinator.
+    private func load(_ json: JSON, into working: inout NavDocument, _ ctx: inout CommandContext, sender: Sender) throws(NavError) -> OpResult {
+        guard sender.mayLoad else { throw NavError(.forbidden, "only admins may load a state") }
+        guard let o = json.objectValue else { throw NavError(.badParams, "'load' must be an object") }
+        for key in o.keys where !["op", "state", "nextId"].contains(key) {
+            throw NavError(.badParams, "'load' takes 'state' and 'nextId', not '\(key)'")
+        }
+        guard let given = o["state"] else { throw NavError(.badParams, "'load' needs 'state', a whole state document") }
+        var next = 0
+        if let n = o["nextId"] {
+            guard let v = n.intValue, v >= 1, v < Int64(Int32.max) else { throw NavError(.badParams, "'nextId' must be an integer >= 1, got \(n.encodedString())") }
+            next = Int(v)
+        }
+        let state = try document.flow.validate(state: given)
+        if let guardRev = ctx.conflicts, guardRev.base < guardRev.rev {
+            throw NavError(.conflict, "load changes the whole session, and it changed after base \(guardRev.base) (now at revision \(guardRev.rev))", rev: guardRev.rev)
+        }
+        var largest = 0
+        state.forEachID { largest = max(largest, $0.number) }
+        let nextID = max(working.nextID, next, largest + 1)
+        guard state != working.state || nextID != working.nextID else { return .noop }
+        working.state = state
+        if nextID > working.nextID { ctx.skipped = working.nextID..<nextID }
+        working.nextID = nextID
+        ctx.changed.formUnion([.root, .alert])
+        func mark(_ c: Coordinator) {
+            for e in c.entries {
+                if let child = e.coordinator { ctx.changed.insert(.entry(e.id)); mark(child) }
+            }
+        }
+        mark(state.root)
+        return .applied
+    }
+
     /// A command id seen before: the same command gets its original ack, marked
     /// duplicate; another command under that id is refused, and nothing is remembered.
     private func resend(_ entry: IdempotencyTable.Entry, fingerprint: UInt64) -> Outcome {
@@ -222,10 +263,15 @@ public struct Sequencer: Sendable {
         for key in diff.created { lastChanged[key] = rev }
         // Ids a restore brought back are live again.
         for id in diff.added where removedAt[id] != nil { removedAt[id] = nil }
-        // Allocated and gone again within this command (a push popped by a later op).
-        for n in allocated where !diff.added.contains(EntryID(n)) {
-            removedAt[EntryID(n)] = rev
-            lastChanged[.entry(EntryID(n))] = nil
+        // Allocated and gone again within this command (a push popped by a later op);
+        // not the ids a `load` skipped, which were never allocated.
+        let skipped = ctx.skipped ?? allocated.upperBound..<allocated.upperBound
+        for range in [allocated.lowerBound..<max(allocated.lowerBound, min(skipped.lowerBound, allocated.upperBound)),
+                      max(allocated.lowerBound, skipped.upperBound)..<allocated.upperBound] {
+            for n in range where !diff.added.contains(EntryID(n)) {
+                removedAt[EntryID(n)] = rev
+                lastChanged[.entry(EntryID(n))] = nil
+            }
         }
         for id in diff.removed {
             removedAt[id] = rev

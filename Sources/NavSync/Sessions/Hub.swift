@@ -277,7 +277,7 @@ public struct Hub {
         if let e = frozen[name] { return fail(e) }
         let started = clock()
         let (outcome, command) = sessions[name]!.sequencer.submitDecoding(object, client: client, refused: role.refusedOperations,
-                                                                          sender: Sequencer.Sender(name: senderName, ts: wallClock()))
+                                                                          sender: Sequencer.Sender(name: senderName, ts: wallClock(), mayLoad: role == .admin))
         applyLatency.record(nanoseconds: clock() &- started)
         switch outcome {
         case .applied(let ack, let patch):

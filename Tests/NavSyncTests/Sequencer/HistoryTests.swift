@@ -193,3 +193,91 @@ struct RestoreTests {
         #expect(e.code == .conflict && e.rev == 7)
     }
 }
+
+/// `load` (section 15): a whole state checked against the flow; after it, replaying
+/// the recorded commands reproduces each recorded patch exactly.
+@Suite("Load")
+struct LoadTests {
+    @Test func loadThenReplayReproducesEveryRecordedPatch() throws {
+        var gen = CommandGenerator(flow: .demo, seed: 0x10AD)
+        gen.strict = true
+        var recorded = Sequencer(flow: .demo, epoch: "a")
+        var commands: [(client: String, object: JSONObject, patch: [PatchOperation])] = []
+        var cut: (state: JSON, nextID: Int, rev: Int)?
+        for n in 0..<800 {
+            if n == 400 { cut = (recorded.state.json, recorded.document.nextID, recorded.rev) }
+            let ops = (0..<gen.pick([1, 2])).map { _ in gen.op(recorded.state, nextID: recorded.document.nextID) }
+            let object: JSONObject = ["id": .int(Int64(n)), "ops": .array(ops)]
+            if case .applied(_, let patch) = recorded.submit(object, client: "c\(n % 3)"), n >= 400 {
+                commands.append(("c\(n % 3)", object, patch.ops))
+            }
+        }
+        let (state, nextID, _) = try #require(cut)
+        var replay = Sequencer(flow: .demo, epoch: "b")
+        guard case .applied = replay.submit(["id": "load", "ops": [["op": "load", "state": state, "nextId": .int(Int64(nextID))]]], client: "admin") else {
+            Issue.record("load refused"); return
+        }
+        #expect(replay.state.json == state && replay.document.nextID == nextID)
+        for (i, c) in commands.enumerated() {
+            guard case .applied(_, let patch) = replay.submit(c.object, client: c.client) else { Issue.record("command \(i) did not apply"); return }
+            #expect(patch.ops == c.patch, "command \(i): \(c.object)")
+            if patch.ops != c.patch { return }
+        }
+        #expect(replay.state == recorded.state)
+    }
+
+    @Test func badLoadsAreRefusedNamingThePlaceAndChangeNothing() throws {
+        var seq = Sequencer(flow: .demo, epoch: "l")
+        _ = seq.submit(["id": 1, "ops": [["op": "setRoot", "route": "main"], ["op": "push", "route": "detail", "params": ["id": 4]]]], client: "a")
+        let good = seq.state.json
+        let before = seq.state
+        func broken(_ edit: (inout JSON) -> Void) -> JSON { var j = good; edit(&j); return j }
+        let cases: [(JSON?, String)] = [
+            (nil, "'load' needs 'state'"),
+            (.string("x"), "state: must be an object"),
+            (["root": ["type": "Nope", "kind": "root"]], "state.root.type: must be App here"),
+            (["root": ["type": "App", "kind": "stack"]], "state.root.kind: App is a root"),
+            (["root": ["type": "App", "kind": "root", "current": ["id": "e1", "route": "nowhere"]]], "state.root.current.route: App has no route 'nowhere'"),
+            (["root": ["type": "App", "kind": "root", "current": ["id": "x1", "route": "login"]]], "state.root.current.id: must be an entry id"),
+            (["root": ["type": "App", "kind": "root", "current": ["id": "e1", "route": "login", "params": ["email": 5]]]], "state.root.current.params: param 'email' of route 'login' must be string"),
+            (["root": ["type": "App", "kind": "root", "current": ["id": "e1", "route": "main"]]], "state.root.current.coordinator: route 'main' opens a Main: it is missing"),
+            (["root": ["type": "App", "kind": "root", "current": ["id": "e1", "route": "login"]], "alert": ["id": "e1", "title": "t", "buttons": [["id": "ok", "label": "OK"]]]], "state.alert.id: e1 appears twice"),
+            (["root": ["type": "App", "kind": "root", "current": ["id": "e1", "route": "login", "colour": "red"]]], "state.root.current.colour: is not a field here"),
+        ]
+        for (i, (state, message)) in cases.enumerated() {
+            var op: JSONObject = ["op": "load"]
+            if let state { op["state"] = state }
+            guard case .failed(let e) = seq.submit(["id": .int(Int64(100 + i)), "ops": [.object(op)]], client: "a") else {
+                Issue.record("case \(i) was loaded"); continue
+            }
+            #expect(e.code == .badParams && e.message.contains(message), "case \(i): \(e.message)")
+        }
+        // Duplicate ids deep in the tree, named by place.
+        let duplicated = broken { j in
+            guard case .object(var root) = j["root"]!, case .object(var current) = root["current"]!, case .object(var main) = current["coordinator"]!,
+                  case .array(var tabs) = main["tabs"]!, case .object(var tab) = tabs[1] else { return }
+            tab["id"] = tabs[0]["id"]!
+            tabs[1] = .object(tab); main["tabs"] = .array(tabs); current["coordinator"] = .object(main); root["current"] = .object(current)
+            j = .object(["root": .object(root), "alert": .null])
+        }
+        guard case .failed(let dup) = seq.submit(["id": 200, "ops": [["op": "load", "state": duplicated]]], client: "a") else {
+            Issue.record("duplicate ids were loaded"); return
+        }
+        #expect(dup.code == .badParams && dup.message.contains("state.root.current.coordinator.tabs[1].id") && dup.message.contains("appears twice"), "\(dup.message)")
+        // A controller may not load; nor a wrong nextId.
+        guard case .failed(let forbidden) = seq.submit(["id": 201, "ops": [["op": "load", "state": good]]], client: "a", sender: .init(mayLoad: false)) else {
+            Issue.record("a controller loaded"); return
+        }
+        #expect(forbidden.code == .forbidden)
+        guard case .failed(let badNext) = seq.submit(["id": 202, "ops": [["op": "load", "state": good, "nextId": 0]]], client: "a") else {
+            Issue.record("nextId 0 taken"); return
+        }
+        #expect(badNext.code == .badParams)
+        #expect(seq.state == before && seq.rev == 1)
+        // A far counter is taken without touching every skipped id.
+        guard case .applied = seq.submit(["id": 203, "ops": [["op": "load", "state": good, "nextId": 2_000_000_000]]], client: "a") else {
+            Issue.record("a far nextId was refused"); return
+        }
+        #expect(seq.document.nextID == 2_000_000_000 && seq.removedAt.count < 100)
+    }
+}
