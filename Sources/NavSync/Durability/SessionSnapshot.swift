@@ -52,7 +52,7 @@ extension Sequencer {
         document = NavDocument(flow: flow, limits: limits, state: state, nextID: Int(next))
         self.rev = Int(rev)
         // History is not in snapshots (yet): it starts again at the restored revision.
-        history = History(capacity: historyCapacity, start: Int(rev), state: historyCapacity > 0 ? stateJSON : .null)
+        history = History(capacity: historyCapacity, start: Int(rev), state: historyCapacity > 0 ? stateJSON : .null, nextID: Int(next))
         removedHorizon = Int(horizon)
         for (k, v) in snapshot["lastChanged"]?.objectValue ?? [:] {
             guard let r = v.intValue else { throw SnapshotError("lastChanged.\(k) is not a revision") }

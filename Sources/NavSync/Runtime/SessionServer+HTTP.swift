@@ -95,6 +95,23 @@ extension SessionServer {
                 return .json(200, ["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
                                    "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
             }
+        case .log(let name):
+            if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
+            return only("GET") {
+                var from: Int?
+                if let text = request.query("from") {
+                    guard let f = Int(text), f >= 0 else { return Self.error(NavError(.badRequest, "'from' must be a revision (an integer >= 0), got '\(text)'")) }
+                    from = f
+                }
+                switch hub.recording(of: name, from: from) {
+                case .failure(let e): return Self.error(e)
+                case .success(let lines):
+                    var body: [UInt8] = []
+                    for line in lines { line.write(into: &body); body.append(0x0A) }
+                    return HTTPResponse(status: 200, headers: [("Content-Type", "application/x-ndjson"),
+                                                               ("Content-Disposition", "attachment; filename=\"\(name).navsync-log\"")], body: body)
+                }
+            }
         case .history(let name):
             if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
             return only("GET") {
@@ -132,6 +149,7 @@ extension SessionServer {
         case apiIndex, healthz, metrics, sessions, flows
         case session(String)
         case history(String)
+        case log(String)
         case commands(String)
 
         init?(_ s: [String]) {
@@ -148,6 +166,7 @@ extension SessionServer {
             case 3 where s[0] == "api" && s[1] == "sessions": self = .session(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "commands": self = .commands(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "history": self = .history(s[2])
+            case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "log": self = .log(s[2])
             default: return nil
             }
         }
@@ -205,6 +224,7 @@ extension SessionServer {
         GET  /api/flows                     the names of the flows sessions may be created with
         GET  /api/sessions/NAME             one session's state, as JSON (?rev=R: a revision history holds)
         GET  /api/sessions/NAME/history     its history, newest first (?before=R&limit=N)
+        GET  /api/sessions/NAME/log         a recording (NDJSON) from the oldest held revision (?from=R)
         DELETE /api/sessions/NAME           delete a session (admin); its members are told
         POST /api/sessions/NAME/commands    body: a command object; answer: its ack or error
 

@@ -14,6 +14,8 @@ public struct HistoryEntry: Sendable, Equatable {
     public var label: String?
     /// What the revision changed (RFC 6902), as broadcast.
     public var patch: [PatchOperation]
+    /// The id counter after the revision (for recordings: replay allocates the same ids).
+    public var nextID = 0
 
     public init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
                 label: String? = nil, patch: [PatchOperation] = []) {
@@ -55,14 +57,14 @@ public struct History: Sendable {
     private var entries: [HistoryEntry] = []
     /// Index in `entries` of the oldest entry still kept (older ones are dropped in bulk).
     private var first = 0
-    private var checkpoints: [(rev: Int, state: JSON)] = []
+    private var checkpoints: [(rev: Int, state: JSON, nextID: Int)] = []
 
-    public init(capacity: Int, start: Int = 0, state: JSON, checkpointEvery: Int = 64) {
+    public init(capacity: Int, start: Int = 0, state: JSON, nextID: Int = 1, checkpointEvery: Int = 64) {
         self.capacity = max(capacity, 0)
         self.checkpointEvery = max(checkpointEvery, 1)
         self.start = start
         rev = start
-        if self.capacity > 0 { checkpoints = [(start, state)] }
+        if self.capacity > 0 { checkpoints = [(start, state, nextID)] }
     }
 
     /// The newest revision (recorded or, with history off, only counted).
@@ -81,7 +83,7 @@ public struct History: Sendable {
         rev = entry.rev
         guard capacity > 0 else { return }
         entries.append(entry)
-        if entry.rev % checkpointEvery == 0 { checkpoints.append((entry.rev, state())) }
+        if entry.rev % checkpointEvery == 0 { checkpoints.append((entry.rev, state(), entry.nextID)) }
         trim()
     }
 
@@ -128,6 +130,21 @@ public struct History: Sendable {
     private func entryIndex(of rev: Int) -> Int {
         guard let oldest = entries[first...].first?.rev else { return entries.count }
         return first + max(0, rev - oldest)
+    }
+
+    /// The id counter after revision `rev` (held: from `earliest` on).
+    public func nextID(at target: Int) -> Int? {
+        guard capacity > 0, target >= earliest, target <= rev else { return nil }
+        if let base = checkpoints.last(where: { $0.rev == target }) { return base.nextID }
+        let i = entryIndex(of: target)
+        return i < entries.count && entries[i].rev == target ? entries[i].nextID : nil
+    }
+
+    /// Entries oldest first, after `from` (held ones only).
+    public func entries(after from: Int) -> [HistoryEntry] {
+        let low = max(from, earliest) + 1
+        guard low <= rev else { return [] }
+        return (low...rev).map { entries[entryIndex(of: $0)] }
     }
 
     /// Entries newest first, below `before` (all when nil), at most `limit`; none at or

@@ -30,7 +30,7 @@ public struct Sequencer: Sendable {
         self.epoch = epoch
         idempotency = IdempotencyTable(capacity: idempotencyCapacity)
         log = PatchLog(capacity: logCapacity)
-        history = History(capacity: historyCapacity, state: historyCapacity > 0 ? document.state.json : .null)
+        history = History(capacity: historyCapacity, state: historyCapacity > 0 ? document.state.json : .null, nextID: document.nextID)
     }
 
     public var state: NavState { document.state }
@@ -152,14 +152,16 @@ public struct Sequencer: Sendable {
         let patch = Patch(rev: rev, by: client, cmd: command.id, ops: diff.ops)
         idempotency.remember(client: client, ack, fingerprint: command.fingerprint)
         log.append(patch)
-        history.record(HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
-                                    results: results, label: command.label, patch: patch.ops)) { document.state.json }
+        var entry = HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
+                                 results: results, label: command.label, patch: patch.ops)
+        entry.nextID = document.nextID
+        history.record(entry) { document.state.json }
         return .applied(ack, patch)
     }
 
     /// History starts again at the current revision (after a restore from disk).
     public mutating func restartHistory() {
-        history = History(capacity: history.capacity, start: rev, state: history.capacity > 0 ? state.json : .null)
+        history = History(capacity: history.capacity, start: rev, state: history.capacity > 0 ? state.json : .null, nextID: document.nextID)
     }
 
     /// `restore` (section 15): the whole state becomes that of a revision history holds,

@@ -217,6 +217,30 @@ public struct Hub {
 
     // MARK: Reading (for the HTTP routes and metrics)
 
+    /// A recording of a session (section 15, `GET /api/sessions/NAME/log`): a first line
+    /// with the flow, the epoch, the state at `from` and the id counter there, then a
+    /// line per revision after it with its command and patch; a `restore` also carries
+    /// the state it restored, so a recording replays without history.
+    public func recording(of name: String, from: Int?) -> Result<[JSON], NavError> {
+        guard let s = sessions[name] else { return .failure(NavError(.unknownSession, "no session '\(name)'")) }
+        let h = s.sequencer.history
+        let from = from ?? h.earliest
+        let current = s.sequencer.state.json
+        let state: JSON
+        do { state = try h.state(at: from, current: current) } catch { return .failure(error) }
+        let nextID = from == s.sequencer.rev ? s.sequencer.document.nextID : h.nextID(at: from) ?? s.sequencer.document.nextID
+        var lines: [JSON] = [["format": "navsync-log/1", "session": .string(name), "flow": s.flow.source, "epoch": .string(s.sequencer.epoch),
+                              "from": .int(Int64(from)), "state": state, "nextId": .int(Int64(nextID))]]
+        for e in h.entries(after: from) {
+            guard case .object(var o) = e.json else { continue }
+            o["results"] = nil
+            o["patch"] = .array(e.patch.map(\.json))
+            if e.ops.contains(where: { $0["op"] == "restore" }) { o["state"] = (try? h.state(at: e.rev, current: current)) ?? .null }
+            lines.append(.object(o))
+        }
+        return .success(lines)
+    }
+
     /// The state of revision `rev` (section 15): the current one as a plain snapshot,
     /// an older one held by history as a historic one.
     public func revision(_ rev: Int, of name: String) -> Result<ServerMessage, NavError> {

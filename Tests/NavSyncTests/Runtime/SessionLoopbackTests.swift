@@ -125,6 +125,11 @@ struct SessionLoopbackTests {
         #expect(get("/api/sessions/demo/history?limit=1001").status == "HTTP/1.1 400")
         #expect(get("/api/sessions/nope/history").status == "HTTP/1.1 404")
         #expect(server.metric("navsync_history_revisions") == 2)
+        let log = server.http("GET /api/sessions/demo/log HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        #expect(log.hasPrefix("HTTP/1.1 200") && log.contains("Content-Type: application/x-ndjson"))
+        let lines = (log.firstRange(of: "\r\n\r\n").map { String(log[$0.upperBound...]) } ?? "").split(separator: "\n").compactMap { try? JSON.parse(Array($0.utf8)) }
+        #expect(lines.count == 3 && lines[0]["format"] == "navsync-log/1" && lines[0]["from"] == 1 && lines[2]["label"] == "step 2" && lines[2]["patch"] != nil)
+        #expect(get("/api/sessions/demo/log?from=0").status == "HTTP/1.1 410")
     }
 
     @Test func binaryMessagesCloseWith1003() throws {

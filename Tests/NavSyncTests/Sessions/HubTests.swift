@@ -247,6 +247,47 @@ struct HubTests {
         #expect(f.hub.sessions["demo"]!.sequencer.rev == 4)
     }
 
+    /// A recording (section 15, `/log`) replays onto a fresh session: load its state and
+    /// counter, then each command (a restore as a load of the state it carries); every
+    /// revision's patch comes out as recorded.
+    @Test func aRecordingReplaysPatchForPatch() throws {
+        let f = Fixture { $0.history = 50 }
+        let a = f.connect()
+        _ = f.send(a, ["type": "join", "session": "demo"])
+        var gen = CommandGenerator(flow: .demo, seed: 0x1065)
+        gen.strict = true
+        for n in 0..<120 {
+            let state = f.hub.sessions["demo"]!.sequencer.state
+            var command: JSONObject = ["type": "command", "session": "demo", "id": .int(Int64(n))]
+            if n % 17 == 16 {
+                command["ops"] = [["op": "restore", "rev": .int(Int64(f.hub.sessions["demo"]!.sequencer.rev - 3))]]
+            } else {
+                command["ops"] = .array([gen.op(state, nextID: f.hub.sessions["demo"]!.sequencer.document.nextID)])
+            }
+            if n % 10 == 0 { command["label"] = .string("step \(n)") }
+            _ = f.send(a, .object(command))
+        }
+        let lines = try f.hub.recording(of: "demo", from: nil).get()
+        let header = lines[0]
+        #expect(header["format"] == "navsync-log/1" && header["from"] == .int(Int64(f.hub.sessions["demo"]!.sequencer.history.earliest)))
+        #expect(lines.count - 1 == 50 && lines.dropFirst().contains { $0["state"] != nil }, "restores carry their state")
+        var replay = Sequencer(flow: .demo, epoch: "replay")
+        guard case .applied = replay.submit(["id": "load", "ops": [["op": "load", "state": header["state"]!, "nextId": header["nextId"]!]]], client: "r") else {
+            Issue.record("the recording's state did not load"); return
+        }
+        for line in lines.dropFirst() {
+            var object: JSONObject = ["id": line["cmd"]!, "ops": line["ops"]!]
+            if let state = line["state"] { object["ops"] = [["op": "load", "state": state]] }
+            if let label = line["label"] { object["label"] = label }
+            guard case .applied(_, let patch) = replay.submit(object, client: line["client"]!.stringValue!) else {
+                Issue.record("revision \(line["rev"]!) did not apply"); return
+            }
+            #expect(JSON.array(patch.ops.map(\.json)) == line["patch"], "revision \(line["rev"]!)")
+        }
+        #expect(replay.state == f.hub.sessions["demo"]!.sequencer.state)
+        #expect(f.hub.recording(of: "demo", from: 0).failureCode == .gone && f.hub.recording(of: "nope", from: nil).failureCode == .unknownSession)
+    }
+
     @Test func adminsDeleteSessionsMembersAreToldAndLeave() {
         let f = Fixture()
         let admin = f.connect(), member = f.connect(), other = f.connect()
@@ -317,4 +358,8 @@ struct HubTests {
             if i == 2 { _ = f.send(c, ["type": "status", "session": "demo", "rev": 0, "focus": "e1"]) }
         }
     }
+}
+
+extension Result where Failure == NavError {
+    var failureCode: ErrorCode? { if case .failure(let e) = self { return e.code } else { return nil } }
 }
