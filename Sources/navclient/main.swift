@@ -11,6 +11,11 @@ usage: navclient [URL] [options]                   interactive: the live tree an
        navclient sessions [URL] [--json]           list the server's sessions
        navclient delete [URL] [options] NAME       delete a session (admin); its members are told
        navclient bench [URL] [options]             load generator (navclient bench --help)
+       navclient log [URL] [options] [--from REV]  the session's recording (NDJSON) to standard output
+       navclient replay FILE [URL] [options] [--speed X | --step] [--verify]
+                                                   send a recording again, in order, onto --session
+                                                   (default: the recording's); --speed 0 does not pause;
+                                                   --verify stops at the first revision that differs
 
 options:
 \(ClientOptions.help)
@@ -25,7 +30,7 @@ or refused the session.
 """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-let subcommands = ["exec", "watch", "get", "sessions", "delete", "bench", "help"]
+let subcommands = ["exec", "watch", "get", "sessions", "delete", "bench", "log", "replay", "help"]
 let command = arguments.first.flatMap { subcommands.contains($0) ? $0 : nil }
 if command != nil { arguments.removeFirst() }
 
@@ -55,6 +60,38 @@ case "bench":
 case "help":
     print(usage)
     exit(Exit.ok)
+case "log", "replay":
+    // Their own flags first; the rest are navclient's usual options.
+    var from: Int?, speed = 1.0, step = false, verify = false, rest: [String] = []
+    var args = arguments[...]
+    while let arg = args.popFirst() {
+        switch arg {
+        case "--from" where command == "log":
+            guard let v = args.popFirst().flatMap(Int.init), v >= 0 else { Stderr.line("navclient log: --from takes a revision"); exit(Exit.usage) }
+            from = v
+        case "--speed" where command == "replay":
+            guard let v = args.popFirst().flatMap(Double.init), v >= 0 else { Stderr.line("navclient replay: --speed takes a factor (0: no pauses)"); exit(Exit.usage) }
+            speed = v
+        case "--step" where command == "replay": step = true
+        case "--verify" where command == "replay": verify = true
+        default: rest.append(arg)
+        }
+    }
+    // replay's FILE: the first argument that names a file (the rest may hold the URL).
+    var file: String?
+    if command == "replay", let i = rest.firstIndex(where: { !$0.hasPrefix("-") && FileManager.default.fileExists(atPath: $0) }) {
+        file = rest.remove(at: i)
+    }
+    let o = common(rest)
+    if command == "log" {
+        guard o.rest.isEmpty else { Stderr.line("navclient log: unexpected '\(o.rest[0])'"); exit(Exit.usage) }
+        exit(Recording.log(o, from: from))
+    }
+    guard let file, o.rest.isEmpty else {
+        Stderr.line("navclient replay: name one recording file that exists, e.g. navclient replay bug.navsync-log --verify" + (o.rest.first.map { " (not '\($0)')" } ?? ""))
+        exit(Exit.usage)
+    }
+    exit(Recording.replay(o, file: file, sessionGiven: rest.contains("--session"), speed: speed, step: step, verify: verify))
 case "exec":
     let o = common(arguments)
     guard !o.rest.isEmpty else {

@@ -128,5 +128,32 @@ tmux kill-session -t nc2 2>/dev/null || true
 tmux new-session -d -s nc2 -x 110 -y 34 "'$NC' 127.0.0.1:9; echo navclient-exit=\$?; sleep 30"
 check "interactive: a server that cannot be reached ends it with exit 3" wait_screen2 "navclient-exit=3"
 tmux kill-session -t nc2 2>/dev/null || true
+
+# --- recordings: a session of 1,000 commands recorded on this server, replayed onto another
+commands=()
+for i in $(seq 1 200); do commands+=("push detail id=$i" "update n=$i" "back" "select $((i % 3 + 1))" "select 0"); done
+"$NC" exec "$WS_URL" --session rec --create 'setRoot main' "${commands[@]}" >/dev/null
+check "navclient log writes the recording" bash -c "'$NC' log '$WS_URL' --session rec >'$OUT/rec.ndjson' && [ \$(wc -l <'$OUT/rec.ndjson') -ge 1000 ]"
+FIRST_PID=$NAVSYNCD_PID
+FIRST_HTTP=$HTTP_URL
+start_navsyncd navclient-replay
+check "replay --verify of the recording onto a second server passes" bash -c "'$NC' replay '$OUT/rec.ndjson' '$WS_URL' --speed 0 --verify 2>'$OUT/replay.txt' && grep -q 'revisions replayed' '$OUT/replay.txt'"
+grep -o 'replayed.*' "$OUT/replay.txt" | sed 's/^/  /'
+check "...and the session there equals the original" "$PY" -c "import json, urllib.request as u; a = json.load(u.urlopen('${FIRST_HTTP}api/sessions/rec')); b = json.load(u.urlopen('${HTTP_URL}api/sessions/rec')); assert a['state'] == b['state'] and a['rev'] > 1000, (a['rev'], b['rev'])"
+"$PY" - "$OUT/rec.ndjson" "$OUT/rec-tampered.ndjson" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+entry = json.loads(lines[500])
+for op in entry["patch"]:
+    if "value" in op:
+        op["value"] = "tampered"
+        break
+lines[500] = json.dumps(entry)
+open(sys.argv[2], "w").write("\n".join(lines) + "\n")
+PY
+tampered_rev=$("$PY" -c "import json; print(json.loads(open('$OUT/rec.ndjson').read().splitlines()[500])['rev'])")
+check "a tampered recording fails --verify at that revision, exit 1" bash -c "'$NC' replay '$OUT/rec-tampered.ndjson' '$WS_URL' --session rec2 --speed 0 --verify 2>'$OUT/replay-bad.txt'; [ \$? -eq 1 ] && grep -q 'revision $tampered_rev differs from the recording' '$OUT/replay-bad.txt'"
+stop_navsyncd
+NAVSYNCD_PID=$FIRST_PID
 stop_navsyncd
 finish
