@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # navsyncd with sessions, driven by outside clients: Python websockets + jsonpatch
-# mirrors under concurrent random commands, and curl against every HTTP endpoint.
+# mirrors under concurrent random commands and across restores, and curl against every
+# HTTP endpoint.
 . "$(dirname "$0")/lib.sh"
 
 start_navsyncd sessions --rate 100000 --burst 100000
@@ -19,6 +20,7 @@ check "GET unknown session is 404"       test "$(code "$api/nope")" = 404
 check "POST a command gives its ack"     bash -c "curl -sf -X POST -d '{\"id\":\"curl-1\",\"ops\":[{\"op\":\"reset\"},{\"op\":\"open\",\"url\":\"/product/5\"}]}' '$api/demo/commands' | grep -q '\"type\":\"ack\"'"
 "$PY" "$ROOT/tests/integration/http_idempotency.py" "$HTTP_URL" "$WS_URL" || FAILED=$((FAILED + 1))
 "$PY" "$ROOT/tests/integration/delete_session.py" "$HTTP_URL" "$WS_URL" || FAILED=$((FAILED + 1))
+"$PY" "$ROOT/tests/integration/history_clients.py" "$WS_URL" "$HTTP_URL" || FAILED=$((FAILED + 1))
 check "navclient delete NAME deletes it" bash -c "'$NAVCLIENT' exec '$WS_URL' --session byebye --create 'pop' >/dev/null; '$NAVCLIENT' delete '$WS_URL' byebye | grep -qx \"deleted session 'byebye'\" && ! curl -sf '$api/byebye' >/dev/null"
 check "navclient delete of an unknown session exits 1, naming it" bash -c "'$NAVCLIENT' delete '$WS_URL' nosuch 2>&1 | grep -q \"no session 'nosuch'\"; [ \${PIPESTATUS[0]} -eq 1 ]"
 check "navclient delete without a name is usage (exit 2)" bash -c "'$NAVCLIENT' delete '$WS_URL'; [ \$? -eq 2 ]"
