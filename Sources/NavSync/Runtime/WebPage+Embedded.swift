@@ -286,6 +286,7 @@ async function showRevision(rev) {
   $("historic-text").textContent = "Revision " + rev + (r.historic ? " (a past one, read-only)" : " (the live one)") + " · live is at " + s.getSnapshot().rev;
   drawPhone(r.state, true);
   drawTimeline();
+  s.rendered(rev);
 }
 function backToLive() {
   viewing = null; drawn = null;
@@ -502,7 +503,7 @@ function render() {
   $("patches").textContent = patchLog.map(p => "rev " + p.rev + " by " + p.by + ": " + JSON.stringify(p.ops)).join("\n");
   routeActions(snap);
   document.body.dataset.rev = snap.rev;
-  s.rendered(snap.rev);
+  s.rendered(viewing ? viewing.rev : snap.rev);   // presence: the revision this device actually shows
 }
 
 // ---- start ----
