@@ -21,7 +21,8 @@ options:
 \(ClientOptions.help)
 
 COMMANDs are what the prompt takes: push detail id=42, back, pop 2, present settings,
-select index=1, open /product/42, alert "Sure?", respond ok, update q=shoes, help.
+select index=1, open /product/42, alert "Sure?", respond ok, update q=shoes, history,
+show 3, restore 3, undo, help.
 Without a subcommand and with standard input not a terminal, commands are read from it,
 one per line.
 
