@@ -204,6 +204,26 @@ async def main():
     for s in SESSIONS:
         check(f"{MODE} {s}: revision = distinct commands acknowledged ({len(acked[s])}): none lost, none applied twice",
               final[s]["rev"] == len(acked[s]), f"rev {final[s]['rev']}")
+    # History survived every kill: each acknowledged command once, at its revision, in order.
+    for s in SESSIONS:
+        entries, before, earliest = [], None, 0
+        async with websockets.connect(server.url, subprotocols=["navsync.v1"]) as ws:
+            while True:
+                ask = {"type": "history", "id": "h", "session": s, "limit": 1000}
+                if before is not None:
+                    ask["before"] = before
+                page = await request(ws, ask, "history")
+                earliest = page["earliest"]
+                entries += page["entries"]
+                if not page["entries"] or page["entries"][-1]["rev"] <= earliest + 1:
+                    break
+                before = page["entries"][-1]["rev"]
+        revs = [e["rev"] for e in reversed(entries)]
+        cmds = [e["cmd"] for e in reversed(entries)]
+        check(f"{MODE} {s}: history lists every acknowledged command exactly once, in revision order ({len(entries)} held from {earliest})",
+              revs == list(range(earliest + 1, final[s]["rev"] + 1)) and len(set(cmds)) == len(cmds)
+              and all(acked[s].get(e["cmd"]) == e["rev"] for e in entries),
+              (revs[:3], revs[-3:], final[s]["rev"], [e for e in entries if acked[s].get(e["cmd"]) != e["rev"]][:3]))
     data_e1 = {s: final[s]["state"]["root"]["current"].get("data", {}) for s in SESSIONS}
     check(f"{MODE}: each writer's last command is in the state",
           all(data_e1[w.session].get(w.client) == w.next - 1 for w in writers),

@@ -9,18 +9,26 @@ public struct JournalRecord: Sendable, Equatable {
     public var rev: Int
     public var client: String
     public var command: Command
+    /// Who and when, for history (section 15): the sender's name and server time in ms.
+    public var name: String?
+    public var ts: Int64
 
-    public init(rev: Int, client: String, command: Command) {
+    public init(rev: Int, client: String, command: Command, name: String? = nil, ts: Int64 = 0) {
         self.rev = rev
         self.client = client
         self.command = command
+        self.name = name
+        self.ts = ts
     }
 
     /// Largest payload accepted when reading: a command is at most one protocol message.
     public static let maxPayload = 16 << 20
 
     public func encoded() -> [UInt8] {
-        let payload = JSON.object(["rev": .int(Int64(rev)), "client": .string(client), "command": command.json]).encoded()
+        var o: JSONObject = ["rev": .int(Int64(rev)), "client": .string(client), "command": command.json]
+        if let name { o["name"] = .string(name) }
+        if ts != 0 { o["ts"] = .int(ts) }
+        let payload = JSON.object(o).encoded()
         let crc = CRC32.checksum(payload)
         var out: [UInt8] = []
         out.reserveCapacity(payload.count + 8)
@@ -32,7 +40,7 @@ public struct JournalRecord: Sendable, Equatable {
     init?(payload: [UInt8]) {
         guard let json = try? JSON.parse(payload), let rev = json["rev"]?.intValue, let client = json["client"]?.stringValue,
               let object = json["command"]?.objectValue, let command = try? Command(json: object) else { return nil }
-        self.init(rev: Int(rev), client: client, command: command)
+        self.init(rev: Int(rev), client: client, command: command, name: json["name"]?.stringValue, ts: json["ts"]?.intValue ?? 0)
     }
 }
 

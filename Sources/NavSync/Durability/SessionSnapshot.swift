@@ -32,6 +32,8 @@ extension Sequencer {
             // The patch log, so a client that reconnects after a restart with since/epoch
             // still gets patches, not a snapshot, when the log covers it.
             "log": .array(log.patches.map(\.json)),
+            // History (section 15): what it holds survives compaction and restarts.
+            "history": history.snapshot,
         ]
     }
 
@@ -51,8 +53,12 @@ extension Sequencer {
         let state = try NavState(json: stateJSON)
         document = NavDocument(flow: flow, limits: limits, state: state, nextID: Int(next))
         self.rev = Int(rev)
-        // History is not in snapshots (yet): it starts again at the restored revision.
-        history = History(capacity: historyCapacity, start: Int(rev), state: historyCapacity > 0 ? stateJSON : .null, nextID: Int(next))
+        // History as the snapshot held it; a snapshot without one starts it at this revision.
+        if historyCapacity > 0, let held = snapshot["history"], let restored = History(snapshot: held, capacity: historyCapacity, rev: Int(rev)) {
+            history = restored
+        } else {
+            history = History(capacity: historyCapacity, start: Int(rev), state: historyCapacity > 0 ? stateJSON : .null, nextID: Int(next))
+        }
         removedHorizon = Int(horizon)
         for (k, v) in snapshot["lastChanged"]?.objectValue ?? [:] {
             guard let r = v.intValue else { throw SnapshotError("lastChanged.\(k) is not a revision") }
@@ -85,7 +91,8 @@ extension Sequencer {
     public mutating func replay(_ records: [JournalRecord]) throws(SnapshotError) {
         for r in records where r.rev > rev {
             guard r.rev == rev + 1 else { throw SnapshotError("the journal jumps from revision \(rev) to \(r.rev)") }
-            guard case .applied(let ack, _) = submitJournaling(r.command, client: r.client, refused: [:], sender: Sender(), trusted: true).outcome,
+            guard case .applied(let ack, _) = submitJournaling(r.command, client: r.client, refused: [:],
+                                                               sender: Sender(name: r.name ?? r.client, ts: r.ts), trusted: true).outcome,
                   ack.rev == r.rev else {
                 throw SnapshotError("journal record for revision \(r.rev) (command \(r.command.id)) does not apply")
             }

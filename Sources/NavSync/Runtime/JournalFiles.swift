@@ -373,9 +373,6 @@ final class JournalFiles: @unchecked Sendable {
                 break
             }
         }
-        // The journal does not carry who and when yet: history starts at the revision
-        // the session is restored at, rather than show replayed revisions without them.
-        loaded.sequencer.restartHistory()
         if journalLimit != nil {
             if let p = scan.problem { throw DataStore.Failure("\(journalPath): \(p)") }
             if let bad = loaded.badRecord { throw DataStore.Failure("\(journalPath): the record at offset \(bad.offset) does not apply: \(bad.reason)") }

@@ -168,4 +168,41 @@ public struct History: Sendable {
 
     /// Approximate bytes held, for metrics and the benchmark.
     public var checkpointCount: Int { checkpoints.count }
+
+    /// What a session snapshot keeps of history: its start, checkpoints and entries.
+    public var snapshot: JSON {
+        guard capacity > 0 else { return .null }
+        return ["start": .int(Int64(start)),
+                "checkpoints": .array(checkpoints.map { ["rev": .int(Int64($0.rev)), "state": $0.state, "nextID": .int(Int64($0.nextID))] }),
+                "entries": .array(entries[first...].map { e in
+                    guard case .object(var o) = e.json else { return e.json }
+                    o["patch"] = .array(e.patch.map(\.json))
+                    o["nextID"] = .int(Int64(e.nextID))
+                    return .object(o)
+                })]
+    }
+
+    /// History read back from a snapshot taken at revision `rev`; nil when it does not
+    /// fit together (then history starts again at `rev`).
+    public init?(snapshot json: JSON, capacity: Int, rev: Int) {
+        guard capacity > 0, let start = json["start"]?.intValue, let marks = json["checkpoints"]?.arrayValue, !marks.isEmpty,
+              let list = json["entries"]?.arrayValue else { return nil }
+        self.init(capacity: capacity, start: Int(start), state: .null)
+        checkpoints = []
+        for m in marks {
+            guard let r = m["rev"]?.intValue, let state = m["state"], let n = m["nextID"]?.intValue else { return nil }
+            checkpoints.append((Int(r), state, Int(n)))
+        }
+        for e in list {
+            guard var entry = HistoryEntry(json: e), let patch = e["patch"]?.arrayValue, let n = e["nextID"]?.intValue else { return nil }
+            guard let ops = try? patch.map({ try PatchOperation(json: $0) }) else { return nil }
+            entry.patch = ops
+            entry.nextID = Int(n)
+            entries.append(entry)
+        }
+        self.rev = entries.last?.rev ?? checkpoints.last!.rev
+        // The entries must run without a gap from the first checkpoint to `rev`.
+        guard self.rev == rev, entries.isEmpty || entries.first!.rev == checkpoints[0].rev + 1,
+              zip(entries, entries.dropFirst()).allSatisfy({ $0.rev + 1 == $1.rev }) else { return nil }
+    }
 }

@@ -300,14 +300,15 @@ public struct Hub {
         guard sessions[name] != nil else { return fail(NavError(.unknownSession, "no session '\(name)'")) }
         if let e = frozen[name] { return fail(e) }
         let started = clock()
-        let (outcome, command) = sessions[name]!.sequencer.submitDecoding(object, client: client, refused: role.refusedOperations,
-                                                                          sender: Sequencer.Sender(name: senderName, ts: wallClock(), mayLoad: role == .admin))
+        let sender = Sequencer.Sender(name: senderName, ts: wallClock(), mayLoad: role == .admin)
+        let (outcome, command) = sessions[name]!.sequencer.submitDecoding(object, client: client, refused: role.refusedOperations, sender: sender)
         applyLatency.record(nanoseconds: clock() &- started)
         switch outcome {
         case .applied(let ack, let patch):
             commandOutcomes["applied", default: 0] += 1
             if journaled, let command {
-                journal(.append(session: name, JournalRecord(rev: ack.rev, client: client, command: command), sessions[name]!.sequencer))
+                journal(.append(session: name, JournalRecord(rev: ack.rev, client: client, command: command, name: senderName, ts: sender.ts),
+                                sessions[name]!.sequencer))
             }
             broadcast(name, .patch(session: name, patch))
             return .ack(session: name, ack)

@@ -24,7 +24,8 @@ struct DataStoreTests {
                                                         configuration: HubConfiguration(), logger: Logger(level: .off))
             var n = 0
             let hub = Hub(configuration: HubConfiguration(), flows: [], restored: restored, journaled: true,
-                          newClientID: { n += 1; return "c\(n)" }, newEpoch: { RandomIDs.hex(4) }, clock: monotonicNanoseconds)
+                          newClientID: { n += 1; return "c\(n)" }, newEpoch: { RandomIDs.hex(4) }, clock: monotonicNanoseconds,
+                          wallClock: unixMilliseconds)
             return SessionServer(hub: hub, store: store)
         }
     }
@@ -92,12 +93,16 @@ struct DataStoreTests {
             #expect(again["duplicate"] == true && original["duplicate"] == nil, "\(id)")
             #expect(Self.command(c, id, [["op": "reset"]])?["code"] == "id_reused", "\(id)")
         }
-        // History is in memory: it starts again at the restored revision.
-        c.sendJSON(["type": "history", "session": "demo", "id": "h"])
+        // History survives the restart and the compactions before it: every acknowledged
+        // command once, in revision order, and the states of past revisions.
+        c.sendJSON(["type": "history", "session": "demo", "limit": 1000, "id": "h"])
         let history = try #require(c.next(type: "history"))
-        #expect(history["earliest"] == .int(rev) && history["entries"] == [])
+        #expect(history["earliest"] == 0 && history["rev"] == .int(rev))
+        let listed = (history["entries"]?.arrayValue ?? []).reversed().compactMap { $0["cmd"]?.stringValue }
+        #expect(listed == ["root"] + (0..<20).map { "k\($0)" }, "\(listed)")
+        #expect(history["entries"]?.arrayValue?.allSatisfy { ($0["ts"]?.intValue ?? 0) > 0 } == true, "who and when came back too")
         c.sendJSON(["type": "get", "session": "demo", "rev": .int(rev - 1), "id": "old"])
-        #expect(c.next(type: "error")?["code"] == "gone")
+        #expect(c.next(type: "snapshot")?["historic"] == true)
         // Ids never rewind: the next entry gets a new id.
         let next = try #require(Self.command(c, "after", [["op": "push", "route": "detail", "params": ["id": 99]]]))
         #expect(next["rev"] == .int(rev + 1))
@@ -107,6 +112,7 @@ struct DataStoreTests {
         let ids = Self.ids(in: Self.get(c)!["state"]!)
         #expect(Set(ids).count == ids.count)
         #expect(ids.compactMap { Int($0.dropFirst()) }.max()! > Self.ids(in: before["state"]!).compactMap { Int($0.dropFirst()) }.max()!)
+        #expect(Self.command(c, "undo", [["op": "restore", "rev": 1]])?["type"] == "ack", "a revision from before the restart restores")
     }
 
     static func ids(in state: JSON) -> [String] {
