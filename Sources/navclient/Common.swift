@@ -22,6 +22,21 @@ func describe(_ ack: Ack) -> String {
     "rev \(ack.rev): \(ack.results.map(\.rawValue).joined(separator: ", "))"
 }
 
+/// The error a request's reply carries, in navclient's words; nil for any other reply.
+func errorText(of reply: JSON) -> String? {
+    guard reply["type"] == "error" else { return nil }
+    return "\(reply["code"]?.stringValue ?? "error"): \(inNavclientTerms(reply["message"]?.stringValue ?? ""))"
+}
+
+/// `history` and `get` with `rev`, as requests (section 15).
+func historyRequest(_ session: String, limit: Int) -> JSONObject {
+    ClientRequest.encode(.history(session: session, before: nil, limit: limit)).objectValue!
+}
+
+func revisionRequest(_ session: String, rev: Int) -> JSONObject {
+    ClientRequest.encode(.getRevision(session: session, rev: rev)).objectValue!
+}
+
 func describe(_ e: NavError) -> String {
     (e.op.map { "op \($0): " } ?? "") + "\(e.code.rawValue): \(inNavclientTerms(e.message))"
 }

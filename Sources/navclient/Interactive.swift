@@ -163,18 +163,18 @@ final class Interactive {
         case .get:
             say((client.state ?? .null).encodedString())
         case .history(let n):
-            client.request(["type": "history", "session": .string(options.session), "limit": .int(Int64(n))]) { [weak self] reply in
-                if reply["type"] == "error" { self?.say("  \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")", error: true) }
+            client.request(historyRequest(options.session, limit: n)) { [weak self] reply in
+                if let error = errorText(of: reply) { self?.say("  " + error, error: true) }
                 let entries = reply["entries"]?.arrayValue ?? []
                 if reply["type"] == "history" && entries.isEmpty { self?.say("  (no revisions held; earliest \(reply["earliest"]?.description ?? "?"))") }
                 for e in entries.reversed() { self?.say("  " + CommandLanguage.describe(historyEntry: e, utcOffsetSeconds: localUTCOffset())) }
                 self?.draw()
             }
         case .show(let rev):
-            client.request(["type": "get", "session": .string(options.session), "rev": .int(Int64(rev))]) { [weak self] reply in
+            client.request(revisionRequest(options.session, rev: rev)) { [weak self] reply in
                 guard let self else { return }
-                if reply["type"] == "error" {
-                    say("  \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")", error: true)
+                if let error = errorText(of: reply) {
+                    say("  " + error, error: true)
                 } else {
                     let live = reply["historic"] != true
                     say("revision \(rev)\(live ? " (the current one)" : " (historic, read-only)"):")

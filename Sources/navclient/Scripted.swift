@@ -85,9 +85,9 @@ enum Scripted {
             printLine(o.json ? (client.state ?? .null).encodedString() : TreeRenderer.plain(client.state ?? .null, flow: client.flow))
             done(true)
         case .history(let n)?:
-            client.request(["type": "history", "session": .string(o.session), "limit": .int(Int64(n))]) { reply in
-                if reply["type"] == "error" {
-                    Stderr.line("navclient: \(line): \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")")
+            client.request(historyRequest(o.session, limit: n)) { reply in
+                if let error = errorText(of: reply) {
+                    Stderr.line("navclient: \(line): \(error)")
                     return done(false)
                 }
                 if o.json { printLine(reply.encodedString()) } else {
@@ -96,9 +96,9 @@ enum Scripted {
                 done(true)
             }
         case .show(let rev)?:
-            client.request(["type": "get", "session": .string(o.session), "rev": .int(Int64(rev))]) { reply in
-                if reply["type"] == "error" {
-                    Stderr.line("navclient: \(line): \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")")
+            client.request(revisionRequest(o.session, rev: rev)) { reply in
+                if let error = errorText(of: reply) {
+                    Stderr.line("navclient: \(line): \(error)")
                     return done(false)
                 }
                 printLine(o.json ? reply.encodedString()

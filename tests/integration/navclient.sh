@@ -69,6 +69,7 @@ check "a change to undo" wait_screen "push detail id=77"
 tmux send-keys -t nc 'undo' Enter
 check "undo restores the revision before" wait_screen "> undo (restore"
 check "and the session is as it was before that change" bash -c "for i in \$(seq 1 30); do '$NC' get '$WS_URL' --json | cmp -s - '$OUT/before-undo.json' && exit 0; sleep 0.1; done; exit 1"
+check "exec: show of a revision not yet made exits 1, naming not_found" bash -c "'$NC' exec '$WS_URL' 'show 99999' 2>&1 | grep -q 'not_found: revision 99999 is newer'; [ \${PIPESTATUS[0]} -eq 1 ]"
 check "exec: history and show" bash -c "'$NC' exec '$WS_URL' 'history 2' | grep -q 'restore rev' && '$NC' exec '$WS_URL' 'show 1' | grep -q '(historic)'"
 
 # --- reconnect: the server restarts; a command typed meanwhile is applied exactly once

@@ -15,6 +15,7 @@ check "GET / is the web page"            bash -c "curl -sf -D - '${HTTP_URL}' | 
 check "the web page revalidates (304)"   bash -c "etag=\$(curl -s -D - -o /dev/null '${HTTP_URL}' | grep -i '^etag' | cut -d' ' -f2 | tr -d '\r'); [ \"\$(curl -s -o /dev/null -w '%{http_code}' -H \"If-None-Match: \$etag\" '${HTTP_URL}')\" = 304 ]"
 check "GET /metrics has every family"    bash -c "m=\$(curl -sf '${HTTP_URL}metrics'); for f in navsync_connections navsync_sessions navsync_members navsync_commands_total navsync_patches_sent_total navsync_bytes_received_total navsync_bytes_sent_total navsync_command_apply_seconds_bucket; do echo \"\$m\" | grep -q \"^\$f\" || exit 1; done"
 check "GET /api/sessions lists demo"     bash -c "curl -sf '$api' | grep -q '\"session\":\"demo\"'"
+check "GET /api/flows names the flows"   bash -c "curl -sf '${HTTP_URL}api/flows' | grep -qx '{\"flows\":\\[\"shop\"\\]}'"
 check "GET /api/sessions/demo has state" bash -c "curl -sf '$api/demo' | grep -q '\"state\":{\"root\"'"
 check "GET unknown session is 404"       test "$(code "$api/nope")" = 404
 check "POST a command gives its ack"     bash -c "curl -sf -X POST -d '{\"id\":\"curl-1\",\"ops\":[{\"op\":\"reset\"},{\"op\":\"open\",\"url\":\"/product/5\"}]}' '$api/demo/commands' | grep -q '\"type\":\"ack\"'"

@@ -49,6 +49,11 @@ UNTIL = """const until = async (f, ms = 10000) => { const t = Date.now();
   while (!f()) { if (Date.now() - t > ms) throw new Error('timed out: ' + f); await new Promise(r => setTimeout(r, 20)); } };"""
 
 
+# Counts the WebSockets the module opens (window.opened): a refusal must stop the retries.
+COUNT_OPENS = """window.opened = 0; const W = window.WebSocket;
+  window.WebSocket = class extends W { constructor(...a) { super(...a); window.opened++; } };"""
+
+
 def server_state(name):
     for _ in range(100):   # the server may be restarting
         try:
@@ -222,9 +227,7 @@ finally:
 # ---- a bad token: the reason, and no retries ----
 d = page()
 try:
-    r = js(d, UNTIL + """window.opened = 0; const W = window.WebSocket;
-        window.WebSocket = class extends W { constructor(...a) { super(...a); window.opened++; } };
-        window.c = nav.connect(a0, { token: 'not-a-token-at-all', storage: null }); const x = c.session('demo');
+    r = js(d, UNTIL + COUNT_OPENS + """window.c = nav.connect(a0, { token: 'not-a-token-at-all', storage: null }); const x = c.session('demo');
         await until(() => c.status.state === 'refused'); await new Promise(r => setTimeout(r, 1500));
         return [c.status.reason, window.opened, x.getSnapshot().status];""", AUTH_WS)
     check("a bad token stops the retries and says why", r.get("ok", [""])[0].startswith("that token is not valid") and r["ok"][1] == 1
@@ -235,9 +238,7 @@ finally:
 # ---- a token revoked while connected: the server closes with 1008, the retries stop ----
 d = page()
 try:
-    r = js(d, UNTIL + """window.opened = 0; const W = window.WebSocket;
-        window.WebSocket = class extends W { constructor(...a) { super(...a); window.opened++; } };
-        window.c = nav.connect(a0, { token: 'module-viewer-token-2', storage: null }); window.x = c.session('demo');
+    r = js(d, UNTIL + COUNT_OPENS + """window.c = nav.connect(a0, { token: 'module-viewer-token-2', storage: null }); window.x = c.session('demo');
         await until(() => x.getSnapshot().status === 'live'); return x.getSnapshot().status;""", AUTH_WS)
     check("a page with a valid token joins", r == {"ok": "live"}, r)
     with open(AUTH_FILE, "w") as f:

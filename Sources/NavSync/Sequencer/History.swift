@@ -166,7 +166,7 @@ public struct History: Sendable {
         return nil
     }
 
-    /// Approximate bytes held, for metrics and the benchmark.
+    /// Full states kept (one per `checkpointEvery` revisions held, and one under).
     public var checkpointCount: Int { checkpoints.count }
 
     /// What a session snapshot keeps of history: its start, checkpoints and entries.

@@ -159,11 +159,6 @@ public struct Sequencer: Sendable {
         return .applied(ack, patch)
     }
 
-    /// History starts again at the current revision (after a restore from disk).
-    public mutating func restartHistory() {
-        history = History(capacity: history.capacity, start: rev, state: history.capacity > 0 ? state.json : .null, nextID: document.nextID)
-    }
-
     /// `restore` (section 15): the whole state becomes that of a revision history holds,
     /// by `rev` or by the newest `label`, with the same ids; it changes every
     /// coordinator. Gives what the journal keeps: the op with the state it restored.
@@ -190,10 +185,7 @@ public struct Sequencer: Sendable {
         default:
             throw NavError(.badParams, "'restore' takes 'rev' (a revision, an integer >= 0) or 'label' (a string), one of them")
         }
-        // It changes every coordinator: with `reject`, any revision after `base` conflicts.
-        if let guardRev = ctx.conflicts, guardRev.base < guardRev.rev {
-            throw NavError(.conflict, "restore changes the whole session, and it changed after base \(guardRev.base) (now at revision \(guardRev.rev))", rev: guardRev.rev)
-        }
+        try Self.checkWholeChange("restore", ctx)
         let state: NavState
         do { state = try NavState(json: stateJSON) } catch {
             throw NavError(.internal, "revision \(target) could not be read back: \(error)")
@@ -201,14 +193,27 @@ public struct Sequencer: Sendable {
         let journalOp: JSON = ["op": "restore", "rev": .int(Int64(target)), "state": stateJSON]
         guard state != working.state else { return (.noop, journalOp) }
         working.state = state
+        Self.changeWhole(state, &ctx)
+        return (.applied, journalOp)
+    }
+
+    /// `restore` and `load` change every coordinator: with `reject`, any revision after
+    /// `base` is a conflict.
+    private static func checkWholeChange(_ op: String, _ ctx: CommandContext) throws(NavError) {
+        if let guardRev = ctx.conflicts, guardRev.base < guardRev.rev {
+            throw NavError(.conflict, "\(op) changes the whole session, and it changed after base \(guardRev.base) (now at revision \(guardRev.rev))", rev: guardRev.rev)
+        }
+    }
+
+    /// Marks every coordinator of the new state (and the alert) changed at this revision.
+    private static func changeWhole(_ state: NavState, _ ctx: inout CommandContext) {
         ctx.changed.formUnion([.root, .alert])
-        func mark(_ c: Coordinator) {
+        func mark(_ c: Coordinator, _ ctx: inout CommandContext) {
             for e in c.entries {
-                if let child = e.coordinator { ctx.changed.insert(.entry(e.id)); mark(child) }
+                if let child = e.coordinator { ctx.changed.insert(.entry(e.id)); mark(child, &ctx) }
             }
         }
-        mark(state.root)
-        return (.applied, journalOp)
+        mark(state.root, &ctx)
     }
 
     /// `load` (section 15, admins): the state becomes the given document, checked
@@ -228,9 +233,7 @@ public struct Sequencer: Sendable {
             next = Int(v)
         }
         let state = try document.flow.validate(state: given)
-        if let guardRev = ctx.conflicts, guardRev.base < guardRev.rev {
-            throw NavError(.conflict, "load changes the whole session, and it changed after base \(guardRev.base) (now at revision \(guardRev.rev))", rev: guardRev.rev)
-        }
+        try Self.checkWholeChange("load", ctx)
         var largest = 0
         state.forEachID { largest = max(largest, $0.number) }
         let nextID = max(working.nextID, next, largest + 1)
@@ -238,13 +241,7 @@ public struct Sequencer: Sendable {
         working.state = state
         if nextID > working.nextID { ctx.skipped = working.nextID..<nextID }
         working.nextID = nextID
-        ctx.changed.formUnion([.root, .alert])
-        func mark(_ c: Coordinator) {
-            for e in c.entries {
-                if let child = e.coordinator { ctx.changed.insert(.entry(e.id)); mark(child) }
-            }
-        }
-        mark(state.root)
+        Self.changeWhole(state, &ctx)
         return .applied
     }
 

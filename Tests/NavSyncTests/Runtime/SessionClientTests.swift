@@ -46,9 +46,7 @@ struct SessionClientTests {
         let port = server.port
         startThread {
             let loop = ClientLoop()
-            var options = SessionClient.Options()
-            options.url = WebSocketURL(host: "127.0.0.1", port: port, target: "/ws")
-            let client = SessionClient(loop: loop, options: options)
+            let client = SessionClient(loop: loop, options: .local(port))
             var sent = false
             client.onEvent = { event in
                 guard case .connection(true, _) = event, !sent else { return }
@@ -84,9 +82,7 @@ struct SessionClientTests {
     @Test func asyncSendStatesAndClose() async throws {
         let server = try TestServer.sessions()
         defer { server.stop() }
-        var options = SessionClient.Options()
-        options.url = WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws")
-        let client = SessionClient.running(options)
+        let client = SessionClient.running(.local(server.port))
         var states = client.states().makeAsyncIterator()
         let ack = try await client.send([["op": "setRoot", "route": "main"], ["op": "push", "route": "detail", "params": ["id": 7]]])
         #expect(ack.rev == 1 && ack.results == [.applied, .applied])
@@ -120,9 +116,7 @@ struct SessionClientTests {
     @Test func asyncHistoryStateAtAndRestore() async throws {
         let server = try TestServer.sessions()
         defer { server.stop() }
-        var options = SessionClient.Options()
-        options.url = WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws")
-        let client = SessionClient.running(options)
+        let client = SessionClient.running(.local(server.port))
         _ = try await client.send([["op": "setRoot", "route": "main"]])
         _ = try await client.send([["op": "setRoot", "route": "login"]])
         let (rev, earliest, entries) = try await client.history()
@@ -151,8 +145,7 @@ struct SessionClientTests {
     @Test func asyncSendOnARefusedClientThrows() async throws {
         let server = try TestServer.sessions()
         defer { server.stop() }
-        var options = SessionClient.Options()
-        options.url = WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws")
+        var options = SessionClient.Options.local(server.port)
         options.session = "no-such-session"
         let client = SessionClient.running(options)
         var states = client.states().makeAsyncIterator()
@@ -234,5 +227,14 @@ struct OriginPolicyTests {
         #expect(!onLAN.allows(origin: "http://evil.example:7420", host: "evil.example:7420"))
         let listed = OriginPolicy(listed: ["http://kiosk.lan:7420"], host: "0.0.0.0", port: 7420)
         #expect(listed.allows(origin: "http://kiosk.lan:7420", host: "kiosk.lan:7420"))
+    }
+}
+
+extension SessionClient.Options {
+    /// A client of the session `demo` on a test server on 127.0.0.1.
+    static func local(_ port: Int) -> Self {
+        var options = Self()
+        options.url = WebSocketURL(host: "127.0.0.1", port: port, target: "/ws")
+        return options
     }
 }

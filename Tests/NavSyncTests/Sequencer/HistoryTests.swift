@@ -281,3 +281,26 @@ struct LoadTests {
         #expect(seq.document.nextID == 2_000_000_000 && seq.removedAt.count < 100)
     }
 }
+
+@Suite("History in snapshots")
+struct HistorySnapshotTests {
+    /// What history holds comes back from a snapshot (so compaction keeps it); a
+    /// history that does not fit the snapshot is dropped and starts at its revision.
+    @Test func historyRoundTripsThroughASnapshotOrStartsAgain() throws {
+        var seq = Sequencer(flow: .demo, epoch: "s", historyCapacity: 100)
+        for (n, route) in ["login", "main", "onboarding", "login"].enumerated() {
+            _ = seq.submit(["id": .int(Int64(n)), "ops": [["op": "setRoot", "route": .string(route)]], "label": .string("r\(n)")],
+                           client: "a", sender: .init(name: "phone", ts: 100 + Int64(n)))
+        }
+        let back = try Sequencer(restoring: seq.snapshot(), flow: .demo, historyCapacity: 100)
+        #expect(back.history.page(before: nil, limit: 10) == seq.history.page(before: nil, limit: 10))
+        for rev in 0...4 {
+            #expect(try back.history.state(at: rev, current: back.state.json) == seq.history.state(at: rev, current: seq.state.json))
+            #expect(back.history.nextID(at: rev) == seq.history.nextID(at: rev))
+        }
+        guard case .object(var broken) = seq.snapshot() else { Issue.record(); return }
+        broken["history"] = ["start": 0, "checkpoints": [["rev": 0, "state": seq.state.json, "nextID": 1]], "entries": [["rev": 7]]]
+        let fresh = try Sequencer(restoring: .object(broken), flow: .demo, historyCapacity: 100)
+        #expect(fresh.history.earliest == 4 && fresh.history.count == 0)
+    }
+}
