@@ -80,7 +80,7 @@ for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
 
 /// History (DESIGN.md section 15): the state of random revisions of a full history,
 /// and the memory a held revision costs (RSS with history on, less with it off).
-func historyFigures() {
+@MainActor func historyFigures() {
     func rssKiB() -> Int {
         guard let bytes = FileSystem.read("/proc/self/statm"),
               let pages = Int(String(decoding: bytes, as: UTF8.self).split(separator: " ")[1]) else { return 0 }
@@ -119,12 +119,25 @@ func historyFigures() {
     print("history: \(held) revisions held (of \(on.rev)); get rev of random revisions: " +
           "median \(format1(times[times.count / 2])) µs, p99 \(format1(times[times.count * 99 / 100])) µs; " +
           "about \(Int(perRevision)) bytes of memory per held revision")
+
+    // What history costs push/pop (patch encoded): alternating pairs, on then off, so
+    // that a noisy machine slows both alike; the median of the pairs' ratios.
+    var ratios: [Double] = []
+    for _ in 0..<15 {
+        let on = measure(workloads[0], count: 60_000, encode: true, history: held)
+        let off = measure(workloads[0], count: 60_000, encode: true, history: 0)
+        ratios.append(on.perSecond / off.perSecond)
+    }
+    ratios.sort()
+    print("history: push/pop (+encode) with \(held) revisions held / with history off: median \(format2(ratios[ratios.count / 2])) " +
+          "over \(ratios.count) alternating pairs (range \(format2(ratios.first!))–\(format2(ratios.last!)))")
 }
 
 if only == nil || only == "history" { historyFigures() }
 
 
 func format1(_ d: Double) -> String { String(Double(Int(d * 10)) / 10) }
+func format2(_ d: Double) -> String { String(Double(Int((d * 100).rounded())) / 100) }
 
 extension String {
     func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }

@@ -44,27 +44,55 @@ public struct HistoryEntry: Sendable, Equatable {
 /// `earliest` to the current revision. Pure; the sequencer records into it.
 ///
 /// States are not kept one per revision: every `checkpointEvery` revisions the whole
-/// state is kept (as JSON), and a state between checkpoints is the checkpoint before it
-/// with the entries' patches applied, at most `checkpointEvery - 1` of them. Entries are
-/// kept back to the checkpoint under `earliest`, so every state from `earliest` on can
-/// be rebuilt; only those from `earliest` on are shown.
+/// state is kept, and a state between checkpoints is the checkpoint before it with the
+/// entries' patches applied, at most `checkpointEvery - 1` of them. Entries are kept back
+/// to the checkpoint under `earliest`, so every state from `earliest` on can be rebuilt;
+/// only those from `earliest` on are shown.
+///
+/// What recording costs a command is kept small (issue 13's core bench): a checkpoint
+/// keeps the state as the Swift value the session already has (shared, not copied; made
+/// JSON only when read), and entries live in a ring that a new revision overwrites once
+/// the oldest is no longer needed, so nothing is moved or compacted.
 public struct History: Sendable {
     /// Revisions held (`--history`); 0 keeps none.
     public let capacity: Int
     public let checkpointEvery: Int
     /// The revision history starts from: 0, or the revision a session was restored at.
     public private(set) var start: Int
-    private var entries: [HistoryEntry] = []
-    /// Index in `entries` of the oldest entry still kept (older ones are dropped in bulk).
-    private var first = 0
-    private var checkpoints: [(rev: Int, state: JSON, nextID: Int)] = []
+    /// The entries from `origin` on: entry `r` is at `(r - origin) % slots`. The ring
+    /// grows to `slots` and then wraps.
+    private var ring: [HistoryEntry] = []
+    private var origin = 0
+    /// Room for every entry a state from `earliest` on needs.
+    private var slots: Int { capacity + checkpointEvery }
+    private var checkpoints: [Checkpoint] = []
+
+    private struct Checkpoint: Sendable {
+        var rev: Int
+        var state: Held
+        var nextID: Int
+    }
+
+    /// A checkpoint's state: as the session had it, or as a snapshot gave it.
+    private enum Held: Sendable {
+        case value(NavState)
+        case json(JSON)
+
+        var json: JSON {
+            switch self {
+            case .value(let state): state.json
+            case .json(let json): json
+            }
+        }
+    }
 
     public init(capacity: Int, start: Int = 0, state: JSON, nextID: Int = 1, checkpointEvery: Int = 64) {
         self.capacity = max(capacity, 0)
         self.checkpointEvery = max(checkpointEvery, 1)
         self.start = start
         rev = start
-        if self.capacity > 0 { checkpoints = [(start, state, nextID)] }
+        origin = start + 1
+        if self.capacity > 0 { checkpoints = [Checkpoint(rev: start, state: .json(state), nextID: nextID)] }
     }
 
     /// The newest revision (recorded or, with history off, only counted).
@@ -78,32 +106,28 @@ public struct History: Sendable {
 
     /// Records the revision just made; `state` is the state after it (asked for only at
     /// a checkpoint).
-    public mutating func record(_ entry: HistoryEntry, state: () -> JSON) {
+    public mutating func record(_ entry: HistoryEntry, state: () -> NavState) {
         precondition(entry.rev == rev + 1, "history records revisions in order")
         rev = entry.rev
         guard capacity > 0 else { return }
-        entries.append(entry)
-        if entry.rev % checkpointEvery == 0 { checkpoints.append((entry.rev, state(), entry.nextID)) }
-        trim()
+        // The slot overwritten held revision rev − slots: under every checkpoint still needed.
+        if ring.count < slots { ring.append(entry) } else { ring[(entry.rev - origin) % slots] = entry }
+        if entry.rev % checkpointEvery == 0 {
+            checkpoints.append(Checkpoint(rev: entry.rev, state: .value(state()), nextID: entry.nextID))
+        }
+        dropCheckpoints()
     }
 
-    /// Drops what no state from `earliest` on needs: checkpoints but the newest at or
-    /// under `earliest`, and the entries up to it.
-    private mutating func trim() {
-        // Checked in O(1) per revision: only when a newer checkpoint reaches `earliest`.
-        let keep = earliest
-        guard checkpoints.count > 1, checkpoints[1].rev <= keep else { return }
+    /// Drops the checkpoints under the newest one at or under `earliest` (checked in O(1)
+    /// per revision), so the oldest checkpoint's entries are all still in the ring.
+    private mutating func dropCheckpoints() {
+        guard checkpoints.count > 1, checkpoints[1].rev <= earliest else { return }
         var base = 1
-        while base + 1 < checkpoints.count, checkpoints[base + 1].rev <= keep { base += 1 }
+        while base + 1 < checkpoints.count, checkpoints[base + 1].rev <= earliest { base += 1 }
         checkpoints.removeFirst(base)
-        let baseRev = checkpoints[0].rev
-        while first < entries.count, entries[first].rev <= baseRev { first += 1 }
-        // Compact now and then, not on every drop.
-        if first > 1024 && first * 2 > entries.count {
-            entries.removeFirst(first)
-            first = 0
-        }
     }
+
+    private func entry(_ r: Int) -> HistoryEntry { ring[(r - origin) % slots] }
 
     /// The state of revision `rev`, as JSON; `current` is the state at `self.rev`.
     /// Older than `earliest`: `gone`; newer than the current revision: `not_found`.
@@ -116,35 +140,27 @@ public struct History: Sendable {
                 : "revision \(target) is no longer held: history keeps revisions \(earliest) to \(rev)", rev: rev)
         }
         let base = checkpoints.last { $0.rev <= target }!
-        var state = base.state
-        var i = entryIndex(of: base.rev + 1)
-        while i < entries.count, entries[i].rev <= target {
-            do { state = try state.applying(entries[i].patch) } catch {
+        var state = base.state.json
+        for r in stride(from: base.rev + 1, through: target, by: 1) {
+            do { state = try state.applying(entry(r).patch) } catch {
                 throw NavError(.internal, "history could not rebuild revision \(target): \(error)")
             }
-            i += 1
         }
         return state
-    }
-
-    private func entryIndex(of rev: Int) -> Int {
-        guard let oldest = entries[first...].first?.rev else { return entries.count }
-        return first + max(0, rev - oldest)
     }
 
     /// The id counter after revision `rev` (held: from `earliest` on).
     public func nextID(at target: Int) -> Int? {
         guard capacity > 0, target >= earliest, target <= rev else { return nil }
         if let base = checkpoints.last(where: { $0.rev == target }) { return base.nextID }
-        let i = entryIndex(of: target)
-        return i < entries.count && entries[i].rev == target ? entries[i].nextID : nil
+        return target > start ? entry(target).nextID : nil
     }
 
     /// Entries oldest first, after `from` (held ones only).
     public func entries(after from: Int) -> [HistoryEntry] {
         let low = max(from, earliest) + 1
         guard low <= rev else { return [] }
-        return (low...rev).map { entries[entryIndex(of: $0)] }
+        return (low...rev).map(entry)
     }
 
     /// Entries newest first, below `before` (all when nil), at most `limit`; none at or
@@ -153,17 +169,12 @@ public struct History: Sendable {
         let top = min(rev, (before ?? Int.max) - 1)
         guard top > earliest else { return [] }
         let bottom = max(earliest + 1, top - limit + 1)
-        return (bottom...top).reversed().map { entries[entryIndex(of: $0)] }
+        return (bottom...top).reversed().map(entry)
     }
 
     /// The newest revision held whose command had `label`.
     public func newest(label: String) -> Int? {
-        var i = entries.count - 1
-        while i >= first, entries[i].rev > earliest {
-            if entries[i].label == label { return entries[i].rev }
-            i -= 1
-        }
-        return nil
+        stride(from: rev, to: earliest, by: -1).first { entry($0).label == label }
     }
 
     /// Full states kept (one per `checkpointEvery` revisions held, and one under).
@@ -173,8 +184,8 @@ public struct History: Sendable {
     public var snapshot: JSON {
         guard capacity > 0 else { return .null }
         return ["start": .int(Int64(start)),
-                "checkpoints": .array(checkpoints.map { ["rev": .int(Int64($0.rev)), "state": $0.state, "nextID": .int(Int64($0.nextID))] }),
-                "entries": .array(entries[first...].map { e in
+                "checkpoints": .array(checkpoints.map { ["rev": .int(Int64($0.rev)), "state": $0.state.json, "nextID": .int(Int64($0.nextID))] }),
+                "entries": .array(stride(from: checkpoints[0].rev + 1, through: rev, by: 1).map(entry).map { e in
                     guard case .object(var o) = e.json else { return e.json }
                     o["patch"] = .array(e.patch.map(\.json))
                     o["nextID"] = .int(Int64(e.nextID))
@@ -191,18 +202,24 @@ public struct History: Sendable {
         checkpoints = []
         for m in marks {
             guard let r = m["rev"]?.intValue, let state = m["state"], let n = m["nextID"]?.intValue else { return nil }
-            checkpoints.append((Int(r), state, Int(n)))
+            checkpoints.append(Checkpoint(rev: Int(r), state: .json(state), nextID: Int(n)))
         }
+        var held: [HistoryEntry] = []
         for e in list {
-            guard var entry = HistoryEntry(json: e), let patch = e["patch"]?.arrayValue, let n = e["nextID"]?.intValue else { return nil }
-            guard let ops = try? patch.map({ try PatchOperation(json: $0) }) else { return nil }
+            guard var entry = HistoryEntry(json: e), let patch = e["patch"]?.arrayValue, let n = e["nextID"]?.intValue,
+                  let ops = try? patch.map({ try PatchOperation(json: $0) }) else { return nil }
             entry.patch = ops
             entry.nextID = Int(n)
-            entries.append(entry)
+            held.append(entry)
         }
-        self.rev = entries.last?.rev ?? checkpoints.last!.rev
+        self.rev = held.last?.rev ?? checkpoints.last!.rev
         // The entries must run without a gap from the first checkpoint to `rev`.
-        guard self.rev == rev, entries.isEmpty || entries.first!.rev == checkpoints[0].rev + 1,
-              zip(entries, entries.dropFirst()).allSatisfy({ $0.rev + 1 == $1.rev }) else { return nil }
+        guard self.rev == rev, held.isEmpty || held.first!.rev == checkpoints[0].rev + 1,
+              zip(held, held.dropFirst()).allSatisfy({ $0.rev + 1 == $1.rev }) else { return nil }
+        // Held with a smaller --history before: keep what this capacity needs.
+        dropCheckpoints()
+        origin = checkpoints[0].rev + 1
+        ring = held.filter { $0.rev >= origin }
+        guard ring.count <= slots else { return nil }
     }
 }

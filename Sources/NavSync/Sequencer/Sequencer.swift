@@ -155,7 +155,7 @@ public struct Sequencer: Sendable {
         var entry = HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
                                  results: results, label: command.label, patch: patch.ops)
         entry.nextID = document.nextID
-        history.record(entry) { document.state.json }
+        history.record(entry) { document.state }
         return .applied(ack, patch)
     }
 

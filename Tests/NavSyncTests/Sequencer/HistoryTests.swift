@@ -33,6 +33,31 @@ struct HistoryTests {
         do { _ = try h.state(at: seq.rev + 1, current: seq.state.json) } catch { #expect(error.code == .notFound) }
         // Checkpoints stay few: one per `checkpointEvery` revisions held, and one under.
         #expect(h.checkpointCount <= capacity / checkpointEvery + 2)
+        // Through a snapshot, with the same capacity and with a smaller one (a restart
+        // with a lower --history): every revision still held is rebuilt the same, and
+        // recording goes on across the wrapped ring.
+        for kept in [capacity, capacity / 3] {
+            var back = try #require(History(snapshot: h.snapshot, capacity: kept, rev: seq.rev))
+            #expect(back.earliest == seq.rev - kept)
+            for rev in back.earliest...seq.rev {
+                #expect(try back.state(at: rev, current: seq.state.json) == states[rev], "revision \(rev), capacity \(kept)")
+            }
+            #expect(back.entries(after: 0) == h.entries(after: seq.rev - kept))
+            var next = seq
+            next.history = back
+            var later = states
+            for n in 0..<(kept + 100) {
+                let route: JSON = later.count % 2 == 0 ? "login" : "main"
+                if case .applied = next.submit(["id": .int(Int64(100_000 + n)), "ops": [["op": "setRoot", "route": route]]], client: "z") {
+                    later.append(next.state.json)
+                }
+            }
+            back = next.history
+            #expect(back.earliest == next.rev - kept)
+            for rev in back.earliest...next.rev {
+                #expect(try back.state(at: rev, current: next.state.json) == later[rev], "revision \(rev) after the restart")
+            }
+        }
     }
 
     @Test func pagesGoNewestFirstAndStopAtEarliest() {
