@@ -11,7 +11,9 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CJansson", pkgConfig: "jansson", providers: [.apt(["libjansson-dev"])]),
-        .target(name: "NavSync", dependencies: ["CJansson", "CUV"]),
+        // Cluster mode's Redis client: hiredis's reader and formatter only.
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .target(name: "NavSync", dependencies: ["CJansson", "CUV", "CHiredis"]),
         .executableTarget(name: "navsyncd", dependencies: ["NavSync"]),
         .executableTarget(name: "navclient", dependencies: ["NavSync"]),
         .executableTarget(name: "navsync-bench", dependencies: ["NavSync"]),

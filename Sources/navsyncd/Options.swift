@@ -18,6 +18,10 @@ struct Options {
     var sync = DataStore.Sync.batch
     var repair = false
     var snapshotEvery = 50_000
+    var snapshotEveryGiven = false
+    /// `--cluster redis://HOST:PORT[/DB]` and `--node NAME`.
+    var cluster: ClusterStore.Address?
+    var node: String?
 
     static let usage = """
     usage: navsyncd [options]
@@ -60,6 +64,14 @@ struct Options {
                               after N records, once the journal has grown past the last snapshot (default 50000)
       --repair                with --data: cut a journal at a corrupt record instead of
                               refusing to start (the records after it are lost)
+      --cluster redis://HOST:PORT[/DB]
+                              join a cluster: every node naming the same Redis (7.x)
+                              serves every session, and a client may use any of them.
+                              Redis holds and orders everything; nothing is kept on disk
+                              here (not with --data). With --snapshot-every N (default
+                              1000 here) a node stores a session's snapshot in Redis
+                              every N records it appended. See docs/cluster.md.
+      --node NAME             this node's name in the cluster (default: HOSTNAME-PORT)
       --auth FILE             tokens, roles and the sessions each may use (JSON); re-read on SIGHUP
       --allow-origin ORIGIN   a browser origin that may connect and POST, besides the
                               server's own (repeatable). The server's own: http://HOST:PORT
@@ -121,7 +133,10 @@ struct Options {
         "--patch-log": NumericFlag(range: 1000...10_000_000, unit: "a number") { $0.hub.patchLog = Int($1) },
         "--history": NumericFlag(range: 0...10_000_000, unit: "a number of revisions") { $0.hub.history = Int($1) },
         "--lag-threshold": NumericFlag(range: 4096...(1 << 40), unit: "a byte count") { $0.lagThreshold = Int($1) },
-        "--snapshot-every": NumericFlag(range: 1...100_000_000, unit: "a number of records") { $0.snapshotEvery = Int($1) },
+        "--snapshot-every": NumericFlag(range: 1...100_000_000, unit: "a number of records") {
+            $0.snapshotEvery = Int($1)
+            $0.snapshotEveryGiven = true
+        },
         "--max-connections": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnections = Int($1) },
         "--max-connections-per-ip": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnectionsPerIP = Int($1) },
     ]
@@ -176,6 +191,16 @@ struct Options {
                 }
                 o.sync = mode
             case "--repair": o.repair = true
+            case "--cluster":
+                guard let v = args.popFirst(), let address = ClusterStore.Address(v) else {
+                    return .usageError("--cluster needs redis://HOST:PORT[/DB], with HOST an IP address or localhost")
+                }
+                o.cluster = address
+            case "--node":
+                guard let v = args.popFirst(), ClientRequest.isValidSessionName(v), v.utf8.count <= 64 else {
+                    return .usageError("--node needs a name of 1-64 letters, digits or -_.: characters")
+                }
+                o.node = v
             default:
                 return .usageError("unknown option '\(arg)'")
             }
@@ -189,6 +214,14 @@ struct Options {
         }
         if o.lan && !o.hostGiven { o.server.host = "0.0.0.0" }
         if o.lan && o.wsEcho { return .usageError("--lan is for sessions, not --ws-echo") }
+        if o.cluster != nil && o.dataDirectory != nil {
+            return .usageError("--cluster and --data exclude each other: in a cluster, Redis keeps the sessions")
+        }
+        if o.cluster != nil && (o.repair || arguments.contains("--fsync")) {
+            return .usageError("--fsync and --repair are for --data; in a cluster, Redis's appendfsync decides")
+        }
+        if o.node != nil && o.cluster == nil { return .usageError("--node needs --cluster") }
+        if o.cluster != nil && o.wsEcho { return .usageError("--cluster is for sessions, not --ws-echo") }
         return .run(o)
     }
 }

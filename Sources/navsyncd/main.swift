@@ -72,16 +72,25 @@ if let dir = options.dataDirectory, !options.wsEcho {
     }
 }
 
+var cluster: ClusterStore?
+if let address = options.cluster {
+    var host = [CChar](repeating: 0, count: 256)
+    gethostname(&host, host.count)
+    cluster = ClusterStore(address: address, node: options.node ?? "\(String(cString: host))-\(options.server.port)")
+}
+
 let application: ServerApplication
 if options.wsEcho {
     application = EchoApplication()
 } else {
+    // Client ids are unique across a cluster: random, and long enough.
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, journaled: store != nil,
-                  newClientID: { "c" + RandomIDs.hex(6) }, newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds,
+                  cluster: cluster.map { _ in Hub.ClusterSettings(snapshotEvery: options.snapshotEveryGiven ? options.snapshotEvery : 1_000) },
+                  newClientID: { "c" + RandomIDs.hex(cluster == nil ? 6 : 10) }, newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds,
                   wallClock: unixMilliseconds)
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
                                 allowedOrigins: options.allowedOrigins, authFile: options.authFile,
-                                store: store)
+                                store: store, cluster: cluster)
 }
 
 let server: Server
@@ -108,7 +117,9 @@ let reachable = wildcard ? interfaceAddresses().filter { server.host == "::" || 
 if options.wsEcho {
     server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions")
 } else {
-    if let store {
+    if let cluster {
+        server.logger.info("cluster: node \(cluster.node), sessions live in Redis at \(cluster.address) (connecting)")
+    } else if let store {
         server.logger.info("sessions are kept in \(store.path) (--fsync \(store.sync.rawValue)): \(restored.count) restored")
     } else {
         server.logger.info("sessions are in memory only: they are lost when navsyncd stops (--data DIR keeps them)")

@@ -19,6 +19,8 @@ public final class SessionServer: ServerApplication {
     public let authFile: String?
     /// With `--data`: where the hub's journal entries are written.
     public let store: DataStore?
+    /// With `--cluster`: Redis, where the hub's sessions live (section 17).
+    public let cluster: ClusterStore?
     /// The server this application runs in, set on its first loop iteration. Not
     /// `weak`: a weak reference gives the server a side table, and every retain and
     /// release of it then takes the slow path, on every send to every member.
@@ -35,8 +37,11 @@ public final class SessionServer: ServerApplication {
     }
 
     /// `hub` must be `journaled` exactly when there is a `store`.
-    public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String] = [], authFile: String? = nil, store: DataStore? = nil) {
+    public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String] = [], authFile: String? = nil, store: DataStore? = nil,
+                cluster: ClusterStore? = nil) {
         precondition(hub.journaled == (store != nil), "a journaled hub needs a store, and a store a journaled hub")
+        precondition(hub.isClustered == (cluster != nil), "a clustered hub needs Redis, and Redis a clustered hub")
+        self.cluster = cluster
         self.hub = hub
         self.lagThreshold = lagThreshold
         self.allowedOrigins = allowedOrigins
@@ -56,6 +61,8 @@ public final class SessionServer: ServerApplication {
             switch effect {
             case .journal(let entry):
                 store?.write(entry)
+            case .cluster(let request):
+                cluster?.perform(request)
             case .send(let to, let message, let id):
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
                 if !connection.sendText(message.bytes(id: id)) { connection.abort(.overflow) }
@@ -142,12 +149,21 @@ public final class SessionServer: ServerApplication {
         if self.server == nil {
             // Presence is gathered per session and sent once per interval (section 14).
             server.every(hub.configuration.presenceInterval) { [unowned self, unowned server] in handle(.tick, on: server) }
+            if let cluster {
+                cluster.onEvent = { [unowned self, unowned server] in handle(.cluster($0), on: server) }
+                cluster.positions = { [unowned self] in hub.replicaPositions }
+                if cluster.advertised.isEmpty { cluster.advertised = server.webSocketURL }
+                cluster.start(on: server, newEpoch: { RandomIDs.hex(8) })
+            }
         }
         self.server = server
         store?.submit(on: server.loop)
     }
 
-    public func stopping(on server: Server) { store?.stop() }
+    public func stopping(on server: Server) {
+        store?.stop()
+        cluster?.stop()
+    }
 
     // MARK: Access
 

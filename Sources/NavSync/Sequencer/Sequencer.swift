@@ -5,7 +5,8 @@
 public struct Sequencer: Sendable {
     public internal(set) var document: NavDocument
     /// This incarnation of the session's history.
-    public let epoch: String
+    /// (Cluster mode gives a session a new epoch when Redis restarts, section 17.)
+    public internal(set) var epoch: String
     /// The current revision; 0 is the flow's initial state.
     public internal(set) var rev = 0
     /// Revision at which each live coordinator last changed (Appendix A, "Conflicts").

@@ -82,7 +82,12 @@ extension Hub {
                 commandOutcomes["rate_limited", default: 0] += 1
                 return error(.rateLimited, "more than \(Int(configuration.commandRate)) commands a second (burst \(configuration.commandBurst)); slow down")
             }
-            reply(command(session: name, object, client: peer.client, name: peer.name, role: peer.role ?? .viewer))
+            if isClustered {
+                clusterCommand(session: name, object, client: peer.client, name: peer.name, role: peer.role ?? .viewer,
+                               reply: .socket(c, id: request.id))
+            } else {
+                reply(command(session: name, object, client: peer.client, name: peer.name, role: peer.role ?? .viewer))
+            }
 
         case .sync(let name, let since, let epoch):
             guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
@@ -125,7 +130,7 @@ extension Hub {
         }
     }
 
-    private mutating func join(_ j: ClientMessage.Join, _ peer: Peer, _ c: Int, _ id: JSON?) {
+    mutating func join(_ j: ClientMessage.Join, _ peer: Peer, _ c: Int, _ id: JSON?) {
         func refuse(_ e: NavError) { emit(.send(to: c, .error(e), id: id)) }
         if sessions[j.session] == nil {
             guard j.create else {
@@ -133,6 +138,17 @@ extension Hub {
             }
             guard peer.role == .admin else {
                 return refuse(NavError(.forbidden, "role \(peer.role?.rawValue ?? "none") may not create sessions: that needs admin"))
+            }
+            if isClustered {
+                // Made in Redis first (or read, when another node made it meanwhile).
+                let flowName = j.flow ?? Flow.demo.name
+                guard let flow = flows[flowName] else {
+                    return refuse(NavError(.notFound, "no flow '\(flowName)' (known: \(flows.keys.sorted().joined(separator: ", ")))"))
+                }
+                guard sessions.count < configuration.maxSessions else {
+                    return refuse(NavError(.full, "the server holds \(configuration.maxSessions) sessions, its limit"))
+                }
+                return parkJoin(j, c, id, flow: flow)
             }
             do throws(NavError) { try createSession(j.session, flow: j.flow ?? Flow.demo.name) } catch { return refuse(error) }
         }
@@ -177,6 +193,10 @@ extension Hub {
         let members = session.memberOrder.filter { $0 != requester }
         removeSession(name)
         journal(.delete(session: name))
+        if isClustered {
+            replicas[name] = nil
+            out.append(.cluster(.delete(session: name)))
+        }
         if !members.isEmpty { emit(.broadcast(session: name, .deleted(session: name, by: client), to: members)) }
         out.append(.log(.info, "session '\(name)' deleted by \(client) (\(session.members.count) members told)"))
         return nil

@@ -37,6 +37,8 @@ public struct Hub {
         case journal(JournalResult)
         /// The presence interval passed: gathered presence goes out (section 14).
         case tick
+        /// Cluster mode: what Redis answered or published (section 17).
+        case cluster(ClusterEvent)
     }
 
     /// A command from the HTTP API: answered with `.answer`.
@@ -73,6 +75,8 @@ public struct Hub {
         /// Close a WebSocket with this code (1008 for a token that is no longer valid).
         case close(Int, code: UInt16, reason: String)
         case log(Logger.Level, String)
+        /// Cluster mode: a request to Redis (section 17).
+        case cluster(ClusterRequest)
     }
 
     /// Roles (DESIGN.md section 10); without an auth file every client is `admin`
@@ -118,11 +122,12 @@ public struct Hub {
     /// Monotonic nanoseconds, for the latency histogram only.
     private let clock: () -> UInt64
     /// Milliseconds since the Unix epoch, for history's `ts`.
-    private let wallClock: () -> Int64
+    let wallClock: () -> Int64
+    func clockNow() -> UInt64 { clock() }
 
     /// Commands by outcome: `applied`, `unchanged`, `duplicate`, or an error code.
     public internal(set) var commandOutcomes: [String: Int] = [:]
-    public private(set) var applyLatency = LatencyHistogram()
+    public internal(set) var applyLatency = LatencyHistogram()
 
     // MARK: The journal's side (Hub+Journal.swift)
 
@@ -142,8 +147,26 @@ public struct Hub {
     /// Effects of the event being handled, in order.
     var out: [Effect] = []
 
+    // MARK: Cluster mode (Hub+Cluster.swift)
+
+    /// Set in cluster mode: sessions are replicas of Redis.
+    public let clusterSettings: ClusterSettings?
+    var replicas: [String: Replica] = [:]
+    /// Whether Redis is reachable, and why not.
+    public internal(set) var storeUp = false
+    var storeDown: String?
+    var nextToken = 0
+    /// Appends refused because the log had moved on (commands run again).
+    public internal(set) var clusterRetries = 0
+    /// Sessions this node is making, with joins waiting for them.
+    var creating: Set<String> = []
+    var pendingCreations: [String: Session] = [:]
+    var parkedJoins: [String: [(Int, ClientMessage.Join, JSON?)]] = [:]
+    /// Sessions whose read failed: tried again at the next heartbeat.
+    var failedReads: Set<String> = []
+
     public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, restored: [Session] = [],
-                journaled: Bool = false, newClientID: @escaping () -> String, newEpoch: @escaping () -> String,
+                journaled: Bool = false, cluster: ClusterSettings? = nil, newClientID: @escaping () -> String, newEpoch: @escaping () -> String,
                 clock: @escaping () -> UInt64, wallClock: @escaping () -> Int64 = { 0 }) {
         self.configuration = configuration
         self.policy = policy
@@ -151,6 +174,8 @@ public struct Hub {
         for flow in flows { byName[flow.name] = flow }
         self.flows = byName
         self.journaled = journaled
+        precondition(!(journaled && cluster != nil), "cluster mode keeps nothing on disk")
+        clusterSettings = cluster
         self.newClientID = newClientID
         self.newEpoch = newEpoch
         self.clock = clock
@@ -167,7 +192,8 @@ public struct Hub {
         out = []
         switch event {
         case .started:
-            if let demo = configuration.demoSession, sessions[demo] == nil { _ = try? createSession(demo, flow: Flow.demo.name) }
+            // In cluster mode the demo session is made once Redis answers.
+            if let demo = configuration.demoSession, sessions[demo] == nil, !isClustered { _ = try? createSession(demo, flow: Flow.demo.name) }
         case .connected(let c, let grant):
             connect(c, grant: grant, now: now)
         case .text(let c, let bytes):
@@ -181,6 +207,10 @@ public struct Hub {
             }
         case .httpCommand(let h):
             let client = h.client ?? "http-" + newClientID()
+            if isClustered {
+                clusterCommand(session: h.session, h.command, client: client, name: client, role: h.role, reply: .http(h))
+                return out
+            }
             var answer = command(session: h.session, h.command, client: client, name: client, role: h.role)
             if let echo = h.echoID, case .ack(let s, var ack) = answer, let id = try? CommandID(field: echo) {
                 ack.id = id
@@ -197,6 +227,8 @@ public struct Hub {
             journalDone(result)
         case .tick:
             flushPresence()
+        case .cluster(let e):
+            cluster(e)
         }
         return out
     }
