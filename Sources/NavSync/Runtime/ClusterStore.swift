@@ -146,7 +146,7 @@ public final class ClusterStore {
             commands.send(["HGET", ClusterScripts.key(name, "meta"), "last"]) { [unowned self] result in
                 guard case .success(let r) = result, let text = r.text, let last = StreamID(text), last > at else { return }
                 catchUps += 1
-                onEvent?(.epochChanged(session: name))   // behind: read it (whole, which also covers a new epoch)
+                onEvent?(.behind(session: name))
             }
         }
     }

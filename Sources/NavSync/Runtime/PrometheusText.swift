@@ -11,6 +11,11 @@ public struct PrometheusText: Sendable {
     }
 
     /// A gauge with one sample per label set: `[("session=\"demo\"", 5), ...]`.
+    public mutating func gauge(_ name: String, _ help: String, _ value: Double) {
+        header(name, help, "gauge")
+        text += "\(name) \(value)\n"
+    }
+
     public mutating func gauge(_ name: String, _ help: String, labelled samples: [(String, Int)]) {
         header(name, help, "gauge")
         for (labels, value) in samples { text += "\(name){\(labels)} \(value)\n" }

@@ -68,6 +68,14 @@ extension SessionServer {
             return only("GET") {
                 .json(200, ["sessions": .array(hub.sessionSummaries.filter { grant?.allows(session: $0.session) ?? true }.map(\.json))])
             }
+        case .cluster:
+            if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
+            return only("GET") {
+                guard let cluster else {
+                    return .json(404, ServerMessage.error(NavError(.notFound, "this navsyncd is not in a cluster (navsyncd --cluster redis://HOST:PORT)")).json(id: nil))
+                }
+                return .json(200, clusterListing(cluster))
+            }
         case .flows:
             if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
             return only("GET") {
@@ -146,7 +154,7 @@ extension SessionServer {
     /// The HTTP API's resources (DESIGN.md section 7).
     enum Endpoint {
         case file(WebPage)
-        case apiIndex, healthz, metrics, sessions, flows
+        case apiIndex, healthz, metrics, sessions, flows, cluster
         case session(String)
         case history(String)
         case log(String)
@@ -163,6 +171,7 @@ extension SessionServer {
             case 1 where s[0] == "metrics": self = .metrics
             case 2 where s == ["api", "sessions"]: self = .sessions
             case 2 where s == ["api", "flows"]: self = .flows
+            case 2 where s == ["api", "cluster"]: self = .cluster
             case 3 where s[0] == "api" && s[1] == "sessions": self = .session(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "commands": self = .commands(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "history": self = .history(s[2])
@@ -205,6 +214,18 @@ extension SessionServer {
         return nil
     }
 
+    /// `GET /api/cluster`: this node, Redis, and the nodes Redis lists; a node whose
+    /// heartbeat is older than 5 s is `down` (its members are no longer counted).
+    func clusterListing(_ cluster: ClusterStore) -> JSON {
+        let now = unixMilliseconds()
+        let nodes: [JSON] = cluster.nodes.keys.sorted().map { name in
+            let n = cluster.nodes[name]!
+            return ["node": .string(name), "url": .string(n.url), "seen": .int(n.seen), "up": .bool(now - n.seen <= 5_000)]
+        }
+        return ["node": .string(cluster.node), "redis": .string(cluster.address.description), "connected": .bool(cluster.connected),
+                "nodes": .array(nodes)]
+    }
+
     static func error(_ e: NavError, id: JSON? = nil) -> HTTPResponse {
         .json(e.code.httpStatus, ServerMessage.error(e).json(id: id))
     }
@@ -222,6 +243,7 @@ extension SessionServer {
         GET  /metrics                       Prometheus metrics
         GET  /api/sessions                  sessions, as JSON
         GET  /api/flows                     the names of the flows sessions may be created with
+        GET  /api/cluster                   with --cluster: this node, Redis, and every node with its heartbeat
         GET  /api/sessions/NAME             one session's state, as JSON (?rev=R: a revision history holds)
         GET  /api/sessions/NAME/history     its history, newest first (?before=R&limit=N)
         GET  /api/sessions/NAME/log         a recording (NDJSON) from the oldest held revision (?from=R)

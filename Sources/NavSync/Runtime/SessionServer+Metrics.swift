@@ -9,6 +9,15 @@ extension SessionServer {
             m.counter("navsync_journal_syncs_total", "fdatasync/fsync calls on journal files.", store.syncs)
             m.counter("navsync_journal_write_failures_total", "Session writes that failed (their commands were rejected).", store.failedWrites)
         }
+        if let cluster {
+            m.counter("navsync_cluster_appends_total", "Compare-and-append calls to Redis.", cluster.appends)
+            m.counter("navsync_cluster_appended_records_total", "Log entries those calls carried (several commands per call under load).", cluster.appendedRecords)
+            m.counter("navsync_cluster_retries_total", "Appends refused because another node appended first (the commands ran again).", hub.clusterRetries)
+            m.counter("navsync_cluster_catchups_total", "Times this node read sessions from Redis to catch up (reconnects, gaps, stalls).", cluster.catchUps)
+            m.gauge("navsync_cluster_redis_rtt_seconds", "Round-trip time of the last answered Redis command.", cluster.roundTripMs / 1000)
+            m.gauge("navsync_cluster_redis_connected", "1 while the command connection to Redis is up.", cluster.connected ? 1 : 0)
+            m.gauge("navsync_cluster_nodes", "Nodes whose heartbeat is at most 5 s old.", cluster.nodes.values.filter { unixMilliseconds() - $0.seen <= 5_000 }.count)
+        }
         m.gauge("navsync_sessions", "Sessions held.", hub.sessions.count)
         m.gauge("navsync_members", "Session memberships (a connection in two sessions counts twice).", hub.memberCount)
         m.counter("navsync_commands_total", "Commands by outcome: applied, unchanged, duplicate, or the error code.",

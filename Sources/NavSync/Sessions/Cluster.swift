@@ -100,6 +100,8 @@ public enum ClusterEvent: Sendable {
     case appeared(session: String)
     case deleted(session: String)
     case epochChanged(session: String)
+    /// Redis's log of the session goes further than the replica (the once-a-second check).
+    case behind(session: String)
     /// Once a second while connected: reads that failed are tried again.
     case heartbeat
 }

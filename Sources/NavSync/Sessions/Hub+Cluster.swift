@@ -51,6 +51,8 @@ extension Hub {
         /// Per command: `applied`, `unchanged`, `duplicate` or an error code (metrics).
         var outcomes: [String]
         var patches: [Patch]
+        /// Log entries the append carries.
+        var records: Int
     }
 
     /// Settings of cluster mode (`navsyncd --cluster`).
@@ -128,7 +130,7 @@ extension Hub {
         r.queue = []
         nextToken += 1
         r.inflight = Inflight(token: nextToken, commands: commands, copy: copy, answers: answers, outcomes: outcomes,
-                               patches: patches)
+                               patches: patches, records: records.count)
         replicas[name] = r
         if records.isEmpty {
             // Nothing to store: the answers only depend on what the replica holds.
@@ -146,7 +148,7 @@ extension Hub {
         if last > r.last {
             sessions[name]!.sequencer = f.copy
             r.last = last
-            r.sinceSnapshot += 1
+            r.sinceSnapshot += f.records
             for p in f.patches { broadcast(name, .patch(session: name, p)) }
         }
         replicas[name] = r
@@ -234,6 +236,10 @@ extension Hub {
                 replicas[name, default: Replica()].reading = true
                 out.append(.cluster(.read(session: name, after: sessions[name] == nil ? nil : replicas[name]!.last)))
             }
+        case .behind(let name):
+            guard sessions[name] != nil, let r = replicas[name], !r.reading, r.inflight == nil else { return }
+            replicas[name]!.reading = true
+            out.append(.cluster(.read(session: name, after: r.last)))
         case .epochChanged(let name):
             guard sessions[name] != nil, replicas[name]?.reading != true else { return }
             replicas[name, default: Replica()].reading = true
@@ -303,17 +309,18 @@ extension Hub {
         apply([(id, record)], to: name)
     }
 
-    /// Applies log entries in order to the replica, sending members the patches.
-    /// false when one does not apply as recorded (then the session is read whole).
+    /// Applies log entries in order to the replica, sending members the patches (unless
+    /// they get the whole state after). false when one does not apply as recorded (then
+    /// the session is read whole).
     @discardableResult
-    private mutating func apply(_ entries: [(StreamID, ClusterRecord)], to name: String) -> Bool {
+    private mutating func apply(_ entries: [(StreamID, ClusterRecord)], to name: String, broadcasting: Bool = true) -> Bool {
         for (id, entry) in entries where id > replicas[name]!.last {
             let r = entry.record
             let sender = Sequencer.Sender(name: r.name ?? r.client, ts: r.ts)
             let (outcome, _) = sessions[name]!.sequencer.submitJournaling(r.command, client: r.client, refused: [:], sender: sender, trusted: true)
             switch (outcome, entry.revision) {
             case (.applied(let ack, let patch), true) where ack.rev == r.rev:
-                broadcast(name, .patch(session: name, patch))
+                if broadcasting { broadcast(name, .patch(session: name, patch)) }
             case (.unchanged, false), (.duplicate, false):
                 break
             default:
@@ -357,7 +364,8 @@ extension Hub {
                     sessions[name]!.sequencer = seq
                 }
                 replicas[name]!.last = at
-                guard apply(entries, to: name) else { return }
+                // Members get the state at the end, not patches from the snapshot on.
+                guard apply(entries, to: name, broadcasting: previous == nil) else { return }
                 if let previous, previous.sequencer.epoch != epoch || previous.sequencer.rev > sessions[name]!.sequencer.rev {
                     out.append(.log(.warn, "cluster: session '\(name)' now has epoch \(epoch) at revision \(sessions[name]!.sequencer.rev) (it was \(previous.sequencer.epoch) at \(previous.sequencer.rev)): Redis lost writes or restarted empty; members resync"))
                 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Cluster mode (DESIGN.md section 17): the flags, then Redis and three nodes under
+# faults (cluster_faults.py): writers racing on every node, SIGKILL x10, SIGSTOP,
+# Redis dropping connections, Redis down for 5 s, Redis restarted empty.
+. "$(dirname "$0")/lib.sh"
+command -v redis-server >/dev/null || { echo "cluster.sh: redis-server is not installed (scripts/test installs it)"; exit 1; }
+
+usage() {   # usage EXPECTED-TEXT ARGS...: navsyncd refuses ARGS with exit 2 and the text.
+    local want="$1"; shift
+    "$NAVSYNCD" --port 0 "$@" >/dev/null 2>"$OUT/cluster-usage.err"
+    [ $? -eq 2 ] && grep -q -- "$want" "$OUT/cluster-usage.err"
+}
+check "--cluster with --data is a usage error" usage "--cluster and --data exclude each other" --cluster redis://127.0.0.1:6379 --data /tmp/x
+check "--cluster needs redis://HOST:PORT" usage "--cluster needs redis://HOST:PORT" --cluster http://127.0.0.1:6379
+check "--node needs --cluster" usage "--node needs --cluster" --node a
+check "--fsync is for --data, not --cluster" usage "in a cluster, Redis's appendfsync decides" --cluster redis://localhost:6379 --fsync always
+
+start_navsyncd single
+check "GET /api/cluster on a single node is 404, saying so" bash -c \
+    "[ \"\$(curl -s -o '$OUT/cl.json' -w '%{http_code}' '${HTTP_URL}api/cluster')\" = 404 ] && grep -q 'not in a cluster' '$OUT/cl.json'"
+stop_navsyncd
+
+# A node whose Redis is not there yet starts, says so, and serves once Redis is up.
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start_navsyncd early --cluster "redis://127.0.0.1:$PORT" --node early
+check "a node started before Redis answers joins of unknown sessions with internal (store unavailable)" bash -c \
+    "sleep 0.5; [ \"\$(curl -s -o '$OUT/cl.json' -w '%{http_code}' -X POST -d '{\"id\":1,\"ops\":[{\"op\":\"pop\"}]}' '${HTTP_URL}api/sessions/demo/commands')\" = 404 ]"
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no >"$OUT/cluster-early-redis.log" 2>&1 &
+REDIS_PID=$!
+check "...and once Redis is up it makes the demo session and takes commands" bash -c \
+    "for i in \$(seq 50); do curl -sf -o /dev/null '${HTTP_URL}api/sessions/demo' && break; sleep 0.1; done;
+     curl -s -X POST -H 'X-Navsync-Client: t' -d '{\"id\":1,\"ops\":[{\"op\":\"setRoot\",\"route\":\"main\"}]}' '${HTTP_URL}api/sessions/demo/commands' | grep -q '\"rev\":1'"
+check "...and the command is in Redis's log" bash -c "redis-cli -p $PORT XLEN 'navsync:{demo}:log' | grep -qx 1"
+stop_navsyncd
+kill "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true
+
+"$PY" "$ROOT/tests/integration/cluster_faults.py" "$NAVSYNCD" "$OUT" || FAILED=$((FAILED + 1))
+finish
