@@ -6,7 +6,9 @@ import NavSync
 /// a fixed rate). Prints deliveries per second, latency percentiles, errors, and the
 /// server's CPU and memory when given its pid.
 struct Bench {
-    var url = WebSocketURL.default
+    /// The servers; members and publishers are spread over them in turn (a cluster).
+    var urls = [WebSocketURL.default]
+    var url: WebSocketURL { urls[0] }
     var clients = 100
     var sessions = 1
     /// Publishers (writers) per session, each on its own connection.
@@ -24,7 +26,7 @@ struct Bench {
     var json = false
 
     static let usage = """
-    usage: navclient bench [URL] [options]
+    usage: navclient bench [URL[,URL...]] [--server URL]... [options]
 
     Load generator: --clients members in --sessions sessions (bench-1, bench-2, ...) read
     every patch while publishers (one per session unless --publishers) send commands:
@@ -32,6 +34,8 @@ struct Bench {
     and one patch).
 
       --clients N        members, spread over the sessions (default 100; 0: writers only)
+      --server URL       a server (repeatable); with several (the nodes of a cluster),
+                         members and publishers are spread over them in turn
       --sessions N       sessions (default 1)
       --publishers N     publishers per session, each on its own connection (default 1)
       --in-flight K      commands each publisher keeps unanswered (default 64)
@@ -57,6 +61,16 @@ struct Bench {
             return n
         }
         do throws(UsageError) {
+            var servers: [WebSocketURL] = []
+            func list(_ text: String) throws(UsageError) -> [WebSocketURL] {
+                var out: [WebSocketURL] = []
+                for part in text.split(separator: ",").map(String.init) {
+                    guard let u = WebSocketURL(part) else { throw UsageError(WebSocketURL.refusal(part)) }
+                    out.append(u)
+                }
+                return out
+            }
+            defer { if !servers.isEmpty { b.urls = servers } }
             while let arg = rest.popFirst() {
                 switch arg {
                 case "--clients": b.clients = try int(arg)
@@ -74,10 +88,14 @@ struct Bench {
                 case "--slow": b.slow = try int(arg)
                 case "--json": b.json = true
                 case "-h", "--help": throw UsageError.help
+                case "--server":
+                    guard let v = rest.popFirst() else { throw UsageError("--server needs a URL") }
+                    servers += try list(v)
                 default:
-                    guard !arg.hasPrefix("-"), WebSocketURL.looksLikeAddress(arg) else { throw UsageError("unknown argument '\(arg)'") }
-                    guard let u = WebSocketURL(arg) else { throw UsageError(WebSocketURL.refusal(arg)) }
-                    b.url = u
+                    guard !arg.hasPrefix("-"), WebSocketURL.looksLikeAddress(arg.split(separator: ",").first.map(String.init) ?? arg) else {
+                        throw UsageError("unknown argument '\(arg)'")
+                    }
+                    servers = try list(arg) + servers
                 }
             }
         } catch {
@@ -147,7 +165,7 @@ struct Bench {
             startThread {
                 let ploop = ClientLoop()
                 let publishers = sessionNames.flatMap { session in
-                    (0..<bench.publishers).map { Publisher(loop: ploop, url: bench.url, session: session, index: $0, bench: bench, stats: publisherStats) }
+                    (0..<bench.publishers).map { Publisher(loop: ploop, url: bench.urls[$0 % bench.urls.count], session: session, index: $0, bench: bench, stats: publisherStats) }
                 }
                 // With --commands, the run ends once every command is answered.
                 let total = bench.commands.map { $0 * publishers.count }
@@ -193,7 +211,7 @@ struct Bench {
             let sessionIndex = Int64(i % sessions)
             let session = sessionNames[i % sessions]
             let expected = membersPerSession[session] ?? 0
-            let m = WebSocketClient(loop: loop, url: url)
+            let m = WebSocketClient(loop: loop, url: urls[i % urls.count])
             m.onOpen = { m.send(text: Array(#"{"type":"join","session":"\#(session)","create":true}"#.utf8)) }
             if i < slow {
                 m.onText = { bytes in

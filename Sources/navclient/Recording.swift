@@ -7,8 +7,9 @@ enum Recording {
     /// `navclient log`: `GET /api/sessions/NAME/log[?from=R]` to standard output.
     static func log(_ o: ClientOptions, from: Int?) -> Int32 {
         let target = "/api/sessions/\(o.session)/log" + (from.map { "?from=\($0)" } ?? "")
-        guard let (status, body) = httpGet(host: o.url.host, port: o.url.port, target: target, token: o.token) else {
-            Stderr.line("navclient log: no server answers at \(o.url.host):\(o.url.port)")
+        // With several servers, the first that answers.
+        guard let (status, body) = o.urls.lazy.compactMap({ httpGet(host: $0.host, port: $0.port, target: target, token: o.token) }).first else {
+            Stderr.line("navclient log: no server answers at \(o.urls.map { "\($0.host):\($0.port)" }.joined(separator: ", "))")
             return Exit.unreachable
         }
         guard status == 200 else {

@@ -189,13 +189,29 @@ enum Scripted {
 
     /// One request on a connection of its own (no session joined); `answer` returns
     /// the exit code once a reply is the one it waits for, nil to keep waiting.
+    /// With several servers, each is tried in turn until one answers.
     static func request(_ o: ClientOptions, _ message: JSONObject, answer: @escaping (JSON) -> Int32?) -> Int32 {
+        var code = Exit.unreachable
+        for (i, url) in o.urls.enumerated() {
+            var opened = false
+            code = request(url, o, message, last: i == o.urls.count - 1, opened: &opened, answer: answer)
+            if opened { break }
+        }
+        return code
+    }
+
+    private static func request(_ url: WebSocketURL, _ o: ClientOptions, _ message: JSONObject, last: Bool, opened: inout Bool,
+                                answer: @escaping (JSON) -> Int32?) -> Int32 {
         let loop = ClientLoop()
-        let socket = WebSocketClient(loop: loop, url: o.url, headers: o.token.map { [("Authorization", "Bearer \($0)")] } ?? [])
+        let socket = WebSocketClient(loop: loop, url: url, headers: o.token.map { [("Authorization", "Bearer \($0)")] } ?? [])
         var code: Int32?
+        var didOpen = false
         var m = message
         m["id"] = 1
-        socket.onOpen = { socket.send(text: JSON.object(m).encoded()) }
+        socket.onOpen = {
+            didOpen = true
+            socket.send(text: JSON.object(m).encoded())
+        }
         socket.onText = { bytes in
             guard code == nil, let reply = try? JSON.parse(bytes), reply["id"] == 1, let c = answer(reply) else { return }
             code = c
@@ -203,12 +219,13 @@ enum Scripted {
             loop.after(50) { loop.stop() }
         }
         socket.onClose = { _, reason in
-            if code == nil { Stderr.line("navclient: \(reason)") }
+            if code == nil && (didOpen || last) { Stderr.line("navclient: \(reason)") }
             loop.stop()
         }
         socket.connect()
         loop.run()
         loop.shutdown()
+        opened = didOpen
         return code ?? Exit.unreachable
     }
 

@@ -8,7 +8,14 @@
 /// acknowledged (safe: command ids are idempotency keys).
 public struct SessionMachine: Sendable {
     public struct Options: Sendable {
-        public var url = WebSocketURL.default
+        /// The servers, tried in turn: a lost connection moves to the next one (the nodes
+        /// of a cluster, section 17), and `since`/`epoch` mean the same on every node.
+        public var urls = [WebSocketURL.default]
+        /// The first server (setting it makes it the only one).
+        public var url: WebSocketURL {
+            get { urls[0] }
+            set { urls = [newValue] }
+        }
         public var session = "demo"
         public var name = "navclient"
         public var role: String?
@@ -37,7 +44,7 @@ public struct SessionMachine: Sendable {
     }
 
     public enum Effect: Sendable, Equatable {
-        /// Open a WebSocket to `options.url`.
+        /// Open a WebSocket to `currentURL`.
         case connect
         /// Send this text message.
         case send([UInt8])
@@ -83,6 +90,12 @@ public struct SessionMachine: Sendable {
     public private(set) var clientID: String?
     private var attempts = 0
     private var everJoined = false
+    /// Which of `options.urls` the connection goes to.
+    public private(set) var serverIndex = 0
+    /// Servers tried in a row without joining (the first join tries each once).
+    private var triedServers = 0
+
+    public var currentURL: WebSocketURL { options.urls[serverIndex % max(1, options.urls.count)] }
     private var nextCommand: Int64 = 1
     /// Commands sent and not yet answered, in order: resent after a reconnect.
     private var pending: [(id: Int64, bytes: [UInt8])] = []
@@ -175,11 +188,29 @@ public struct SessionMachine: Sendable {
     public mutating func closed(code: UInt16?, reason: String, jitter: Double) -> [Effect] {
         let why = code.map { "closed (\($0))\(reason.isEmpty ? "" : ": \(reason)")" } ?? reason
         var out: [Effect] = [.event(.connection(connected: false, reason: why))]
+        let servers = options.urls.count
+        // Before the first join, each server is tried once.
+        if connection == .connecting, !everJoined, triedServers + 1 < servers {
+            triedServers += 1
+            serverIndex = (serverIndex + 1) % servers
+            connection = .waiting
+            return out + [.retry(after: 0)]
+        }
         // Retrying is right only after a session was once joined: a server that cannot
         // be reached at all (a wrong address) is reported, not retried forever.
         guard connection != .stopped, options.reconnect, everJoined else {
             connection = .stopped
             return out + [.finished]
+        }
+        // With several servers, the next one at once (a node died: its clients move);
+        // after a whole round of them, with backoff.
+        if servers > 1 {
+            serverIndex = (serverIndex + 1) % servers
+            if attempts < servers {
+                attempts += 1
+                connection = .waiting
+                return out + [.retry(after: Int64(50 * min(max(jitter, 0), 1)))]
+            }
         }
         let delay = min(options.backoff.max, options.backoff.first << min(Int64(attempts), 16))
         attempts += 1
@@ -273,6 +304,7 @@ public struct SessionMachine: Sendable {
         connection = .joined
         everJoined = true
         attempts = 0
+        triedServers = 0
         out.append(.event(.connection(connected: true, reason: "joined \(options.session) at rev \(rev)")))
         out.append(.event(.state))
         // Commands never acknowledged go out again, same ids, in order.

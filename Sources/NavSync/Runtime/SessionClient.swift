@@ -88,7 +88,7 @@ public final class SessionClient {
         for effect in effects {
             switch effect {
             case .connect:
-                let socket = WebSocketClient(loop: loop, url: options.url, headers: options.token.map { [("Authorization", "Bearer \($0)")] } ?? [])
+                let socket = WebSocketClient(loop: loop, url: machine.currentURL, headers: options.token.map { [("Authorization", "Bearer \($0)")] } ?? [])
                 self.socket = socket
                 socket.onOpen = { [weak self] in guard let self else { return }; perform(machine.opened()) }
                 socket.onText = { [weak self] bytes in guard let self else { return }; perform(machine.received(bytes)) }
@@ -131,7 +131,7 @@ extension ClientOptions {
     /// The session client's options for these command-line options.
     public func sessionOptions(reconnect: Bool) -> SessionClient.Options {
         var s = SessionClient.Options()
-        s.url = url
+        s.urls = urls
         s.session = session
         s.name = name
         s.create = create

@@ -9,6 +9,17 @@ struct ClientTests {
         try CommandLanguage.parse(line, flow: .demo, state: h.json)
     }
 
+    @Test func severalServers() throws {
+        let local = { (port: Int) in WebSocketURL(host: "127.0.0.1", port: port, target: "/ws") }
+        #expect(try ClientOptions.parse(["7001,7002", "pop"]).get().urls == [local(7001), local(7002)])
+        #expect(try ClientOptions.parse(["--server", "7001", "--server", "ws://127.0.0.1:7002/ws,7003"]).get().urls == [local(7001), local(7002), local(7003)])
+        #expect(try ClientOptions.parse(["7001", "--server", "7002"]).get().urls == [local(7001), local(7002)])
+        #expect(try ClientOptions.parse(["pop"]).get().urls == [WebSocketURL.default])
+        guard case .failure(let e) = ClientOptions.parse(["--server", "7001,nope:99999"]) else { Issue.record(); return }
+        #expect(e.message.contains("nope:99999"))
+        #expect(ClientOptions.parse(["--server"]).map { _ in "" } == .failure(UsageError("--server needs a URL (ws://HOST:PORT/ws, HOST:PORT or PORT)")))
+    }
+
     @Test func optionsAndURLs() throws {
         let o = try ClientOptions.parse(["10.0.0.5:9000", "--session", "lab", "--json", "push detail id=1", "back"]).get()
         #expect(o.url == WebSocketURL(host: "10.0.0.5", port: 9000, target: "/ws") && o.session == "lab" && o.json)

@@ -25,6 +25,33 @@ struct SessionMachineTests {
         return m
     }
 
+    @Test func aLostServerMovesItsClientToTheNextAtOnceAndItResumes() {
+        var options = SessionMachine.Options()
+        let urls = [7001, 7002, 7003].map { WebSocketURL(host: "127.0.0.1", port: $0, target: "/ws") }
+        options.urls = urls
+        var m = SessionMachine(options: options)
+        #expect(m.start() == [.connect] && m.currentURL == urls[0])
+        // The first server cannot be reached: the next is tried at once.
+        #expect(m.closed(code: nil, reason: "refused", jitter: 0).contains(.retry(after: 0)) && m.currentURL == urls[1])
+        #expect(m.retry() == [.connect])
+        _ = m.opened()
+        _ = m.received(Self.bytes(.joined(.init(session: "demo", epoch: "ep", rev: 4, flow: .null, members: [], catchUp: .state(["n": 4])))))
+        let (_, queued) = m.command([["op": "pop"]])
+        #expect(Self.sent(queued).count == 1)
+        // It dies: the next server at once (within 50 ms), resuming with since/epoch and
+        // the unacknowledged command resent.
+        let lost = m.closed(code: nil, reason: "reset", jitter: 1)
+        #expect(lost.contains(.retry(after: 50)) && m.currentURL == urls[2])
+        #expect(m.retry() == [.connect])
+        let again = Self.sent(m.opened())
+        #expect(again[1]["since"] == 4 && again[1]["epoch"] == "ep")
+        let rejoined = m.received(Self.bytes(.joined(.init(session: "demo", epoch: "ep", rev: 4, flow: .null, members: [], catchUp: .patches([])))))
+        #expect(Self.sent(rejoined).map { $0["type"] } == ["command"])
+        // Every server gone: round the list, then backoff.
+        for _ in 0..<3 { _ = m.closed(code: nil, reason: "down", jitter: 0); _ = m.retry() }
+        #expect(m.closed(code: nil, reason: "down", jitter: 0).contains { if case .retry(let after) = $0 { after >= 125 } else { false } })
+    }
+
     @Test func mirrorsPatchesAndResyncsOnAGap() {
         var m = joinedMachine()
         #expect(m.received(Self.bytes(.patch(session: "demo", Self.patch2))).contains(.event(.state)))

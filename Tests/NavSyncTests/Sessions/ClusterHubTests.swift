@@ -1,0 +1,240 @@
+import Testing
+@testable import NavSync
+
+/// Cluster mode's reducer as a value (DESIGN.md section 17): two hubs and a model of
+/// Redis that runs the scripts' rules (create unless it exists; compare-and-append on
+/// epoch and log position; reads of the log or of the snapshot and the log after it).
+/// Requests, answers and live messages travel through queues delivered in a random
+/// order, as the network would: each queue stays in order (one TCP connection), the
+/// queues do not wait for each other.
+@Suite("Cluster hub")
+struct ClusterHubTests {
+    /// Redis, as the scripts see it.
+    struct FakeRedis {
+        struct Held {
+            var flow: JSON
+            var epoch: String
+            var entries: [(StreamID, ClusterRecord)] = []
+            var snapshot: (at: StreamID, data: JSON)
+            var last: StreamID { entries.last?.0 ?? snapshot.at }
+            var rev: Int { entries.last(where: { $0.0.isRevision })?.0.ms ?? snapshot.at.ms }
+        }
+        var sessions: [String: Held] = [:]
+        /// Every entry ever appended, per session (the log before any trim).
+        var everything: [String: [(StreamID, ClusterRecord)]] = [:]
+
+        /// A request from a node: its answer, and what the live channel carries to all.
+        mutating func run(_ request: ClusterRequest) -> (answer: ClusterEvent, live: [ClusterEvent]) {
+            switch request {
+            case .create(let name, let flow, let epoch, let snapshot):
+                if sessions[name] != nil { return (.created(session: name, made: false), []) }
+                sessions[name] = Held(flow: flow.source, epoch: epoch, snapshot: (.zero, snapshot))
+                return (.created(session: name, made: true), [.appeared(session: name)])
+            case .append(let name, let epoch, let after, let records, let token):
+                guard var s = sessions[name] else { return (.refused(session: name, token: token, .gone), []) }
+                guard s.epoch == epoch, s.last == after else { return (.refused(session: name, token: token, .moved), []) }
+                var live: [ClusterEvent] = []
+                for r in records {
+                    let prev = s.last
+                    let id = r.revision ? StreamID(s.rev + 1, 1) : StreamID(s.rev, (s.last.ms == s.rev ? s.last.seq : 0) + 1)
+                    s.entries.append((id, r))
+                    everything[name, default: []].append((id, r))
+                    live.append(.live(session: name, prev: prev, id: id, r))
+                }
+                sessions[name] = s
+                return (.appended(session: name, token: token, last: s.last), live)
+            case .read(let name, let after):
+                guard let s = sessions[name] else { return (.read(session: name, .gone), []) }
+                if let after, after >= s.snapshot.at, after <= s.last {
+                    return (.read(session: name, .entries(epoch: s.epoch, s.entries.filter { $0.0 > after })), [])
+                }
+                return (.read(session: name, .whole(flow: s.flow, epoch: s.epoch, snapshot: s.snapshot.data, at: s.snapshot.at,
+                                                    s.entries.filter { $0.0 > s.snapshot.at })), [])
+            case .snapshot(let name, let epoch, let at, let data):
+                guard var s = sessions[name], s.epoch == epoch, at > s.snapshot.at, at <= s.last else {
+                    return (.heartbeat, [])
+                }
+                s.snapshot = (at, data)
+                s.entries.removeAll { $0.0 < at }
+                sessions[name] = s
+                return (.heartbeat, [])
+            case .delete(let name):
+                sessions[name] = nil
+                return (.heartbeat, [.deleted(session: name)])
+            }
+        }
+    }
+
+    /// One node: its hub, and what travels to and from it.
+    struct Node {
+        var hub: Hub
+        var requests: [ClusterRequest] = []
+        var answers: [ClusterEvent] = []
+        var live: [ClusterEvent] = []
+        /// What its one member (connection 1) received, and the acks its writer got.
+        var received: [JSON] = []
+        var acks: [JSON: Int] = [:]
+        var errors: [String] = []
+
+        init(name: String) {
+            var epochs = 0
+            var clients = 0
+            hub = Hub(configuration: HubConfiguration(), flows: [], cluster: .init(snapshotEvery: 7),
+                      newClientID: { clients += 1; return "\(name)\(clients)" }, newEpoch: { epochs += 1; return "\(name)-ep\(epochs)" },
+                      clock: { 0 })
+            _ = hub.handle(.started, now: 0)
+        }
+
+        mutating func handle(_ event: Hub.Event) {
+            for effect in hub.handle(event, now: 0) {
+                switch effect {
+                case .cluster(let r): requests.append(r)
+                case .send(1, let m, let id):
+                    received.append(m.json(id: id))
+                case .broadcast(_, let m, let to) where to.contains(1):
+                    received.append(m.json())
+                case .send(2, let m, let id):
+                    let j = m.json(id: id)
+                    if j["type"] == "ack" { acks[j["id"]!] = Int(j["rev"]!.intValue!) }
+                    if j["type"] == "error" { errors.append(j["code"]?.stringValue ?? "?") }
+                default: break
+                }
+            }
+        }
+    }
+
+    @Test(arguments: [1 as UInt64, 2, 3, 4, 5, 6])
+    func twoNodesRacingAgreeWithRedisAndLoseNothing(seed: UInt64) throws {
+        var rng = SeededRandom(seed: seed)
+        var redis = FakeRedis()
+        var nodes = [Node(name: "a"), Node(name: "b")]
+        func run(_ i: Int) {
+            let r = nodes[i].requests.removeFirst()
+            let (answer, live) = redis.run(r)
+            nodes[i].answers.append(answer)
+            for n in nodes.indices { nodes[n].live += live }
+        }
+        /// Delivers everything still travelling, in random order.
+        func drain() {
+            while nodes.contains(where: { !$0.requests.isEmpty || !$0.answers.isEmpty || !$0.live.isEmpty }) {
+                let i = Int(rng.next() % 2)
+                switch rng.next() % 3 {
+                case 0 where !nodes[i].requests.isEmpty: run(i)
+                case 1 where !nodes[i].answers.isEmpty: nodes[i].handle(.cluster(nodes[i].answers.removeFirst()))
+                case 2 where !nodes[i].live.isEmpty: nodes[i].handle(.cluster(nodes[i].live.removeFirst()))
+                default: break
+                }
+            }
+        }
+        for i in nodes.indices { nodes[i].handle(.cluster(.connected(sessions: []))) }
+        drain()
+        #expect(redis.sessions["demo"] != nil, "the demo session is made once")
+        for i in nodes.indices {
+            for c in [1, 2] { nodes[i].handle(.connected(c, grant: nil)) }
+            nodes[i].handle(.text(1, JSON.object(["type": "join", "session": "demo", "id": "j"]).encoded()))
+            nodes[i].handle(.text(2, JSON.object(["type": "hello", "client": .string("w\(i)")]).encoded()))
+        }
+        drain()
+        // Both writers send 60 commands; everything travels in a random order meanwhile.
+        let routes = ["login", "main", "onboarding"]
+        var sent = [0, 0]
+        while sent != [60, 60] || nodes.contains(where: { !$0.requests.isEmpty || !$0.answers.isEmpty || !$0.live.isEmpty }) {
+            let i = Int(rng.next() % 2)
+            switch rng.next() % 4 {
+            case 0 where sent[i] < 60:
+                let ops: [JSON] = rng.next() % 3 == 0 ? [["op": "setRoot", "route": .string(routes[Int(rng.next() % 3)])]]
+                    : [["op": "update", "at": "App", "data": [.init("w\(i)"): .int(Int64(sent[i] % 5))]]]
+                nodes[i].handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": .int(Int64(sent[i])), "ops": .array(ops)]).encoded()))
+                sent[i] += 1
+            case 1 where !nodes[i].requests.isEmpty: run(i)
+            case 2 where !nodes[i].answers.isEmpty: nodes[i].handle(.cluster(nodes[i].answers.removeFirst()))
+            case 3 where !nodes[i].live.isEmpty: nodes[i].handle(.cluster(nodes[i].live.removeFirst()))
+            default: break
+            }
+        }
+        let log = redis.everything["demo"] ?? []
+        // Every command answered, none with an error; each acked once in the log.
+        for (i, n) in nodes.enumerated() {
+            #expect(n.acks.count == 60 && n.errors.isEmpty, "node \(i): \(n.acks.count) acks, errors \(n.errors)")
+            for id in n.acks.keys {
+                #expect(log.filter { $0.1.record.client == "w\(i)" && $0.1.record.command.id.json == id }.count == 1, "w\(i) \(id)")
+            }
+        }
+        // Revisions in the log are contiguous; replaying it gives what both replicas hold.
+        let revisions = log.filter { $0.0.isRevision }.map(\.0.ms)
+        #expect(revisions == Array(1...max(1, revisions.count)).prefix(revisions.count).map { $0 })
+        var replay = Sequencer(flow: .demo, epoch: redis.sessions["demo"]!.epoch)
+        for (_, e) in log {
+            _ = replay.submitJournaling(e.record.command, client: e.record.client, refused: [:],
+                                        sender: .init(name: e.record.name ?? "", ts: e.record.ts), trusted: true)
+        }
+        for (i, n) in nodes.enumerated() {
+            let s = try #require(n.hub.sessions["demo"]).sequencer
+            #expect(s.rev == replay.rev && s.state.json == replay.state.json, "node \(i) at \(s.rev), Redis at \(replay.rev)")
+            // Its member saw every revision once, in order (or a snapshot, then on from it).
+            var rev = -1
+            var gaps = 0
+            for m in n.received {
+                switch m["type"]?.stringValue {
+                case "joined", "snapshot": rev = Int(m["rev"]!.intValue!)
+                case "patch":
+                    let r = Int(m["rev"]!.intValue!)
+                    if r <= rev { continue }
+                    if r != rev + 1 { gaps += 1 }
+                    rev = r
+                default: break
+                }
+            }
+            #expect(gaps == 0 && rev == replay.rev, "node \(i): member at \(rev) with \(gaps) gaps")
+        }
+        #expect(nodes[0].hub.clusterRetries + nodes[1].hub.clusterRetries > 0, "the nodes raced")
+    }
+
+    @Test func aCommandWhoseAppendHasNoAnswerClosesItsClientWith1013() {
+        var node = Node(name: "a")
+        node.handle(.cluster(.connected(sessions: [])))
+        node.handle(.cluster(.created(session: "demo", made: true)))
+        node.handle(.connected(2, grant: nil))
+        node.handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]]).encoded()))
+        guard case .append(_, _, _, _, let token) = node.requests.last else { Issue.record("no append"); return }
+        let effects = node.hub.handle(.cluster(.refused(session: "demo", token: token, .unknown("timed out"))), now: 0)
+        #expect(effects.contains(.close(2, code: 1013, reason: "store did not answer; resend unacknowledged commands")))
+        #expect(effects.contains { if case .cluster(.read("demo", .zero)) = $0 { true } else { false } }, "it catches up")
+        #expect(node.hub.sessions["demo"]!.sequencer.rev == 0, "nothing applied without Redis")
+    }
+
+    @Test func whileRedisIsDownCommandsFailAndReadsGoOn() {
+        var node = Node(name: "a")
+        node.handle(.cluster(.connected(sessions: [])))
+        node.handle(.cluster(.created(session: "demo", made: true)))
+        node.handle(.cluster(.disconnected("connection refused")))
+        node.handle(.connected(2, grant: nil))
+        node.handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]]).encoded()))
+        #expect(node.errors == ["internal"] && node.requests.filter { if case .append = $0 { true } else { false } }.isEmpty)
+        let get = node.hub.handle(.text(2, JSON.object(["type": "get", "session": "demo", "id": "g"]).encoded()), now: 0)
+        #expect(get.contains { if case .send(2, .snapshot, _) = $0 { true } else { false } })
+    }
+
+    @Test func streamIDsAndAddresses() {
+        #expect(StreamID("12-3") == StreamID(12, 3) && StreamID("12") == nil && StreamID("a-1") == nil && StreamID("-1-2") == nil)
+        #expect(StreamID(3, 1) < StreamID(3, 2) && StreamID(3, 9) < StreamID(4, 1) && StreamID(5, 1).isRevision && !StreamID(5, 2).isRevision)
+        #expect(ClusterStore.Address("redis://127.0.0.1:6380/2").map { "\($0)" } == "redis://127.0.0.1:6380/2")
+        #expect(ClusterStore.Address("redis://localhost").map { "\($0)" } == "redis://127.0.0.1:6379/0")
+        #expect(ClusterStore.Address("redis://[::1]:7000").map { "\($0)" } == "redis://[::1]:7000/0")
+        for bad in ["http://127.0.0.1:6379", "redis://127.0.0.1:0", "redis://127.0.0.1:6379/99", "redis://example.com:6379", "redis://"] {
+            #expect(ClusterStore.Address(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func readAnswersFromRedisParse() {
+        let record = #"{"rev":1,"client":"w","command":{"id":1,"ops":[{"op":"pop"}]}}"#
+        let entries: RedisReply = .array([.string(Array("entries".utf8)), .string(Array("ep".utf8)),
+                                          .string(Array("1-1".utf8)), .string(Array("r".utf8)), .string(Array(record.utf8))])
+        guard case .entries("ep", let list) = ClusterStore.readResult(entries) else { Issue.record(); return }
+        #expect(list.count == 1 && list[0].0 == StreamID(1, 1) && list[0].1.revision && list[0].1.record.client == "w")
+        guard case .gone = ClusterStore.readResult(.array([.string(Array("gone".utf8))])) else { Issue.record(); return }
+        let broken: RedisReply = .array([.string(Array("entries".utf8)), .string(Array("ep".utf8)),
+                                         .string(Array("1-1".utf8)), .string(Array("r".utf8)), .string(Array("{".utf8))])
+        guard case .failed = ClusterStore.readResult(broken) else { Issue.record("a broken entry must not parse"); return }
+    }
+}
