@@ -398,6 +398,45 @@ async def scenario_redis_down(nodes, r, rd):
     check("Redis down: the nodes log losing Redis and finding it again", "Redis unreachable" in logs and "reachable again" in logs)
 
 
+async def scenario_presence(nodes, r):
+    """Presence is cluster-wide: a member of node a sees one that joins on node c, and
+    sees it leave within about 5 s once node c is killed (its heartbeat stops)."""
+    watcher = await connect(nodes[0].url)
+    await watcher.send(json.dumps({"type": "hello", "name": "watcher"}))
+    await watcher.recv()
+    await watcher.send(json.dumps({"type": "join", "session": "s2", "id": "j"}))
+    while json.loads(await watcher.recv()).get("type") != "joined":
+        pass
+    await asyncio.sleep(0.3)   # presence goes out once per --presence-interval
+    other = await connect(nodes[2].url)
+    await other.send(json.dumps({"type": "hello", "name": "on-c", "client": "member-on-c"}))
+    await other.recv()
+    await other.send(json.dumps({"type": "join", "session": "s2", "id": "j"}))
+    joined = json.loads(await other.recv())
+    check("presence: a member joining on node c is listed with the member of node a in joined",
+          [m.get("name") for m in joined.get("members", [])] == ["watcher", "on-c"], str(joined.get("members")))
+
+    async def until(pred, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                m = json.loads(await asyncio.wait_for(watcher.recv(), max(0.05, end - time.monotonic())))
+            except asyncio.TimeoutError:
+                break
+            if m.get("type") == "presence" and pred(m):
+                return True
+        return False
+    check("presence: node a's member is told of the join on node c",
+          await until(lambda m: any(j.get("client") == "member-on-c" for j in m.get("joined", [])), 3))
+    started = time.monotonic()
+    nodes[2].kill()
+    left = await until(lambda m: "member-on-c" in m.get("left", []), 9)
+    check("presence: ...and of its leaving once node c is killed", left)
+    print(f"   presence: node c's member left node a's list {time.monotonic() - started:.1f} s after the kill", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, restart, nodes[2])
+    await watcher.close()
+
+
 async def scenario_empty(nodes, r, rd):
     """Redis restarts empty: sessions it no longer holds are gone (members told), and
     the demo session starts again with a new epoch."""
@@ -445,7 +484,7 @@ async def main():
             m = json.loads(await ws.recv())
             check(f"session {s} created in the cluster", m.get("type") == "joined", str(m))
         await ws.close()
-        scenarios = {"race": scenario_race, "kill": scenario_kill, "stop": scenario_stop, "clientkill": scenario_client_kill,
+        scenarios = {"race": scenario_race, "kill": scenario_kill, "stop": scenario_stop, "clientkill": scenario_client_kill, "presence": scenario_presence,
                      "redisdown": lambda n, r: scenario_redis_down(n, r, rd), "empty": lambda n, r: scenario_empty(n, r, rd)}
         for key, run in scenarios.items():
             if not ONLY or key in ONLY:

@@ -49,6 +49,15 @@ public enum ClientMessage: Sendable, Equatable {
         case .ping: return "ping"
         }
     }
+
+    /// The session a join, sync or get reads (cluster mode brings it up to date first).
+    var readSession: String? {
+        switch self {
+        case .join(let j): j.session
+        case .sync(let s, _, _), .get(let s): s
+        default: nil
+        }
+    }
 }
 
 /// One decoded request: its `id` (echoed in the reply) and the message or why not.

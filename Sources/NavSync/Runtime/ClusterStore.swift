@@ -60,8 +60,10 @@ public final class ClusterStore {
     public private(set) var appendedRecords = 0
     public private(set) var catchUps = 0
     public private(set) var connected = false
-    /// The nodes Redis lists, refreshed every second: name -> (url, last heartbeat ms).
-    public private(set) var nodes: [String: (url: String, seen: Int64)] = [:]
+    /// The nodes Redis lists, refreshed every second: name -> (url, last heartbeat ms, run).
+    public private(set) var nodes: [String: (url: String, seen: Int64, incarnation: String)] = [:]
+    /// This run of the node (a restarted node's old members are dropped by the others).
+    public let incarnation = RandomIDs.hex(8)
     public var roundTripMs: Double { commands?.lastRoundTrip ?? 0 }
 
     public init(address: Address, node: String) {
@@ -129,16 +131,16 @@ public final class ClusterStore {
     /// in Redis (a silent pub/sub stall hides nothing for longer than that).
     private func heartbeat() {
         guard connected, let commands else { return }
-        onEvent?(.heartbeat)
+        onEvent?(.heartbeat(nodes: nodes.mapValues { NodeBeat(seen: $0.seen, incarnation: $0.incarnation) }, now: unixMilliseconds()))
         let now = unixMilliseconds()
-        let me = JSON.object(["url": .string(advertised), "seen": .int(now)]).encodedString()
+        let me = JSON.object(["url": .string(advertised), "seen": .int(now), "inc": .string(incarnation)]).encodedString()
         commands.send(["HSET", ClusterScripts.nodesKey, node, me]) { _ in }
         commands.send(["HGETALL", ClusterScripts.nodesKey]) { [unowned self] result in
             guard case .success(let r) = result, let list = r.array else { return }
-            var seen: [String: (String, Int64)] = [:]
+            var seen: [String: (String, Int64, String)] = [:]
             for i in stride(from: 0, to: list.count - 1, by: 2) {
                 guard let name = list[i].text, let v = list[i + 1].text, let j = try? JSON.parse(Array(v.utf8)) else { continue }
-                seen[name] = (j["url"]?.stringValue ?? "", j["seen"]?.intValue ?? 0)
+                seen[name] = (j["url"]?.stringValue ?? "", j["seen"]?.intValue ?? 0, j["inc"]?.stringValue ?? "")
             }
             nodes = seen
         }
@@ -203,6 +205,10 @@ public final class ClusterStore {
         case .snapshot(let name, let epoch, let at, let data):
             let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.key(name, "log")]
             eval(ClusterScripts.snapshot, keys: keys, args: [epoch, at.description, data.encodedString()]) { _ in }
+        case .presence(let name, let payload):
+            commands?.send([Array("PUBLISH".utf8), Array(ClusterScripts.key(name, "live").utf8), Array("p ".utf8) + payload.encoded()]) { _ in }
+        case .askMembers(let name):
+            commands?.send(["PUBLISH", ClusterScripts.key(name, "live"), "c members"]) { _ in }
         case .delete(let name):
             let keys = ["meta", "snap", "log", "live"].map { ClusterScripts.key(name, $0) } + [ClusterScripts.sessionsKey]
             eval(ClusterScripts.delete, keys: keys, args: [name]) { _ in }
@@ -264,9 +270,13 @@ public final class ClusterStore {
             switch String(decoding: payload.dropFirst(2), as: UTF8.self) {
             case "created": onEvent?(.appeared(session: name))
             case "deleted": onEvent?(.deleted(session: name))
+            case "members": onEvent?(.membersWanted(session: name))
             default: onEvent?(.epochChanged(session: name))
             }
             return
+        }
+        if payload.first == UInt8(ascii: "p"), let json = try? JSON.parse(Array(payload.dropFirst(2))) {
+            return onEvent?(.presence(session: name, json)) ?? ()
         }
         // r PREV ID K{json}
         var fields: [Substring] = []

@@ -60,10 +60,16 @@ public enum ClusterRequest: Sendable {
     /// log below it.
     case snapshot(session: String, epoch: String, at: StreamID, data: JSON)
     case delete(session: String)
+    /// Presence of this node's members, for the other nodes (the live channel): what
+    /// changed since the last, or all of them (`full`).
+    case presence(session: String, JSON)
+    /// Asks every node for all its members of the session (a node that just read it).
+    case askMembers(session: String)
 
     public var session: String {
         switch self {
-        case .create(let s, _, _, _), .append(let s, _, _, _, _), .read(let s, _), .snapshot(let s, _, _, _), .delete(let s): s
+        case .create(let s, _, _, _), .append(let s, _, _, _, _), .read(let s, _), .snapshot(let s, _, _, _), .delete(let s),
+             .presence(let s, _), .askMembers(let s): s
         }
     }
 }
@@ -76,7 +82,8 @@ extension ClusterRequest: Equatable {
         case (.append(let x, _, let p, let r, let t), .append(let y, _, let q, let s, let u)): x == y && p == q && r == s && t == u
         case (.read(let x, let p), .read(let y, let q)): x == y && p == q
         case (.snapshot(let x, _, let p, _), .snapshot(let y, _, let q, _)): x == y && p == q
-        case (.delete(let x), .delete(let y)): x == y
+        case (.delete(let x), .delete(let y)), (.askMembers(let x), .askMembers(let y)): x == y
+        case (.presence(let x, let p), .presence(let y, let q)): x == y && p == q
         default: false
         }
     }
@@ -102,8 +109,20 @@ public enum ClusterEvent: Sendable {
     case epochChanged(session: String)
     /// Redis's log of the session goes further than the replica (the once-a-second check).
     case behind(session: String)
-    /// Once a second while connected: reads that failed are tried again.
-    case heartbeat
+    /// Once a second while connected: reads that failed are tried again, and members
+    /// of nodes whose heartbeat (ms since the Unix epoch) is over 5 s old are removed.
+    case heartbeat(nodes: [String: NodeBeat], now: Int64)
+    /// Another node's presence (`ClusterRequest.presence`), and a node asking for it.
+    case presence(session: String, JSON)
+    case membersWanted(session: String)
+}
+
+/// A node's entry in `navsync:nodes`: its last heartbeat (ms since the Unix epoch) and
+/// which run of it that is.
+public struct NodeBeat: Sendable, Equatable {
+    public var seen: Int64
+    public var incarnation: String
+    public init(seen: Int64, incarnation: String) { self.seen = seen; self.incarnation = incarnation }
 }
 
 public enum AppendRefusal: Sendable, Equatable {

@@ -59,7 +59,29 @@ extension Hub {
     public struct ClusterSettings: Sendable {
         /// Records after which the node that appended them stores a snapshot.
         public var snapshotEvery = 1_000
-        public init(snapshotEvery: Int = 1_000) { self.snapshotEvery = snapshotEvery }
+        /// This node's name, and this run of it (a restarted node's old members go).
+        public var node: String
+        public var incarnation: String
+        public init(node: String = "node", incarnation: String = "1", snapshotEvery: Int = 1_000) {
+            self.node = node; self.incarnation = incarnation; self.snapshotEvery = snapshotEvery
+        }
+    }
+
+    /// This node's presence changes of one session since the last tick.
+    struct LocalPresence: Sendable {
+        var joined: [Member] = []
+        var left: [String] = []
+        var status: [Member] = []
+    }
+
+    /// Another node's members of one session, each standing in the session's member
+    /// table under a negative connection id (so listings and presence treat them alike;
+    /// nothing is ever sent to them).
+    struct RemoteNode: Sendable {
+        var incarnation: String
+        var ids: [String: Int] = [:]
+        /// When it was first heard of (the last heartbeat's time then).
+        var since: Int64
     }
 
     public var isClustered: Bool { clusterSettings != nil }
@@ -206,6 +228,7 @@ extension Hub {
                 replicas[name]!.queue = []
                 replicas[name]!.reading = false
                 for p in waiting { fail(p, NavError(.internal, "store unavailable: \(reason); nothing was applied, try again")) }
+                answerParkedReads(name)
             }
         case .created(let name, let made):
             if made {
@@ -230,12 +253,19 @@ extension Hub {
             guard sessions[name] == nil, !creating.contains(name), replicas[name]?.reading != true else { return }
             replicas[name, default: Replica()].reading = true
             out.append(.cluster(.read(session: name, after: nil)))
-        case .heartbeat:
+        case .heartbeat(let nodes, let now):
+            expireRemoteMembers(nodes: nodes, now: now)
             for name in failedReads.sorted() where replicas[name]?.reading != true {
                 failedReads.remove(name)
                 replicas[name, default: Replica()].reading = true
                 out.append(.cluster(.read(session: name, after: sessions[name] == nil ? nil : replicas[name]!.last)))
             }
+        case .presence(let name, let payload):
+            remotePresence(name, payload)
+        case .membersWanted(let name):
+            guard let s = sessions[name] else { return }
+            let mine = s.memberOrder.filter { $0 > 0 }.compactMap { s.members[$0] }
+            if !mine.isEmpty { out.append(.cluster(.presence(session: name, presencePayload(LocalPresence(joined: mine), full: true)))) }
         case .behind(let name):
             guard sessions[name] != nil, let r = replicas[name], !r.reading, r.inflight == nil else { return }
             replicas[name]!.reading = true
@@ -340,10 +370,12 @@ extension Hub {
         case .gone:
             dropSession(name, because: "it is not in Redis")
             refuseJoins(name, NavError(.unknownSession, "no session '\(name)'"))
+            answerParkedReads(name)
         case .failed(let reason):
             out.append(.log(.warn, "cluster: reading session '\(name)' failed: \(reason); tried again in a second"))
             failedReads.insert(name)
             refuseJoins(name, NavError(.internal, "store unavailable: \(reason)"))
+            answerParkedReads(name)
         case .entries(let epoch, let entries):
             guard let s = sessions[name], s.sequencer.epoch == epoch else {
                 replicas[name]!.reading = true
@@ -360,6 +392,7 @@ extension Hub {
                 let previous = sessions[name]
                 if previous == nil {
                     sessions[name] = Session(name: name, flow: flow, sequencer: seq)
+                    out.append(.cluster(.askMembers(session: name)))
                 } else {
                     sessions[name]!.sequencer = seq
                 }
@@ -377,10 +410,12 @@ extension Hub {
                 }
             } catch {
                 out.append(.log(.error, "cluster: session '\(name)' in Redis cannot be read: \(error)"))
-                return refuseJoins(name, NavError(.internal, "session '\(name)' in Redis cannot be read: \(error)"))
+                refuseJoins(name, NavError(.internal, "session '\(name)' in Redis cannot be read: \(error)"))
+                return answerParkedReads(name)
             }
         }
         finishJoins(name)
+        answerParkedReads(name)
         pump(name)
     }
 
@@ -390,10 +425,102 @@ extension Hub {
         if let r = replicas.removeValue(forKey: name) {
             for p in (r.inflight?.commands ?? []) + r.queue { fail(p, NavError(.unknownSession, "no session '\(name)'")) }
         }
-        guard sessions[name] != nil else { return }
+        remote[name] = nil
+        localPresence[name] = nil
+        guard sessions[name] != nil else { return answerParkedReads(name) }
         removeSession(name)
         out.append(.log(.info, "cluster: session '\(name)' dropped: \(why)"))
+        answerParkedReads(name)
         if !members.isEmpty { emit(.broadcast(session: name, .deleted(session: name, by: "cluster"), to: members)) }
+    }
+
+    // MARK: Presence across nodes (section 17)
+
+    /// Records a change of a local member, for the other nodes.
+    mutating func noteLocal(_ session: String, joined: Member? = nil, left: String? = nil, status: Member? = nil) {
+        guard isClustered else { return }
+        if let joined { localPresence[session, default: LocalPresence()].joined.append(joined) }
+        if let left { localPresence[session, default: LocalPresence()].left.append(left) }
+        if let status { localPresence[session, default: LocalPresence()].status.append(status) }
+    }
+
+    /// With each presence tick: what changed here goes to the other nodes.
+    mutating func publishLocalPresence() {
+        guard isClustered, !localPresence.isEmpty, storeUp else { return }
+        for name in localPresence.keys.sorted() where sessions[name] != nil {
+            out.append(.cluster(.presence(session: name, presencePayload(localPresence[name]!, full: false))))
+        }
+        localPresence = [:]
+    }
+
+    func presencePayload(_ p: LocalPresence, full: Bool) -> JSON {
+        ["node": .string(clusterSettings!.node), "inc": .string(clusterSettings!.incarnation), "full": .bool(full),
+         "joined": .array(p.joined.map(\.json)), "left": .array(p.left.map { .string($0) }), "status": .array(p.status.map(\.json))]
+    }
+
+    private mutating func remotePresence(_ name: String, _ payload: JSON) {
+        guard sessions[name] != nil, let node = payload["node"]?.stringValue, node != clusterSettings!.node,
+              let inc = payload["inc"]?.stringValue else { return }
+        let members = { (key: String) in (payload[key]?.arrayValue ?? []).compactMap { try? ServerMessage.member($0) } }
+        var known = remote[name]?[node] ?? RemoteNode(incarnation: inc, since: lastHeartbeat)
+        let detail = configuration.presenceDetail
+        // A full list, or a new run of that node: what it had before goes.
+        if payload["full"] == true || known.incarnation != inc {
+            let keep = payload["full"] == true && known.incarnation == inc ? Set(members("joined").map(\.client)) : []
+            for (client, id) in known.ids where !keep.contains(client) {
+                sessions[name]!.remove(id, detail: detail)
+                known.ids[client] = nil
+            }
+            known.incarnation = inc
+        }
+        for m in members("joined") where known.ids[m.client] == nil {
+            nextRemoteID -= 1
+            known.ids[m.client] = nextRemoteID
+            sessions[name]!.add(nextRemoteID, m)
+        }
+        for client in (payload["left"]?.arrayValue ?? []).compactMap(\.stringValue) {
+            if let id = known.ids.removeValue(forKey: client) { sessions[name]!.remove(id, detail: detail) }
+        }
+        for m in members("status") {
+            if let id = known.ids[m.client], let rev = m.rev { sessions[name]!.setStatus(id, rev: rev, focus: m.focus) }
+        }
+        remote[name, default: [:]][node] = known
+    }
+
+    /// Members of nodes silent for over 5 s (or gone from the list, or restarted since)
+    /// leave their sessions.
+    private mutating func expireRemoteMembers(nodes: [String: NodeBeat], now: Int64) {
+        lastHeartbeat = now
+        for name in remote.keys.sorted() {
+            for (node, known) in remote[name]! {
+                let beat = nodes[node]
+                let alive = beat.map { now - $0.seen <= 5_000 && $0.incarnation == known.incarnation } ?? (now - known.since <= 5_000)
+                guard alive else {
+                    for id in known.ids.values { sessions[name]?.remove(id, detail: configuration.presenceDetail) }
+                    remote[name]![node] = nil
+                    out.append(.log(.info, "cluster: node \(node) is silent: its \(known.ids.count) members of '\(name)' left"))
+                    continue
+                }
+            }
+        }
+    }
+
+    // MARK: Reads that wait for the replica
+
+    /// Holds a join, sync or get until a read of the session from Redis is back.
+    mutating func parkForRead(_ name: String, _ c: Int, _ request: ClientRequest, now: Int64) {
+        parkedReads[name, default: []].append((c, request, now))
+        guard storeUp else { return answerParkedReads(name) }   // Redis away: from the replica
+        guard replicas[name]?.reading != true else { return }   // the read out answers them too
+        replicas[name, default: Replica()].reading = true
+        out.append(.cluster(.read(session: name, after: replicas[name]!.last)))
+    }
+
+    mutating func answerParkedReads(_ name: String) {
+        guard let waiting = parkedReads.removeValue(forKey: name) else { return }
+        answeringParked = true
+        defer { answeringParked = false }
+        for (c, request, now) in waiting where peers[c] != nil { message(request, from: c, now: now) }
     }
 
     // MARK: Creating and joining

@@ -9,7 +9,9 @@ extension Hub {
     mutating func disconnect(_ connection: Int) {
         guard let peer = peers.removeValue(forKey: connection) else { return }
         // Presence goes out with the next tick (gathered per interval).
-        for name in peer.sessions.sorted() { sessions[name]?.remove(connection, detail: configuration.presenceDetail) }
+        for name in peer.sessions.sorted() {
+            if let m = sessions[name]?.remove(connection, detail: configuration.presenceDetail) { noteLocal(name, left: m.client) }
+        }
     }
 
     /// Grants follow their tokens; connections whose token is gone are closed with 1008.
@@ -43,6 +45,11 @@ extension Hub {
         case .success(let m): message = m
         }
         if let refusal = permission(message, peer) { return reply(.error(refusal)) }
+        // Cluster mode: a join, sync or get is answered once the replica has caught up
+        // with what Redis holds (section 17); requests arriving meanwhile wait together.
+        if isClustered, !answeringParked, let name = message.readSession, sessions[name] != nil {
+            return parkForRead(name, c, request, now: now)
+        }
 
         switch message {
         case .hello(let h):
@@ -74,7 +81,10 @@ extension Hub {
             join(j, peer, c, request.id)
 
         case .leave(let name):
-            if sessions[name]?.remove(c, detail: configuration.presenceDetail) != nil { peers[c]?.sessions.remove(name) }
+            if let m = sessions[name]?.remove(c, detail: configuration.presenceDetail) {
+                peers[c]?.sessions.remove(name)
+                noteLocal(name, left: m.client)
+            }
             reply(.left(session: name))
 
         case .command(let name, let object):
@@ -102,6 +112,7 @@ extension Hub {
             guard sessions[name] != nil else { return error(.unknownSession, "no session '\(name)'") }
             guard sessions[name]!.members[c] != nil else { return error(.badRequest, "not a member of '\(name)'; join it first") }
             sessions[name]!.setStatus(c, rev: rev, focus: focus)
+            noteLocal(name, status: sessions[name]!.members[c])
 
         case .get(let name):
             guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
@@ -160,6 +171,7 @@ extension Hub {
         // In place: copying the session out and back would copy its member table on
         // every join (quadratic in a join burst).
         sessions[j.session]!.add(c, member)
+        if existing == nil { noteLocal(j.session, joined: member) }
         peers[c]!.sessions.insert(j.session)
         let s = sessions[j.session]!
 

@@ -162,6 +162,15 @@ public struct Hub {
     var creating: Set<String> = []
     var pendingCreations: [String: Session] = [:]
     var parkedJoins: [String: [(Int, ClientMessage.Join, JSON?)]] = [:]
+    /// Presence across nodes: this node's changes since the last tick, and the other
+    /// nodes' members per session.
+    var localPresence: [String: LocalPresence] = [:]
+    var remote: [String: [String: RemoteNode]] = [:]
+    var nextRemoteID = 0
+    var lastHeartbeat: Int64 = 0
+    /// Joins, syncs and gets waiting for a read of their session from Redis.
+    var parkedReads: [String: [(Int, ClientRequest, Int64)]] = [:]
+    var answeringParked = false
     /// Sessions whose read failed: tried again at the next heartbeat.
     var failedReads: Set<String> = []
 
@@ -226,6 +235,7 @@ public struct Hub {
         case .journal(let result):
             journalDone(result)
         case .tick:
+            publishLocalPresence()
             flushPresence()
         case .cluster(let e):
             cluster(e)

@@ -24,7 +24,7 @@ struct ClusterHubTests {
         var everything: [String: [(StreamID, ClusterRecord)]] = [:]
 
         /// A request from a node: its answer, and what the live channel carries to all.
-        mutating func run(_ request: ClusterRequest) -> (answer: ClusterEvent, live: [ClusterEvent]) {
+        mutating func run(_ request: ClusterRequest) -> (answer: ClusterEvent?, live: [ClusterEvent]) {
             switch request {
             case .create(let name, let flow, let epoch, let snapshot):
                 if sessions[name] != nil { return (.created(session: name, made: false), []) }
@@ -51,16 +51,18 @@ struct ClusterHubTests {
                 return (.read(session: name, .whole(flow: s.flow, epoch: s.epoch, snapshot: s.snapshot.data, at: s.snapshot.at,
                                                     s.entries.filter { $0.0 > s.snapshot.at })), [])
             case .snapshot(let name, let epoch, let at, let data):
-                guard var s = sessions[name], s.epoch == epoch, at > s.snapshot.at, at <= s.last else {
-                    return (.heartbeat, [])
-                }
+                guard var s = sessions[name], s.epoch == epoch, at > s.snapshot.at, at <= s.last else { return (nil, []) }
                 s.snapshot = (at, data)
                 s.entries.removeAll { $0.0 < at }
                 sessions[name] = s
-                return (.heartbeat, [])
+                return (nil, [])
             case .delete(let name):
                 sessions[name] = nil
-                return (.heartbeat, [.deleted(session: name)])
+                return (nil, [.deleted(session: name)])
+            case .presence(let name, let payload):
+                return (nil, [.presence(session: name, payload)])
+            case .askMembers(let name):
+                return (nil, [.membersWanted(session: name)])
             }
         }
     }
@@ -79,7 +81,7 @@ struct ClusterHubTests {
         init(name: String) {
             var epochs = 0
             var clients = 0
-            hub = Hub(configuration: HubConfiguration(), flows: [], cluster: .init(snapshotEvery: 7),
+            hub = Hub(configuration: HubConfiguration(), flows: [], cluster: .init(node: name, incarnation: "1", snapshotEvery: 7),
                       newClientID: { clients += 1; return "\(name)\(clients)" }, newEpoch: { epochs += 1; return "\(name)-ep\(epochs)" },
                       clock: { 0 })
             _ = hub.handle(.started, now: 0)
@@ -111,7 +113,7 @@ struct ClusterHubTests {
         func run(_ i: Int) {
             let r = nodes[i].requests.removeFirst()
             let (answer, live) = redis.run(r)
-            nodes[i].answers.append(answer)
+            if let answer { nodes[i].answers.append(answer) }
             for n in nodes.indices { nodes[n].live += live }
         }
         /// Delivers everything still travelling, in random order.
@@ -188,6 +190,23 @@ struct ClusterHubTests {
             #expect(gaps == 0 && rev == replay.rev, "node \(i): member at \(rev) with \(gaps) gaps")
         }
         #expect(nodes[0].hub.clusterRetries + nodes[1].hub.clusterRetries > 0, "the nodes raced")
+
+        // Presence is cluster-wide: each node's session lists the other's members too.
+        for i in nodes.indices { nodes[i].handle(.tick) }
+        drain()
+        for (i, n) in nodes.enumerated() {
+            let clients = Set(n.hub.sessions["demo"]!.memberList.map(\.client))
+            #expect(clients == ["a1", "b1"], "node \(i) lists \(clients)")
+        }
+        // Node b goes silent: after 5 s its members leave node a's session, announced
+        // (once its join was: a join and a leave within one interval cancel out).
+        nodes[0].handle(.tick)
+        #expect(nodes[0].received.contains { $0["type"] == "presence" && $0["joined"]?.arrayValue?.first?["client"] == "b1" })
+        nodes[0].received = []
+        nodes[0].handle(.cluster(.heartbeat(nodes: ["a": NodeBeat(seen: 10_000, incarnation: "1"), "b": NodeBeat(seen: 4_000, incarnation: "1")], now: 10_000)))
+        nodes[0].handle(.tick)
+        #expect(nodes[0].hub.sessions["demo"]!.memberList.map(\.client) == ["a1"])
+        #expect(nodes[0].received.contains { $0["type"] == "presence" && $0["left"] == ["b1"] }, "\(nodes[0].received)")
     }
 
     @Test func aCommandWhoseAppendHasNoAnswerClosesItsClientWith1013() {
