@@ -35,4 +35,5 @@ stop_navsyncd
 kill "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true
 
 "$PY" "$ROOT/tests/integration/cluster_faults.py" "$NAVSYNCD" "$OUT" || FAILED=$((FAILED + 1))
+"$PY" "$ROOT/tests/integration/cluster_web.py" "$NAVSYNCD" "$OUT" || FAILED=$((FAILED + 1))
 finish

@@ -499,5 +499,6 @@ async def main():
         rd.stop()
 
 
-asyncio.run(main())
-finish("cluster_faults")
+if __name__ == "__main__":
+    asyncio.run(main())
+    finish("cluster_faults")

@@ -3,7 +3,8 @@
 extension SessionServer {
     /// Browsers are checked by `Origin` (DESIGN.md section 10, `OriginPolicy`).
     func originAllowed(_ request: HTTPRequest, on server: Server) -> Bool {
-        OriginPolicy(listed: allowedOrigins, host: server.host, port: server.port, localAddresses: localAddresses)
+        // The nodes of a cluster trust each other's pages (the page moves between them).
+        OriginPolicy(listed: allowedOrigins + clusterOrigins, host: server.host, port: server.port, localAddresses: localAddresses)
             .allows(origin: request.header("Origin"), host: request.header("Host"))
     }
 
@@ -212,6 +213,14 @@ extension SessionServer {
         handle(.httpCommand(.init(connection: connection.id, request: request, session: session, command: object,
                                   client: client ?? (echo != nil ? "http" : nil), role: role, echoID: echo)), on: connection.server)
         return nil
+    }
+
+    /// The origins of the cluster's nodes' pages (`http://HOST:PORT` of each node's URL).
+    var clusterOrigins: [String] {
+        cluster?.nodes.values.compactMap { n in
+            guard n.url.hasPrefix("ws://"), let end = n.url.dropFirst(5).firstIndex(of: "/") else { return nil }
+            return "http://" + n.url[n.url.index(n.url.startIndex, offsetBy: 5)..<end]
+        } ?? []
     }
 
     /// `GET /api/cluster`: this node, Redis, and the nodes Redis lists; a node whose

@@ -227,10 +227,22 @@ async function loadFlows() {
   for (const f of flows) select.append(el("option", { value: f, selected: f === wanted }, f));
 }
 
-function start() {
+// The servers to use, in turn: ?servers=URL,URL; else this one and, in a cluster, the
+// other nodes it knows (GET /api/cluster), so the page moves on when this node dies.
+async function servers() {
+  if (q.get("servers")) return q.get("servers").split(",");
+  const own = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws";
+  try {
+    const r = await fetch("/api/cluster", { headers: authHeaders });
+    if (r.ok) return [own, ...(await r.json()).nodes.filter((n) => n.up && n.url && n.url !== own).map((n) => n.url)];
+  } catch { /* not a cluster, or unreachable: this server alone */ }
+  return [own];
+}
+
+async function start() {
   $("session").textContent = "session " + sessionName;
   $("main").hidden = false;
-  client = connect(undefined, { token, name: "web " + (navigator.userAgentData?.platform || navigator.platform || "browser") });
+  client = connect(await servers(), { token, name: "web " + (navigator.userAgentData?.platform || navigator.platform || "browser") });
   client.on("status", (st) => {
     if (st.state === "open") return;   // the session's status says more
     if (st.state === "refused") setConn("refused: " + st.reason);
