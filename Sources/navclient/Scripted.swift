@@ -44,7 +44,8 @@ enum Scripted {
                 next()
             case .connection(false, let reason) where !started:
                 Stderr.line("navclient: \(reason)")
-                finish(Exit.unreachable)
+                // With several servers the next one is tried before giving up.
+                if !client.willRetry { finish(Exit.unreachable) }
             case .error(let e) where !started:
                 started = true   // what follows (the close) is not news
                 Stderr.line("navclient: \(describe(e))")

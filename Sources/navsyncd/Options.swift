@@ -69,7 +69,7 @@ struct Options {
                               serves every session, and a client may use any of them.
                               Redis holds and orders everything; nothing is kept on disk
                               here (not with --data). With --snapshot-every N (default
-                              1000 here) a node stores a session's snapshot in Redis
+                              10000 here) a node stores a session's snapshot in Redis
                               every N records it appended. See docs/cluster.md.
       --node NAME             this node's name in the cluster (default: HOSTNAME-PORT)
       --auth FILE             tokens, roles and the sessions each may use (JSON); re-read on SIGHUP

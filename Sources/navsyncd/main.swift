@@ -86,7 +86,7 @@ if options.wsEcho {
     // Client ids are unique across a cluster: random, and long enough.
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, journaled: store != nil,
                   cluster: cluster.map { Hub.ClusterSettings(node: $0.node, incarnation: $0.incarnation,
-                                                             snapshotEvery: options.snapshotEveryGiven ? options.snapshotEvery : 1_000) },
+                                                             snapshotEvery: options.snapshotEveryGiven ? options.snapshotEvery : 10_000) },
                   newClientID: { "c" + RandomIDs.hex(cluster == nil ? 6 : 10) }, newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds,
                   wallClock: unixMilliseconds)
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,

@@ -437,6 +437,51 @@ async def scenario_presence(nodes, r):
     await watcher.close()
 
 
+async def scenario_navclient(nodes, r):
+    """navclient with the three nodes: `exec` when the first is dead goes to the next;
+    `watch` on a node that stalls (SIGSTOP) finds it silent and moves on."""
+    navclient = os.path.join(os.path.dirname(NAVSYNCD), "navclient")
+    urls = ",".join(n.url for n in nodes)
+    nodes[0].kill()
+    done = subprocess.run([navclient, "exec", urls, "--session", "s1", 'update at=App q=exec'], capture_output=True, text=True, timeout=20)
+    check("navclient exec with the first node dead runs on the next", done.returncode == 0, done.stderr[-300:])
+    await asyncio.get_running_loop().run_in_executor(None, restart, nodes[0])
+    order = ",".join(n.url for n in (nodes[1], nodes[0], nodes[2]))
+    watch = subprocess.Popen([navclient, "watch", order, "--session", "s1", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(watch.stdout.readline())
+        while first.get("type") != "joined":
+            first = json.loads(watch.stdout.readline())
+        check("navclient watch joins through the first node of its list", first.get("type") == "joined", str(first)[:100])
+        nodes[1].kill(signal.SIGSTOP)
+        started = time.monotonic()
+        rev = None
+        # Commands through node c; the watcher must see them after leaving node b.
+        async def drive():
+            n = 0
+            while time.monotonic() - started < 20:
+                n += 1
+                status, body = http(nodes[2], "POST", "/api/sessions/s1/commands", {"id": f"w{n}", "ops": [{"op": "update", "at": "App", "data": {"watch": n}}]})
+                await asyncio.sleep(0.5)
+        driver = asyncio.create_task(drive())
+        loop = asyncio.get_running_loop()
+        moved = False
+        while time.monotonic() - started < 20:
+            line = await loop.run_in_executor(None, watch.stdout.readline)
+            if not line:
+                break
+            m = json.loads(line)
+            if m.get("type") == "joined":
+                moved = True
+                break
+        driver.cancel()
+        check("navclient watch leaves a stalled node and joins another (within 15 s)", moved and time.monotonic() - started < 15)
+        print(f"   navclient moved off the stalled node after {time.monotonic() - started:.1f} s", flush=True)
+    finally:
+        nodes[1].kill(signal.SIGCONT)
+        watch.kill()
+
+
 async def scenario_empty(nodes, r, rd):
     """Redis restarts empty: sessions it no longer holds are gone (members told), and
     the demo session starts again with a new epoch."""
@@ -484,7 +529,7 @@ async def main():
             m = json.loads(await ws.recv())
             check(f"session {s} created in the cluster", m.get("type") == "joined", str(m))
         await ws.close()
-        scenarios = {"race": scenario_race, "kill": scenario_kill, "stop": scenario_stop, "clientkill": scenario_client_kill, "presence": scenario_presence,
+        scenarios = {"race": scenario_race, "kill": scenario_kill, "stop": scenario_stop, "clientkill": scenario_client_kill, "presence": scenario_presence, "navclient": scenario_navclient,
                      "redisdown": lambda n, r: scenario_redis_down(n, r, rd), "empty": lambda n, r: scenario_empty(n, r, rd)}
         for key, run in scenarios.items():
             if not ONLY or key in ONLY:

@@ -28,6 +28,11 @@ public struct SessionMachine: Sendable {
         /// First reconnect delay and its cap, in ms; each attempt doubles the delay and
         /// waits a random 50–100% of it, so many clients do not return in lockstep.
         public var backoff: (first: Int64, max: Int64) = (250, 8_000)
+        /// Seconds of silence after which the client pings the server, and after which a
+        /// server that still said nothing counts as gone (a stalled node: the client moves
+        /// on). `tick()` is called once a second.
+        public var pingAfter = 5
+        public var deadAfter = 10
         public init() {}
     }
 
@@ -50,6 +55,9 @@ public struct SessionMachine: Sendable {
         case send([UInt8])
         /// Close the WebSocket (the close handshake).
         case close
+        /// Drop the connection at once, without the close handshake (a silent server);
+        /// the shell then reports it closed.
+        case abort
         /// Call `retry()` after this many ms.
         case retry(after: Int64)
         case event(Event)
@@ -96,6 +104,8 @@ public struct SessionMachine: Sendable {
     private var triedServers = 0
 
     public var currentURL: WebSocketURL { options.urls[serverIndex % max(1, options.urls.count)] }
+    /// Seconds since the server last said anything (while connected).
+    private var silentTicks = 0
     private var nextCommand: Int64 = 1
     /// Commands sent and not yet answered, in order: resent after a reconnect.
     private var pending: [(id: Int64, bytes: [UInt8])] = []
@@ -106,6 +116,8 @@ public struct SessionMachine: Sendable {
     public init(options: Options) { self.options = options }
 
     public var isJoined: Bool { connection == .joined }
+    /// Waiting to connect again (to the next server, or after backoff).
+    public var willRetry: Bool { connection == .waiting }
     public var unacknowledged: Int { pending.count }
 
     // MARK: Events from the program
@@ -158,6 +170,15 @@ public struct SessionMachine: Sendable {
         return [.send(JSON.object(m).encoded())]
     }
 
+    /// A second passed: a silent server is pinged, and dropped when it stays silent.
+    public mutating func tick() -> [Effect] {
+        guard connection == .joining || connection == .joined else { return [] }
+        silentTicks += 1
+        if silentTicks >= options.deadAfter { return [.abort] }
+        if silentTicks == options.pingAfter { return [.send(JSON.object(["type": "ping"]).encoded())] }
+        return []
+    }
+
     /// The backoff wait is over.
     public mutating func retry() -> [Effect] {
         guard connection == .waiting else { return [] }
@@ -169,6 +190,7 @@ public struct SessionMachine: Sendable {
 
     public mutating func opened() -> [Effect] {
         guard connection == .connecting else { return [] }
+        silentTicks = 0
         connection = .joining
         var hello: JSONObject = ["type": "hello", "name": .string(options.name)]
         if let clientID { hello["client"] = .string(clientID) }
@@ -220,6 +242,7 @@ public struct SessionMachine: Sendable {
     }
 
     public mutating func received(_ bytes: [UInt8]) -> [Effect] {
+        silentTicks = 0
         guard let json = try? JSON.parse(bytes), let decoded = try? ServerMessage.decode(json) else { return [] }
         var out: [Effect] = [.received(json)]
         let requestID = decoded.id?.stringValue.flatMap { requests.contains($0) ? $0 : nil }

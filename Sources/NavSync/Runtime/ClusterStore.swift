@@ -290,13 +290,11 @@ public final class ClusterStore {
             }
             i += 1
         }
-        guard fields.count == 2, start < bytes.count, let prev = StreamID(String(fields[0])), let id = StreamID(String(fields[1])),
-              let json = try? JSON.parse(Array(bytes[(start + 1)...])),
-              let record = ClusterRecord(json: json, revision: bytes[start] == UInt8(ascii: "r")) else {
+        guard fields.count == 2, start < bytes.count, let prev = StreamID(String(fields[0])), let id = StreamID(String(fields[1])) else {
             logger?.warn("cluster: a live message of '\(name)' does not parse; reading the log")
             onEvent?(.epochChanged(session: name))
             return
         }
-        onEvent?(.live(session: name, prev: prev, id: id, record))
+        onEvent?(.live(session: name, prev: prev, id: id, revision: bytes[start] == UInt8(ascii: "r"), record: Array(bytes[(start + 1)...])))
     }
 }

@@ -16,6 +16,8 @@ public final class SessionClient {
     /// This client's identity; kept across reconnects.
     public var clientID: String? { machine.clientID }
     public var isJoined: Bool { machine.isJoined }
+    /// A lost or failed connection will be tried again (the next server, or later).
+    public var willRetry: Bool { machine.willRetry }
     public var unacknowledged: Int { machine.unacknowledged }
 
     /// The answer to a command sent on a client closed for good.
@@ -34,6 +36,7 @@ public final class SessionClient {
     private var stateObservers: [AsyncStream<JSON>.Continuation] = []
     private var finishWaiters: [() -> Void] = []
     private var isFinished = false
+    private var ticker: ClientLoop.Timer?
     /// The loop this client runs on alone (`running`), kept as long as the client.
     var ownedLoop: ClientLoop?
 
@@ -42,7 +45,11 @@ public final class SessionClient {
         machine = SessionMachine(options: options)
     }
 
-    public func start() { perform(machine.start()) }
+    public func start() {
+        // Once a second: a silent server is pinged, then dropped (the machine decides).
+        if ticker == nil { ticker = loop.every(1_000) { [weak self] in guard let self else { return }; perform(machine.tick()) } }
+        perform(machine.start())
+    }
 
     public func stop() { perform(machine.stop()) }
 
@@ -102,6 +109,8 @@ public final class SessionClient {
                 socket?.send(text: bytes)
             case .close:
                 socket?.close()
+            case .abort:
+                socket?.abort()
             case .retry(let delay):
                 loop.after(delay) { [weak self] in guard let self else { return }; perform(machine.retry()) }
             case .event(let event):
@@ -118,6 +127,8 @@ public final class SessionClient {
                 onEvent = nil
                 onMessage = nil
                 isFinished = true
+                ticker?.cancel()
+                ticker = nil
                 for o in stateObservers { o.finish() }
                 stateObservers = []
                 for w in finishWaiters { w() }

@@ -160,8 +160,22 @@ class Client extends Emitter {
       if (this.clientId) hello.client = this.clientId;
       ws.send(JSON.stringify(hello));
     };
-    ws.onmessage = (event) => this.#receive(event.data);
-    ws.onclose = (event) => {
+    // A server that stops answering (a stalled node) is pinged after 5 s of silence
+    // and given up after 10, so the client moves to the next URL.
+    let silent = 0;
+    const beat = setInterval(() => {
+      if (!opened) return;
+      silent += 1;
+      if (silent === 5) ws.send(JSON.stringify({ type: "ping" }));
+      if (silent >= 10) {
+        ws.onclose = ws.onmessage = null;
+        try { ws.close(); } catch { /* already closing */ }
+        lost({ code: 1006, reason: "the server stopped answering" });
+      }
+    }, 1000);
+    ws.onmessage = (event) => { silent = 0; this.#receive(event.data); };
+    const lost = (event) => {
+      clearInterval(beat);
       this.ws = null;
       this.welcomed = false;
       for (const r of this.requests.values()) r.reject(new NavsyncError({ code: "offline", message: "the connection closed before the answer" }));
@@ -169,8 +183,9 @@ class Client extends Emitter {
       if (this.closed) return;
       if (event.code === 1008) return this.#refuse(event.reason || "refused by the server (policy)");
       if (opened) this.attempts = 0;
-      this.#retry(opened ? "connection lost" : null, url);
+      this.#retry(opened ? (event.reason === "the server stopped answering" ? event.reason : "connection lost") : null, url);
     };
+    ws.onclose = lost;
   }
 
   /** Waits (capped, jittered, growing) and tries the next URL. Before the first

@@ -66,6 +66,8 @@ public struct History: Sendable {
     /// Room for every entry a state from `earliest` on needs.
     private var slots: Int { capacity + checkpointEvery }
     private var checkpoints: [Checkpoint] = []
+    /// A collecting history (`collecting(after:)`) keeps what it is given here instead.
+    private var collected: [(entry: HistoryEntry, state: NavState?)]?
 
     private struct Checkpoint: Sendable {
         var rev: Int
@@ -104,11 +106,31 @@ public struct History: Sendable {
     /// Entries held (revisions earliest+1 … rev).
     public var count: Int { rev - earliest }
 
+    /// A history that holds nothing and collects what it is given, to be recorded into
+    /// another later (`record(collectedBy:)`): cluster mode runs commands on a copy of a
+    /// session before Redis has them, and copying a full history for that would cost
+    /// more than the commands.
+    public static func collecting(after rev: Int, checkpointEvery: Int = 64) -> History {
+        var h = History(capacity: 0, start: rev, state: .null, checkpointEvery: checkpointEvery)
+        h.collected = []
+        return h
+    }
+
+    /// Records what a collecting history was given, in order (revisions it holds already
+    /// are skipped).
+    public mutating func record(collectedBy other: History) {
+        for (entry, state) in other.collected ?? [] where entry.rev > rev { record(entry) { state! } }
+    }
+
     /// Records the revision just made; `state` is the state after it (asked for only at
     /// a checkpoint).
     public mutating func record(_ entry: HistoryEntry, state: () -> NavState) {
         precondition(entry.rev == rev + 1, "history records revisions in order")
         rev = entry.rev
+        if collected != nil {
+            collected!.append((entry, entry.rev % checkpointEvery == 0 ? state() : nil))
+            return
+        }
         guard capacity > 0 else { return }
         // The slot overwritten held revision rev − slots: under every checkpoint still needed.
         if ring.count < slots { ring.append(entry) } else { ring[(entry.rev - origin) % slots] = entry }

@@ -36,6 +36,30 @@ public struct Sequencer: Sendable {
 
     public var state: NavState { document.state }
 
+    /// Cluster mode (section 17): a copy to run commands on before Redis has them. Its
+    /// history collects what it records and its patch log starts empty, so running on it
+    /// copies neither (the largest tables); `adopt` takes its revisions over.
+    public func scratchCopy() -> Sequencer {
+        var s = self
+        s.history = .collecting(after: rev, checkpointEvery: history.checkpointEvery)
+        s.log = PatchLog(capacity: 0)
+        return s
+    }
+
+    /// Becomes the scratch copy, with this sequencer's history and patch log carried on
+    /// by the revisions it made (`patches`, in order; those this one has already, from
+    /// the same log entries, are skipped).
+    public mutating func adopt(_ scratch: Sequencer, patches: [Patch]) {
+        var history = self.history
+        var log = self.log
+        let had = rev
+        self = scratch
+        history.record(collectedBy: scratch.history)
+        for p in patches where p.rev > had { log.append(p) }
+        self.history = history
+        self.log = log
+    }
+
     public enum Outcome: Sendable, Equatable {
         /// A new revision: broadcast the patch, then ack the sender.
         case applied(Ack, Patch)

@@ -101,8 +101,9 @@ public enum ClusterEvent: Sendable {
     case appended(session: String, token: Int, last: StreamID)
     case refused(session: String, token: Int, AppendRefusal)
     case read(session: String, ReadResult)
-    /// A log entry from the live channel, with the entry before it.
-    case live(session: String, prev: StreamID, id: StreamID, ClusterRecord)
+    /// A log entry from the live channel, with the entry before it; the record as JSON,
+    /// read only when the replica needs it (a node gets its own entries back too).
+    case live(session: String, prev: StreamID, id: StreamID, revision: Bool, record: [UInt8])
     /// Another node made a session, deleted one, or changed its epoch.
     case appeared(session: String)
     case deleted(session: String)

@@ -47,6 +47,8 @@ extension Hub {
         var token: Int
         var commands: [Pending]
         var copy: Sequencer
+        /// Whether `copy` is a scratch copy (to adopt) or a whole one (to take as it is).
+        var scratch: Bool
         var answers: [ServerMessage]
         /// Per command: `applied`, `unchanged`, `duplicate` or an error code (metrics).
         var outcomes: [String]
@@ -58,11 +60,11 @@ extension Hub {
     /// Settings of cluster mode (`navsyncd --cluster`).
     public struct ClusterSettings: Sendable {
         /// Records after which the node that appended them stores a snapshot.
-        public var snapshotEvery = 1_000
+        public var snapshotEvery = 10_000
         /// This node's name, and this run of it (a restarted node's old members go).
         public var node: String
         public var incarnation: String
-        public init(node: String = "node", incarnation: String = "1", snapshotEvery: Int = 1_000) {
+        public init(node: String = "node", incarnation: String = "1", snapshotEvery: Int = 10_000) {
             self.node = node; self.incarnation = incarnation; self.snapshotEvery = snapshotEvery
         }
     }
@@ -114,7 +116,9 @@ extension Hub {
     /// Sends the session's waiting commands as one append, when none is out.
     mutating func pump(_ name: String) {
         guard var r = replicas[name], r.inflight == nil, !r.reading, !r.queue.isEmpty, let s = sessions[name] else { return }
-        var copy = s.sequencer
+        // `restore` reads history, which a scratch copy does not hold: those pay a full copy.
+        let restores = r.queue.contains { $0.object["ops"]?.arrayValue?.contains { $0["op"] == "restore" } ?? false }
+        var copy = restores ? s.sequencer : s.sequencer.scratchCopy()
         var records: [ClusterRecord] = []
         var answers: [ServerMessage] = []
         var outcomes: [String] = []
@@ -151,8 +155,8 @@ extension Hub {
         let commands = r.queue
         r.queue = []
         nextToken += 1
-        r.inflight = Inflight(token: nextToken, commands: commands, copy: copy, answers: answers, outcomes: outcomes,
-                               patches: patches, records: records.count)
+        r.inflight = Inflight(token: nextToken, commands: commands, copy: copy, scratch: !restores, answers: answers,
+                              outcomes: outcomes, patches: patches, records: records.count)
         replicas[name] = r
         if records.isEmpty {
             // Nothing to store: the answers only depend on what the replica holds.
@@ -168,7 +172,7 @@ extension Hub {
         guard var r = replicas[name], let f = r.inflight, f.token == token, sessions[name] != nil else { return }
         r.inflight = nil
         if last > r.last {
-            sessions[name]!.sequencer = f.copy
+            if f.scratch { sessions[name]!.sequencer.adopt(f.copy, patches: f.patches) } else { sessions[name]!.sequencer = f.copy }
             r.last = last
             r.sinceSnapshot += f.records
             for p in f.patches { broadcast(name, .patch(session: name, p)) }
@@ -245,8 +249,8 @@ extension Hub {
             refused(name, token: token, why)
         case .read(let name, let result):
             readDone(name, result)
-        case .live(let name, let prev, let id, let record):
-            live(name, prev: prev, id: id, record)
+        case .live(let name, let prev, let id, let revision, let record):
+            live(name, prev: prev, id: id, revision: revision, record)
         case .deleted(let name):
             dropSession(name, because: "it was deleted on another node")
         case .appeared(let name):
@@ -318,7 +322,7 @@ extension Hub {
     }
 
     /// A live entry: applied when it follows the replica's last; a gap makes a read.
-    private mutating func live(_ name: String, prev: StreamID, id: StreamID, _ record: ClusterRecord) {
+    private mutating func live(_ name: String, prev: StreamID, id: StreamID, revision: Bool, _ bytes: [UInt8]) {
         guard sessions[name] != nil else {
             // A session made on another node: read it whole.
             guard replicas[name]?.reading != true, !creating.contains(name) else { return }
@@ -336,6 +340,11 @@ extension Hub {
             return
         }
         replicas[name] = r
+        guard let json = try? JSON.parse(bytes), let record = ClusterRecord(json: json, revision: revision) else {
+            out.append(.log(.warn, "cluster: a live entry of '\(name)' does not parse; reading the log"))
+            replicas[name]!.reading = true
+            return out.append(.cluster(.read(session: name, after: r.last)))
+        }
         apply([(id, record)], to: name)
     }
 

@@ -52,6 +52,19 @@ struct SessionMachineTests {
         #expect(m.closed(code: nil, reason: "down", jitter: 0).contains { if case .retry(let after) = $0 { after >= 125 } else { false } })
     }
 
+    @Test func aSilentServerIsPingedThenDropped() {
+        var m = joinedMachine()
+        for _ in 0..<4 { #expect(m.tick().isEmpty) }
+        #expect(Self.sent(m.tick()) == [["type": "ping"]])          // 5 s of silence
+        _ = m.received(Self.bytes(.pong))                            // it answers: silence starts again
+        for _ in 0..<4 { #expect(m.tick().isEmpty) }
+        #expect(Self.sent(m.tick()) == [["type": "ping"]])
+        for _ in 0..<4 { #expect(m.tick().isEmpty) }
+        #expect(m.tick() == [.abort])                                // 10 s: gone; the shell drops it
+        #expect(m.closed(code: nil, reason: "the server stopped answering", jitter: 0).contains { if case .retry = $0 { true } else { false } })
+        #expect(m.tick().isEmpty, "not connected: no ticks count")
+    }
+
     @Test func mirrorsPatchesAndResyncsOnAGap() {
         var m = joinedMachine()
         #expect(m.received(Self.bytes(.patch(session: "demo", Self.patch2))).contains(.event(.state)))

@@ -311,6 +311,34 @@ struct LoadTests {
 struct HistorySnapshotTests {
     /// What history holds comes back from a snapshot (so compaction keeps it); a
     /// history that does not fit the snapshot is dropped and starts at its revision.
+    @Test(arguments: [0xADA as UInt64, 0xB1B1])
+    func batchesOnAScratchCopyAdoptedEqualRunningDirectly(seed: UInt64) throws {
+        var gen = CommandGenerator(flow: .demo, seed: seed)
+        var direct = Sequencer(flow: .demo, epoch: "s", logCapacity: 1000, historyCapacity: 300)
+        var adopted = direct
+        var n = 0
+        while n < 900 {
+            var scratch = adopted.scratchCopy()
+            var patches: [Patch] = []
+            for _ in 0..<gen.pick([1, 3, 7, 20]) {
+                let ops = [gen.op(direct.state, nextID: direct.document.nextID)]
+                var object: JSONObject = ["id": .int(Int64(n)), "ops": .array(ops)]
+                if n % 50 == 0 { object["label"] = .string("m\(n)") }
+                let sender = Sequencer.Sender(name: "dev", ts: Int64(n))
+                let a = direct.submit(object, client: "c", sender: sender)
+                let b = scratch.submit(object, client: "c", sender: sender)
+                #expect(a == b)
+                if case .applied(_, let p) = b { patches.append(p) }
+                n += 1
+            }
+            adopted.adopt(scratch, patches: patches)
+        }
+        #expect(direct.rev > 300, "history wrapped")
+        #expect(adopted.snapshot() == direct.snapshot(), "state, tables, patch log and history alike")
+        #expect(try adopted.history.state(at: adopted.history.earliest, current: adopted.state.json)
+                == direct.history.state(at: direct.history.earliest, current: direct.state.json))
+    }
+
     @Test func historyRoundTripsThroughASnapshotOrStartsAgain() throws {
         var seq = Sequencer(flow: .demo, epoch: "s", historyCapacity: 100)
         for (n, route) in ["login", "main", "onboarding", "login"].enumerated() {

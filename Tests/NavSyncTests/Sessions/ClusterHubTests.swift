@@ -39,7 +39,7 @@ struct ClusterHubTests {
                     let id = r.revision ? StreamID(s.rev + 1, 1) : StreamID(s.rev, (s.last.ms == s.rev ? s.last.seq : 0) + 1)
                     s.entries.append((id, r))
                     everything[name, default: []].append((id, r))
-                    live.append(.live(session: name, prev: prev, id: id, r))
+                    live.append(.live(session: name, prev: prev, id: id, revision: r.revision, record: r.json.encoded()))
                 }
                 sessions[name] = s
                 return (.appended(session: name, token: token, last: s.last), live)
