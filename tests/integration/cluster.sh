@@ -16,6 +16,7 @@ check "--node needs --cluster" usage "--node needs --cluster" --node a
 check "--fsync is for --data, not --cluster" usage "in a cluster, Redis's appendfsync decides" --cluster redis://localhost:6379 --fsync always
 
 start_navsyncd single
+check "a single node's /healthz does not claim a cluster" bash -c "! curl -s -D - -o /dev/null '${HTTP_URL}healthz' | grep -qi '^X-Navsync-Cluster'"
 check "GET /api/cluster on a single node is 404, saying so" bash -c \
     "[ \"\$(curl -s -o '$OUT/cl.json' -w '%{http_code}' '${HTTP_URL}api/cluster')\" = 404 ] && grep -q 'not in a cluster' '$OUT/cl.json'"
 stop_navsyncd
@@ -31,6 +32,7 @@ check "...and once Redis is up it makes the demo session and takes commands" bas
     "for i in \$(seq 50); do curl -sf -o /dev/null '${HTTP_URL}api/sessions/demo' && break; sleep 0.1; done;
      curl -s -X POST -H 'X-Navsync-Client: t' -d '{\"id\":1,\"ops\":[{\"op\":\"setRoot\",\"route\":\"main\"}]}' '${HTTP_URL}api/sessions/demo/commands' | grep -q '\"rev\":1'"
 check "...and the command is in Redis's log" bash -c "redis-cli -p $PORT XLEN 'navsync:{demo}:log' | grep -qx 1"
+check "a cluster node's /healthz names it (X-Navsync-Cluster)" bash -c "curl -s -D - -o /dev/null '${HTTP_URL}healthz' | grep -qi '^X-Navsync-Cluster: early'"
 stop_navsyncd
 kill "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true
 

@@ -505,7 +505,12 @@ async def scenario_empty(nodes, r, rd):
     except (asyncio.TimeoutError, websockets.ConnectionClosed):
         pass
     check("Redis restarted empty: members of a session it no longer holds are told it was deleted", deleted)
-    await asyncio.sleep(1.5)
+    # Node c may still be waiting out its reconnect backoff (up to 2 s): until it is back.
+    for _ in range(80):
+        status, body = http(nodes[2], "GET", "/api/cluster")
+        if status == 200 and body.get("connected") and http(nodes[2], "GET", "/api/sessions/s1")[0] == 404:
+            break
+        await asyncio.sleep(0.1)
     status, _ = http(nodes[2], "POST", "/api/sessions/s1/commands", {"id": 1, "ops": [{"op": "update", "at": "App", "data": {"x": 1}}]})
     check("...and commands to it are unknown_session (404)", status == 404, str(status))
     w2 = await connect(nodes[2].url)

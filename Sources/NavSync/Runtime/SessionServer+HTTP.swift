@@ -50,7 +50,9 @@ extension SessionServer {
             // would be refused, to tell a forbidden origin from a server that is gone.
             return only("GET") {
                 var r = HTTPResponse.text(200, "ok\n")
-                r.headers += [("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "X-Navsync-Origin")]
+                r.headers += [("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "X-Navsync-Origin, X-Navsync-Cluster")]
+                // In a cluster: the node's name (the page then asks /api/cluster for the others).
+                if let cluster { r.headers.append(("X-Navsync-Cluster", cluster.node)) }
                 if request.header("Origin") != nil {
                     r.headers.append(("X-Navsync-Origin", originAllowed(request, on: connection.server) ? "allowed" : "refused"))
                 }

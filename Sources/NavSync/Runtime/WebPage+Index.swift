@@ -233,6 +233,7 @@ async function servers() {
   if (q.get("servers")) return q.get("servers").split(",");
   const own = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws";
   try {
+    if (!(await fetch("/healthz", { cache: "no-store" })).headers.get("X-Navsync-Cluster")) return [own];
     const r = await fetch("/api/cluster", { headers: authHeaders });
     if (r.ok) return [own, ...(await r.json()).nodes.filter((n) => n.up && n.url && n.url !== own).map((n) => n.url)];
   } catch { /* not a cluster, or unreachable: this server alone */ }
