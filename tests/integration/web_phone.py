@@ -60,6 +60,7 @@ try:
           wait(lambda: d.find_element(By.TAG_NAME, "body").get_attribute("data-rev") != rev and not controls.is_displayed()))
     d.find_element(By.ID, "controls-toggle").click()
     wait(lambda: controls.is_displayed())
+    time.sleep(0.3)   # after the sheet has risen: a click while it moves can miss (seen under load)
     d.find_element(By.ID, "url").send_keys("/product/42")
     d.find_element(By.CSS_SELECTOR, "#open button").click()
     check("a deep link from the sheet opens on the device", wait(lambda: "Product 42" in d.find_element(By.ID, "phone").text))

@@ -74,6 +74,9 @@ public struct JSONObject: Sendable, Hashable, Sequence {
 
     public static func == (a: JSONObject, b: JSONObject) -> Bool {
         guard a.pairs.count == b.pairs.count else { return false }
+        // The same storage (a copy not changed since: most of a command's working copy of
+        // the state) is equal without a look at its contents.
+        if a.pairs.withUnsafeBufferPointer({ pa in b.pairs.withUnsafeBufferPointer { pa.baseAddress == $0.baseAddress } }) { return true }
         // Same order (the usual case) compares pair by pair; otherwise key by key.
         var i = 0
         while i < a.pairs.count, a.pairs[i].key == b.pairs[i].key {

@@ -25,16 +25,28 @@ public struct IdempotencyTable: Sendable {
         }
     }
 
-    /// An acknowledged command: its ack, and the fingerprint of the command
-    /// (`Command.fingerprint`) that tells a resend from a reuse of the id; nil when
-    /// unknown (restored from a snapshot written before fingerprints were kept).
+    /// An acknowledged command: its ack, and what tells a resend from a reuse of the id:
+    /// the command itself (its fingerprint, `Command.fingerprint`, is computed only when
+    /// a resend needs it: most ids are never sent twice), or the fingerprint a snapshot
+    /// kept; nil when unknown (a snapshot written before fingerprints were kept).
     public struct Entry: Sendable, Equatable {
         public var ack: Ack
-        public var fingerprint: UInt64?
+        private var command: Command?
+        private var stored: UInt64?
+
+        public var fingerprint: UInt64? { command?.fingerprint ?? stored }
+
         public init(ack: Ack, fingerprint: UInt64?) {
             self.ack = ack
-            self.fingerprint = fingerprint
+            stored = fingerprint
         }
+
+        public init(ack: Ack, command: Command) {
+            self.ack = ack
+            self.command = command
+        }
+
+        public static func == (a: Entry, b: Entry) -> Bool { a.ack == b.ack && a.fingerprint == b.fingerprint }
     }
 
     public init(capacity: Int = 1024) { self.capacity = capacity }
@@ -46,6 +58,11 @@ public struct IdempotencyTable: Sendable {
     public mutating func remember(client: String, _ ack: Ack, fingerprint: UInt64?) {
         let capacity = self.capacity
         clients[client, default: ClientAcks()].remember(Entry(ack: ack, fingerprint: fingerprint), capacity: capacity)
+    }
+
+    public mutating func remember(client: String, _ ack: Ack, command: Command) {
+        let capacity = self.capacity
+        clients[client, default: ClientAcks()].remember(Entry(ack: ack, command: command), capacity: capacity)
     }
 
     /// Every remembered command, per client, oldest first (for snapshots).

@@ -166,7 +166,7 @@ public struct Sequencer: Sendable {
 
         guard results.contains(.applied) else {
             let ack = Ack(id: command.id, rev: rev, results: results)
-            idempotency.remember(client: client, ack, fingerprint: command.fingerprint)
+            idempotency.remember(client: client, ack, command: command)
             return .unchanged(ack)
         }
         let diff = StateDiff(from: document.state, to: working.state)
@@ -175,7 +175,7 @@ public struct Sequencer: Sendable {
         document = working
         let ack = Ack(id: command.id, rev: rev, results: results)
         let patch = Patch(rev: rev, by: client, cmd: command.id, ops: diff.ops)
-        idempotency.remember(client: client, ack, fingerprint: command.fingerprint)
+        idempotency.remember(client: client, ack, command: command)
         log.append(patch)
         var entry = HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
                                  results: results, label: command.label, patch: patch.ops)
