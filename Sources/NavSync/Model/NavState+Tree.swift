@@ -51,14 +51,17 @@ extension NavState {
     /// current entry, a stack's top, the selected tab, and on into their coordinators.
     public var activePath: [CoordinatorPath] {
         var paths: [CoordinatorPath] = [[]]
-        var c = root
         var path: CoordinatorPath = []
-        while let i = c.visibleIndex, let child = c.entries[i].coordinator {
-            path.append(i)
-            paths.append(path)
-            c = child
-        }
+        Self.walkActive(root, &path, &paths)
         return paths
+    }
+
+    /// Down the visible entries, borrowing each coordinator rather than copying it.
+    private static func walkActive(_ c: Coordinator, _ path: inout CoordinatorPath, _ paths: inout [CoordinatorPath]) {
+        guard let i = c.visibleIndex, c.entries[i].coordinator != nil else { return }
+        path.append(i)
+        paths.append(path)
+        walkActive(c.entries[i].coordinator!, &path, &paths)
     }
 
     /// The deepest screen a device shows: the visible entry of the deepest coordinator.
@@ -74,11 +77,12 @@ extension NavState {
     }
 
     private static func locate(_ id: EntryID, in c: Coordinator, _ path: inout CoordinatorPath) -> (path: CoordinatorPath, index: Int)? {
-        for (i, entry) in c.entries.enumerated() {
-            if entry.id == id { return (path, i) }
-            if let child = entry.coordinator {
+        // By index: an entry is looked at in place, not copied.
+        for i in c.entries.indices {
+            if c.entries[i].id == id { return (path, i) }
+            if c.entries[i].coordinator != nil {
                 path.append(i)
-                if let found = locate(id, in: child, &path) { return found }
+                if let found = locate(id, in: c.entries[i].coordinator!, &path) { return found }
                 path.removeLast()
             }
         }
