@@ -28,3 +28,13 @@ def headless_chromium(window="1100,760"):
     options.binary_location = "/usr/bin/chromium"
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def wait(driver, fn, timeout=8):
+    """Polls fn(driver) every 50 ms until it is true (True) or the timeout passes (False)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    try:
+        WebDriverWait(driver, timeout, poll_frequency=0.05).until(lambda _: fn(driver))
+        return True
+    except Exception:
+        return False

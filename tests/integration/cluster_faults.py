@@ -96,6 +96,17 @@ class Node:
         return f"ws://127.0.0.1:{self.port}/ws"
 
 
+def stop_all(nodes, rd):
+    """Kills the nodes (a stopped one too) and Redis."""
+    for n in nodes:
+        try:
+            n.kill(signal.SIGCONT)
+            n.kill()
+        except Exception:
+            pass
+    rd.stop()
+
+
 async def connect(url):
     return await websockets.connect(url, subprotocols=["navsync.v1"], max_size=16 << 20, open_timeout=2, close_timeout=0.5)
 
@@ -541,12 +552,7 @@ async def main():
                 print(f"-- {key}", flush=True)
                 await run(nodes, r)
     finally:
-        for n in nodes:
-            try:
-                n.kill()
-            except Exception:
-                pass
-        rd.stop()
+        stop_all(nodes, rd)
 
 
 if __name__ == "__main__":

@@ -9,19 +9,10 @@ import sys
 import time
 import urllib.request
 
-from selenium.webdriver.support.ui import WebDriverWait
-from checks import check, finish, headless_chromium
-from cluster_faults import Node, Redis
+from checks import check, finish, headless_chromium, wait
+from cluster_faults import Node, Redis, stop_all
 
 NAVSYNCD, OUT = sys.argv[1], sys.argv[2]
-
-
-def wait(d, fn, timeout=8):
-    try:
-        WebDriverWait(d, timeout, poll_frequency=0.05).until(lambda _: fn(d))
-        return True
-    except Exception:
-        return False
 
 
 def post(node, n):
@@ -63,10 +54,5 @@ try:
 finally:
     for d in pages:
         d.quit()
-    for n in nodes:
-        try:
-            n.kill()
-        except Exception:
-            pass
-    rd.stop()
+    stop_all(nodes, rd)
 finish("cluster_web")

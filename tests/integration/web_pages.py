@@ -11,7 +11,7 @@ import time
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
-from checks import check, finish, headless_chromium
+from checks import check, finish, headless_chromium, wait
 
 HTTP, WS, NAVCLIENT, OUT, RESTART = sys.argv[1:6]
 SESSION = "web-" + str(os.getpid())
@@ -22,14 +22,6 @@ def browser(window="1100,760"):
     d = headless_chromium(window)
     d.get(f"{HTTP}?session={SESSION}")
     return d
-
-
-def wait(d, fn, timeout=8):
-    try:
-        WebDriverWait(d, timeout, poll_frequency=0.05).until(lambda _: fn(d))
-        return True
-    except Exception:
-        return False
 
 
 def top_route(d):
