@@ -36,7 +36,9 @@ public final class Server {
     let readBufferSize = 64 * 1024
 
     public private(set) var connections: [Int: Connection] = [:]
-    private var flushList: [Connection] = []
+    /// Appended per connection per loop iteration: exclusivity checked statically only
+    /// (see `Connection.output`).
+    @exclusivity(unchecked) private var flushList: [Connection] = []
     private var nextConnectionID = 1
     public private(set) var shuttingDown = false
     /// Timers applications asked for (`every`), closed at shutdown.

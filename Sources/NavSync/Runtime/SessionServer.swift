@@ -31,7 +31,7 @@ public final class SessionServer: ServerApplication {
     /// Per connection, kept in `Connection.context`.
     final class ClientState {
         /// Sessions whose patches this client missed; it gets their state when drained.
-        var lagging: Set<String> = []
+        @exclusivity(unchecked) var lagging: Set<String> = []
         /// The grant of the token shown on the upgrade.
         var grant: AccessPolicy.Grant?
     }
