@@ -32,8 +32,8 @@ public final class Connection {
     private let maxQueueBytes: Int
 
     /// Why the connection is ending, once it is; output still queued is flushed first.
-    public private(set) var closeReason: CloseReason?
-    private var handleClosed = false
+    @exclusivity(unchecked) public private(set) var closeReason: CloseReason?
+    @exclusivity(unchecked) private var handleClosed = false
     /// After our last bytes are flushed and our side is shut down, input is read and
     /// discarded until the peer closes or this time (ms) passes: closing a socket with
     /// unread input sends a RST, which can destroy the close frame we just sent.
@@ -58,7 +58,7 @@ public final class Connection {
     /// application answers must still go out before the close frame (RFC 6455 section
     /// 7.1.7 fails the connection after what was sent before).
     public var isOpen: Bool { acceptsMessages && closeReason == nil }
-    private var acceptsMessages = false
+    @exclusivity(unchecked) private var acceptsMessages = false
 
     /// Output bytes queued or in flight.
     public var queuedBytes: Int { output.queuedBytes }
