@@ -68,6 +68,16 @@ enum Scripted {
             Stderr.line("navclient: \(line): \(error)")
             return done(false)
         }
+        /// A request whose error reply fails the line; `body` gets any other reply.
+        func ask(_ request: JSONObject, _ body: @escaping (JSON) -> Void) {
+            client.request(request) { reply in
+                if let error = errorText(of: reply) {
+                    Stderr.line("navclient: \(line): \(error)")
+                    return done(false)
+                }
+                body(reply)
+            }
+        }
         switch command {
         case nil:
             done(true)
@@ -86,22 +96,14 @@ enum Scripted {
             printLine(o.json ? (client.state ?? .null).encodedString() : TreeRenderer.plain(client.state ?? .null, flow: client.flow))
             done(true)
         case .history(let n)?:
-            client.request(historyRequest(o.session, limit: n)) { reply in
-                if let error = errorText(of: reply) {
-                    Stderr.line("navclient: \(line): \(error)")
-                    return done(false)
-                }
+            ask(historyRequest(o.session, limit: n)) { reply in
                 if o.json { printLine(reply.encodedString()) } else {
                     for e in (reply["entries"]?.arrayValue ?? []).reversed() { printLine(CommandLanguage.describe(historyEntry: e, utcOffsetSeconds: localUTCOffset())) }
                 }
                 done(true)
             }
         case .show(let rev)?:
-            client.request(revisionRequest(o.session, rev: rev)) { reply in
-                if let error = errorText(of: reply) {
-                    Stderr.line("navclient: \(line): \(error)")
-                    return done(false)
-                }
+            ask(revisionRequest(o.session, rev: rev)) { reply in
                 printLine(o.json ? reply.encodedString()
                           : "revision \(rev)\(reply["historic"] == true ? " (historic)" : " (current)")\n" + TreeRenderer.plain(reply["state"] ?? .null, flow: client.flow))
                 done(true)

@@ -261,40 +261,45 @@ public final class ClusterStore {
 
     // MARK: The live channel
 
-    /// `pmessage PATTERN CHANNEL PAYLOAD`; the payload is `r PREV ID K JSON` for a log
-    /// entry (K: `r` a revision, `n` none), or `c created|deleted|epoch`.
+    /// `pmessage PATTERN CHANNEL PAYLOAD` from the live channel of a session.
     private func message(_ reply: RedisReply) {
         guard let parts = reply.array, parts.count == 4, let channel = parts[2].text, case .string(let payload) = parts[3],
               let name = ClusterScripts.session(ofLive: channel) else { return }
-        if payload.first == UInt8(ascii: "c") {
-            switch String(decoding: payload.dropFirst(2), as: UTF8.self) {
-            case "created": onEvent?(.appeared(session: name))
-            case "deleted": onEvent?(.deleted(session: name))
-            case "members": onEvent?(.membersWanted(session: name))
-            default: onEvent?(.epochChanged(session: name))
-            }
-            return
-        }
-        if payload.first == UInt8(ascii: "p"), let json = try? JSON.parse(Array(payload.dropFirst(2))) {
-            return onEvent?(.presence(session: name, json)) ?? ()
-        }
-        // r PREV ID K{json}
-        var fields: [Substring] = []
-        var start = 2
-        var i = 2
-        let bytes = payload
-        while fields.count < 2, i < bytes.count {
-            if bytes[i] == UInt8(ascii: " ") {
-                fields.append(Substring(String(decoding: bytes[start..<i], as: UTF8.self)))
-                start = i + 1
-            }
-            i += 1
-        }
-        guard fields.count == 2, start < bytes.count, let prev = StreamID(String(fields[0])), let id = StreamID(String(fields[1])) else {
+        guard let event = Self.liveEvent(session: name, payload: payload) else {
             logger?.warn("cluster: a live message of '\(name)' does not parse; reading the log")
-            onEvent?(.epochChanged(session: name))
-            return
+            return onEvent?(.epochChanged(session: name)) ?? ()
         }
-        onEvent?(.live(session: name, prev: prev, id: id, revision: bytes[start] == UInt8(ascii: "r"), record: Array(bytes[(start + 1)...])))
+        onEvent?(event)
+    }
+
+    /// A live message's payload as an event: `r PREV ID K{json}` a log entry (K: `r` a
+    /// revision, `n` none; the record is read later, when needed), `p {json}` presence,
+    /// `c created|deleted|members|epoch` the rest. nil when it does not parse.
+    static func liveEvent(session name: String, payload: [UInt8]) -> ClusterEvent? {
+        guard payload.count > 2, payload[1] == UInt8(ascii: " ") else { return nil }
+        switch payload[0] {
+        case UInt8(ascii: "c"):
+            switch String(decoding: payload.dropFirst(2), as: UTF8.self) {
+            case "created": return .appeared(session: name)
+            case "deleted": return .deleted(session: name)
+            case "members": return .membersWanted(session: name)
+            case "epoch": return .epochChanged(session: name)
+            default: return nil
+            }
+        case UInt8(ascii: "p"):
+            return (try? JSON.parse(Array(payload.dropFirst(2)))).map { .presence(session: name, $0) }
+        case UInt8(ascii: "r"):
+            // PREV and ID, each followed by a space, then the kind byte and the record.
+            let rest = payload[2...]
+            guard let s1 = rest.firstIndex(of: UInt8(ascii: " ")), let s2 = rest[(s1 + 1)...].firstIndex(of: UInt8(ascii: " ")),
+                  s2 + 2 < payload.count,
+                  let prev = StreamID(String(decoding: rest[..<s1], as: UTF8.self)),
+                  let id = StreamID(String(decoding: payload[(s1 + 1)..<s2], as: UTF8.self)) else { return nil }
+            let kind = payload[s2 + 1]
+            guard kind == UInt8(ascii: "r") || kind == UInt8(ascii: "n") else { return nil }
+            return .live(session: name, prev: prev, id: id, revision: kind == UInt8(ascii: "r"), record: Array(payload[(s2 + 2)...]))
+        default:
+            return nil
+        }
     }
 }

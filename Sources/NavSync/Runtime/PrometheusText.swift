@@ -10,12 +10,13 @@ public struct PrometheusText: Sendable {
         text += "\(name)\(labels) \(value)\n"
     }
 
-    /// A gauge with one sample per label set: `[("session=\"demo\"", 5), ...]`.
+    /// A gauge of a fractional value (seconds, ratios).
     public mutating func gauge(_ name: String, _ help: String, _ value: Double) {
         header(name, help, "gauge")
         text += "\(name) \(value)\n"
     }
 
+    /// A gauge with one sample per label set: `[("session=\"demo\"", 5), ...]`.
     public mutating func gauge(_ name: String, _ help: String, labelled samples: [(String, Int)]) {
         header(name, help, "gauge")
         for (labels, value) in samples { text += "\(name){\(labels)} \(value)\n" }

@@ -73,7 +73,6 @@ final class RedisConnection {
     private(set) var isReady = false
     /// Round-trip time of the last answered command, ms (for metrics).
     private(set) var lastRoundTrip: Double = 0
-    private(set) var reconnects = 0
 
     private let loop: UnsafeMutablePointer<uv_loop_t>
     private var tcp: UnsafeMutablePointer<uv_tcp_t>?
@@ -159,7 +158,6 @@ final class RedisConnection {
     /// Drops the connection: pending commands fail as `.unknown` (they may have run),
     /// and a reconnect is scheduled with backoff.
     private func down(_ reason: String) {
-        let wasUp = isReady || tcp != nil
         isReady = false
         if let tcp {
             self.tcp = nil
@@ -179,7 +177,6 @@ final class RedisConnection {
         let wait = backoff / 2 + UInt64.random(in: 0...backoff / 2)
         backoff = min(backoff * 2, 2_000)
         reconnectAt = now + wait
-        if wasUp { reconnects += 1 }
         onDown?(reason)
     }
 
@@ -312,7 +309,4 @@ final class RedisConnection {
         lastRoundTrip = Double(now - p.sent)
         p.done(.success(reply))
     }
-
-    /// Commands sent and not answered yet.
-    var inFlight: Int { pending.count - pendingHead }
 }
