@@ -127,21 +127,18 @@ extension Hub {
         for p in r.queue {
             let sender = Sequencer.Sender(name: p.name, ts: ts, mayLoad: p.role == .admin)
             let (outcome, command) = copy.submitDecoding(p.object, client: p.client, refused: p.role.refusedOperations, sender: sender)
+            func entry(_ command: Command, rev: Int, revision: Bool) -> ClusterRecord {
+                ClusterRecord(record: JournalRecord(rev: rev, client: p.client, command: command, name: p.name, ts: ts), revision: revision)
+            }
             switch outcome {
             case .applied(let ack, let patch):
-                if let command {
-                    records.append(ClusterRecord(record: JournalRecord(rev: ack.rev, client: p.client, command: command, name: p.name, ts: ts),
-                                                 revision: true))
-                }
+                if let command { records.append(entry(command, rev: ack.rev, revision: true)) }
                 patches.append(patch)
                 answers.append(.ack(session: name, ack))
                 outcomes.append("applied")
             case .unchanged(let ack):
                 // Logged too (without a revision), so the ack survives this node.
-                if let command {
-                    records.append(ClusterRecord(record: JournalRecord(rev: ack.rev, client: p.client, command: command, name: p.name, ts: ts),
-                                                 revision: false))
-                }
+                if let command { records.append(entry(command, rev: ack.rev, revision: false)) }
                 answers.append(.ack(session: name, ack))
                 outcomes.append("unchanged")
             case .duplicate(let ack):
@@ -172,10 +169,13 @@ extension Hub {
         guard var r = replicas[name], let f = r.inflight, f.token == token, sessions[name] != nil else { return }
         r.inflight = nil
         if last > r.last {
+            // The live channel may have brought the first of these revisions already:
+            // members get each revision once.
+            let had = sessions[name]!.sequencer.rev
             if f.scratch { sessions[name]!.sequencer.adopt(f.copy, patches: f.patches) } else { sessions[name]!.sequencer = f.copy }
             r.last = last
             r.sinceSnapshot += f.records
-            for p in f.patches { broadcast(name, .patch(session: name, p)) }
+            for p in f.patches where p.rev > had { broadcast(name, .patch(session: name, p)) }
         }
         replicas[name] = r
         for (i, p) in f.commands.enumerated() {
@@ -219,7 +219,7 @@ extension Hub {
                 replicas[name, default: Replica()].reading = true
                 out.append(.cluster(.read(session: name, after: sessions[name] == nil ? nil : replicas[name]!.last)))
             }
-            if let demo = configuration.demoSession, !held.contains(demo), sessions[demo] == nil, flows[Flow.demo.name] != nil {
+            if let demo = configuration.demoSession, !held.contains(demo), sessions[demo] == nil {
                 requestCreate(demo, flow: Flow.demo)
             }
         case .disconnected(let reason):

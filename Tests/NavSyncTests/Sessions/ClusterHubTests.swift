@@ -181,6 +181,7 @@ struct ClusterHubTests {
                 case "joined", "snapshot": rev = Int(m["rev"]!.intValue!)
                 case "patch":
                     let r = Int(m["rev"]!.intValue!)
+                    #expect(r > rev, "node \(i): revision \(r) sent to a member twice")
                     if r <= rev { continue }
                     if r != rev + 1 { gaps += 1 }
                     rev = r
@@ -242,6 +243,20 @@ struct ClusterHubTests {
         #expect(ClusterStore.Address("redis://[::1]:7000").map { "\($0)" } == "redis://[::1]:7000/0")
         for bad in ["http://127.0.0.1:6379", "redis://127.0.0.1:0", "redis://127.0.0.1:6379/99", "redis://example.com:6379", "redis://"] {
             #expect(ClusterStore.Address(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func liveMessagesParseAndBrokenOnesAreRefused() {
+        func event(_ text: String) -> ClusterEvent? { ClusterStore.liveEvent(session: "s", payload: Array(text.utf8)) }
+        guard case .live("s", let prev, let id, let revision, let record)? = event(#"r 4-1 5-1 r{"rev":5}"#) else { Issue.record(); return }
+        #expect(prev == StreamID(4, 1) && id == StreamID(5, 1) && revision && record == Array(#"{"rev":5}"#.utf8))
+        guard case .live(_, _, StreamID(5, 2), false, _)? = event(#"r 5-1 5-2 n{"rev":5}"#) else { Issue.record(); return }
+        guard case .presence("s", let p)? = event(#"p {"node":"a"}"#) else { Issue.record(); return }
+        #expect(p["node"] == "a")
+        guard case .appeared? = event("c created"), case .deleted? = event("c deleted"), case .membersWanted? = event("c members"),
+              case .epochChanged? = event("c epoch") else { Issue.record(); return }
+        for broken in ["", "r", "r 4-1", "r 4-1 5-1", "r 4-1 5-1 r", "r x-1 5-1 r{}", "r 4-1 5-1 q{}", "p {", "c nonsense", "z 1-1 2-1 r{}", "r4-1 5-1 r{}"] {
+            #expect(event(broken) == nil, "\(broken)")
         }
     }
 
