@@ -4,7 +4,8 @@
 ///
 /// Entries are matched by id, not by position, so a pop is one `remove`, a push one
 /// `add`, a kept tab that moved one `move`, and an entry is only replaced when it is
-/// new — the document itself is never replaced whole.
+/// new — the document itself is never replaced whole, a list only when none of its
+/// entries is kept.
 public struct StateDiff: Sendable {
     public private(set) var ops: [PatchOperation] = []
     /// Every id that was on the old tree and is not on the new one, subtrees included.
@@ -48,8 +49,10 @@ public struct StateDiff: Sendable {
     }
 
     /// The common prefix is diffed in place. When the tails share no entry (a push, a
-    /// pop, a replaced stack) the old tail is removed from the end and the new one
-    /// added; otherwise `diffMoves` handles entries that changed places.
+    /// pop, a replaced stack) each new entry replaces the old one at its index, what is
+    /// left of the old tail is removed from the end and of the new one added; a list
+    /// with no entry kept is replaced whole (one op, not one per entry: `setStack`).
+    /// Otherwise `diffMoves` handles entries that changed places.
     private mutating func diffList(_ old: [Entry], _ new: [Entry], at path: String) {
         var p = 0
         while p < old.count, p < new.count, old[p].id == new[p].id {
@@ -59,11 +62,23 @@ public struct StateDiff: Sendable {
         if p == old.count && p == new.count { return }
         let shared = old[p...].contains { o in new[p...].contains { $0.id == o.id } }
         guard !shared else { return diffMoves(old, new, from: p, at: path) }
-        for i in (p..<old.count).reversed() {
+        if p == 0 && !old.isEmpty && !new.isEmpty {
+            ops.append(PatchOperation(.replace, path, value: .array(new.map(\.json))))
+            noteRemoved(old)
+            noteAdded(new)
+            return
+        }
+        let paired = min(old.count, new.count)
+        for i in (paired..<old.count).reversed() {
             ops.append(PatchOperation(.remove, path + "/\(i)"))
             noteRemoved(old[i])
         }
-        for j in p..<new.count {
+        for i in p..<paired {
+            ops.append(PatchOperation(.replace, path + "/\(i)", value: new[i].json))
+            noteRemoved(old[i])
+            noteAdded(new[i])
+        }
+        for j in paired..<new.count {
             ops.append(PatchOperation(.add, path + "/\(j)", value: new[j].json))
             noteAdded(new[j])
         }

@@ -51,4 +51,20 @@ struct StateDiffTests {
         let ops = patchOf(&h, [["op": "setRoot", "route": "login"]])
         #expect(ops.count == 1 && ops[0]["op"] == "replace" && ops[0]["path"] == "/root/current")
     }
+
+    /// A new entry where an old one was is one `replace`, and a stack with no entry kept
+    /// (`setStack`) is replaced whole: one op and a shorter message to every member.
+    @Test func newEntriesReplaceOldOnesInPlace() {
+        var h = Harness()
+        h.ok(["op": "setRoot", "route": "main"])
+        let stack = "/root/current/coordinator/tabs/0/coordinator/stack"
+        h.ok(["op": "push", "route": "detail", "params": ["id": 1]])
+        let swapped = patchOf(&h, [["op": "pop"], ["op": "push", "route": "detail", "params": ["id": 2]]])
+        #expect(swapped.count == 1 && swapped[0]["op"] == "replace" && swapped[0]["path"] == .string(stack + "/1"))
+        let shorter = patchOf(&h, [["op": "pop"], ["op": "push", "route": "category", "params": ["name": "x"]], ["op": "push", "route": "detail", "params": ["id": 3]]])
+        #expect(shorter.map { $0["op"] } == ["replace", "add"])
+        let set = patchOf(&h, [["op": "setStack", "routes": ["list", ["route": "detail", "params": ["id": 4]]]]])
+        #expect(set.count == 1 && set[0]["op"] == "replace" && set[0]["path"] == .string(stack))
+        #expect(set[0]["value"]?.arrayValue?.count == 2)
+    }
 }
