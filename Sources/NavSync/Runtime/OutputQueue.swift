@@ -23,12 +23,12 @@ import CUV
 struct OutputQueue: ~Copyable {
     /// Queued since the last flush, and their descriptors for `uv_write` (made as they
     /// are queued, so a flush walks nothing).
-    private var pending: [Unmanaged<OutgoingBuffer>] = []
-    private var pendingBufs: [uv_buf_t] = []
+    private var pending = RawList<Unmanaged<OutgoingBuffer>>()
+    private var pendingBufs = RawList<uv_buf_t>()
     private var pendingBytes = 0
     /// Handed to libuv and not yet written (kept alive until the callback).
-    private var inFlight: [Unmanaged<OutgoingBuffer>] = []
-    private var inFlightBufs: [uv_buf_t] = []
+    private var inFlight = RawList<Unmanaged<OutgoingBuffer>>()
+    private var inFlightBufs = RawList<uv_buf_t>()
     private(set) var inFlightBytes = 0
     /// Made by the first flush, freed by `trim()` when the stream is idle.
     private var request: UnsafeMutablePointer<uv_write_t>?
@@ -43,14 +43,14 @@ struct OutputQueue: ~Copyable {
     }
 
     /// Takes this queue's hold off each buffer and empties the list.
-    private static func letGo(_ list: inout [Unmanaged<OutgoingBuffer>], keepingCapacity: Bool) {
+    private static func letGo(_ list: inout RawList<Unmanaged<OutgoingBuffer>>, keepingCapacity: Bool) {
         letGo(of: list)
         list.removeAll(keepingCapacity: keepingCapacity)
     }
 
     /// Takes this queue's hold off each buffer; the last holder releases it.
-    private static func letGo(of list: [Unmanaged<OutgoingBuffer>]) {
-        for held in list {
+    private static func letGo(of list: borrowing RawList<Unmanaged<OutgoingBuffer>>) {
+        for held in list.elements {
             var last = false
             held._withUnsafeGuaranteedRef { b in
                 b.holders -= 1
@@ -67,7 +67,8 @@ struct OutputQueue: ~Copyable {
         guard !isWriting, pending.isEmpty else { return }
         request?.deallocate()
         request = nil
-        pending = []; pendingBufs = []; inFlight = []; inFlightBufs = []
+        pending.removeAll(keepingCapacity: false); pendingBufs.removeAll(keepingCapacity: false)
+        inFlight.removeAll(keepingCapacity: false); inFlightBufs.removeAll(keepingCapacity: false)
     }
 
     /// Bytes queued or in flight.
@@ -85,7 +86,7 @@ struct OutputQueue: ~Copyable {
     /// Drops what is queued (not what is in flight: libuv owns it until its callback).
     mutating func discard() {
         Self.letGo(&pending, keepingCapacity: false)
-        pendingBufs.removeAll()
+        pendingBufs.removeAll(keepingCapacity: false)
         pendingBytes = 0
     }
 
@@ -96,8 +97,8 @@ struct OutputQueue: ~Copyable {
     /// else 0.
     mutating func flush(to stream: UnsafeMutablePointer<uv_stream_t>, owner: AnyObject, callback: uv_write_cb) -> Int32 {
         guard !isWriting, !pending.isEmpty else { return 0 }
-        swap(&pending, &inFlight)
-        swap(&pendingBufs, &inFlightBufs)
+        pending.exchange(with: &inFlight)
+        pendingBufs.exchange(with: &inFlightBufs)
         inFlightBytes = pendingBytes
         pendingBytes = 0
         let request = self.request ?? .allocate(capacity: 1)
@@ -106,7 +107,7 @@ struct OutputQueue: ~Copyable {
         request.pointee.data = retained.toOpaque()
         isWriting = true
         // libuv copies the buffer descriptors; the bytes stay in `inFlight` until the callback.
-        let rc = inFlightBufs.withUnsafeMutableBufferPointer { uv_write(request, stream, $0.baseAddress, UInt32($0.count), callback) }
+        let rc = uv_write(request, stream, inFlightBufs.base, UInt32(inFlightBufs.count), callback)
         if rc != 0 {
             retained.release()
             _ = finished()
@@ -123,5 +124,52 @@ struct OutputQueue: ~Copyable {
         inFlightBytes = 0
         isWriting = false
         return written
+    }
+}
+
+/// A growable list of plain values in memory it owns: appending checks the capacity
+/// and stores, without an array's uniqueness check and storage header, which showed
+/// in the per-member loop of a broadcast (the count lives in the owner, which the loop
+/// touches anyway).
+struct RawList<Element: BitwiseCopyable>: ~Copyable {
+    private(set) var base: UnsafeMutablePointer<Element>?
+    private(set) var count = 0
+    private var capacity = 0
+
+    init() {}
+
+    deinit { base?.deallocate() }
+
+    var isEmpty: Bool { count == 0 }
+    var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
+
+    mutating func append(_ element: Element) {
+        if count == capacity { grow() }
+        base.unsafelyUnwrapped[count] = element
+        count += 1
+    }
+
+    private mutating func grow() {
+        capacity = max(16, capacity * 2)
+        let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
+        if let base {
+            larger.initialize(from: base, count: count)
+            base.deallocate()
+        }
+        base = larger
+    }
+
+    mutating func removeAll(keepingCapacity: Bool) {
+        count = 0
+        guard !keepingCapacity else { return }
+        base?.deallocate()
+        base = nil
+        capacity = 0
+    }
+
+    mutating func exchange(with other: inout RawList) {
+        swap(&base, &other.base)
+        swap(&count, &other.count)
+        swap(&capacity, &other.capacity)
     }
 }
