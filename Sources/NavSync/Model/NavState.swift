@@ -32,20 +32,99 @@ public struct Coordinator: Sendable, Equatable {
 }
 
 /// One screen.
+///
+/// A value with its fields in one shared, copy-on-write box: copying an entry (the
+/// diff's walk, copying a list of entries when a command changes it) is one retain,
+/// not one per field, and an entry no command touched is recognised by its box.
 public struct Entry: Sendable, Equatable {
     public var id: EntryID
-    public var route: String
-    public var params: JSONObject
+    private var fields: Fields
+
+    public init(id: EntryID, route: String, params: JSONObject, presentation: Presentation? = nil, tab: JSON? = nil,
+                hints: JSONObject? = nil, data: JSONObject? = nil, coordinator: Coordinator? = nil) {
+        self.id = id
+        fields = Fields(route: route, params: params, presentation: presentation, tab: tab, hints: hints, data: data,
+                        coordinator: coordinator)
+    }
+
+    public var route: String {
+        get { fields.route }
+        _modify { yield &unique().route }
+    }
+    public var params: JSONObject {
+        get { fields.params }
+        _modify { yield &unique().params }
+    }
     /// Stack entries only.
-    public var presentation: Presentation?
+    public var presentation: Presentation? {
+        get { fields.presentation }
+        _modify { yield &unique().presentation }
+    }
     /// Tab entries whose route declares `tab` only.
-    public var tab: JSON?
+    public var tab: JSON? {
+        get { fields.tab }
+        _modify { yield &unique().tab }
+    }
     /// How the entry should appear; at most 16 scalar values.
-    public var hints: JSONObject?
+    public var hints: JSONObject? {
+        get { fields.hints }
+        _modify { yield &unique().hints }
+    }
     /// The screen's shared view-model state; absent until the first `update`.
-    public var data: JSONObject?
+    public var data: JSONObject? {
+        get { fields.data }
+        _modify { yield &unique().data }
+    }
     /// The child coordinator of routes that open one.
-    public var coordinator: Coordinator?
+    public var coordinator: Coordinator? {
+        get { fields.coordinator }
+        _modify { yield &unique().coordinator }
+    }
+
+    /// Whether the two share their fields (one was copied from the other and neither
+    /// changed since): equal without a look inside.
+    func sharesFields(with other: Entry) -> Bool { fields === other.fields }
+
+    private mutating func unique() -> Fields {
+        if !isKnownUniquelyReferenced(&fields) { fields = fields.copy() }
+        return fields
+    }
+
+    public static func == (a: Entry, b: Entry) -> Bool {
+        guard a.id == b.id else { return false }
+        if a.fields === b.fields { return true }
+        let x = a.fields, y = b.fields
+        return x.route == y.route && x.presentation == y.presentation && x.params == y.params && x.tab == y.tab
+            && x.hints == y.hints && x.data == y.data && x.coordinator == y.coordinator
+    }
+
+    /// Changed only while its entry holds the sole reference (`unique()`), so sharing it
+    /// across threads is as safe as sharing any value.
+    private final class Fields: @unchecked Sendable {
+        @exclusivity(unchecked) var route: String
+        @exclusivity(unchecked) var params: JSONObject
+        @exclusivity(unchecked) var presentation: Presentation?
+        @exclusivity(unchecked) var tab: JSON?
+        @exclusivity(unchecked) var hints: JSONObject?
+        @exclusivity(unchecked) var data: JSONObject?
+        @exclusivity(unchecked) var coordinator: Coordinator?
+
+        init(route: String, params: JSONObject, presentation: Presentation?, tab: JSON?, hints: JSONObject?,
+             data: JSONObject?, coordinator: Coordinator?) {
+            self.route = route
+            self.params = params
+            self.presentation = presentation
+            self.tab = tab
+            self.hints = hints
+            self.data = data
+            self.coordinator = coordinator
+        }
+
+        func copy() -> Fields {
+            Fields(route: route, params: params, presentation: presentation, tab: tab, hints: hints, data: data,
+                   coordinator: coordinator)
+        }
+    }
 }
 
 public struct Alert: Sendable, Equatable {

@@ -14,9 +14,14 @@ public struct StateDiff: Sendable {
     public private(set) var added: Set<EntryID> = []
     /// Coordinators opened by added entries: they are created at this revision.
     public private(set) var created: [CoordinatorKey] = []
+    /// The JSON Pointer of the walk's position, as bytes: extended going down and cut
+    /// back coming up, made into a string only for an op. Building a path string per
+    /// level visited cost more than the rest of the walk.
+    private var path: [UInt8] = []
 
     public init(from old: NavState, to new: NavState) {
-        diff(old.root, new.root, at: "/root")
+        path.reserveCapacity(96)
+        within("root") { $0.diff(old.root, new.root) }
         if old.alert != new.alert {
             ops.append(PatchOperation(.replace, "/alert", value: new.alert?.json ?? .null))
             if let a = old.alert, a.id != new.alert?.id { removed.append(a.id) }
@@ -24,27 +29,65 @@ public struct StateDiff: Sendable {
         }
     }
 
-    private mutating func diff(_ a: Coordinator, _ b: Coordinator, at path: String) {
+    // MARK: The position
+
+    private mutating func within(_ token: StaticString, _ body: (inout StateDiff) -> Void) {
+        let mark = path.count
+        path.append(UInt8(ascii: "/"))
+        path.append(contentsOf: UnsafeBufferPointer(start: token.utf8Start, count: token.utf8CodeUnitCount))
+        body(&self)
+        path.removeSubrange(mark...)
+    }
+
+    private mutating func within(_ index: Int, _ body: (inout StateDiff) -> Void) {
+        let mark = path.count
+        path.append(UInt8(ascii: "/"))
+        var digits = index, divisor = 1
+        while digits >= 10 { digits /= 10; divisor *= 10 }
+        while divisor > 0 { path.append(UInt8(ascii: "0") + UInt8(index / divisor % 10)); divisor /= 10 }
+        body(&self)
+        path.removeSubrange(mark...)
+    }
+
+    private var here: String { String(decoding: path, as: UTF8.self) }
+
+    private mutating func emit(_ kind: PatchOperation.Kind, value: JSON? = nil) {
+        ops.append(PatchOperation(kind, here, value: value))
+    }
+
+    private mutating func emit(_ kind: PatchOperation.Kind, _ token: StaticString, value: JSON? = nil) {
+        within(token) { $0.emit(kind, value: value) }
+    }
+
+    private mutating func emit(_ kind: PatchOperation.Kind, _ index: Int, value: JSON? = nil) {
+        within(index) { $0.emit(kind, value: value) }
+    }
+
+    // MARK: The walk
+
+    private mutating func diff(_ a: Coordinator, _ b: Coordinator) {
         if a.selected == b.selected && Self.sameStorage(a.entries, b.entries) { return }
         guard a.type == b.type, a.kind == b.kind else {
-            ops.append(PatchOperation(.replace, path, value: b.json))
+            emit(.replace, value: b.json)
             noteRemoved(a.entries)
             noteAdded(b.entries)
             return
         }
-        if a.kind == .root {
+        switch a.kind {
+        case .root:
             if a.entries[0].id == b.entries[0].id {
-                diff(a.entries[0], b.entries[0], at: path + "/current")
+                within("current") { $0.diff(a.entries[0], b.entries[0]) }
             } else {
-                ops.append(PatchOperation(.replace, path + "/current", value: b.entries[0].json))
+                emit(.replace, "current", value: b.entries[0].json)
                 noteRemoved(a.entries[0])
                 noteAdded(b.entries[0])
             }
             return
+        case .stack: within("stack") { $0.diffList(a.entries, b.entries) }
+        case .tabs: within("tabs") { $0.diffList(a.entries, b.entries) }
         }
-        diffList(a.entries, b.entries, at: path + "/" + a.entriesKey)
         if a.selected != b.selected {
-            ops.append(PatchOperation(.replace, path + "/selected", value: b.selected.map { .string($0.description) } ?? .null))
+            emit(.replace, "selected", value: b.selected.map { .string($0.description) } ?? .null)
         }
     }
 
@@ -53,33 +96,33 @@ public struct StateDiff: Sendable {
     /// left of the old tail is removed from the end and of the new one added; a list
     /// with no entry kept is replaced whole (one op, not one per entry: `setStack`).
     /// Otherwise `diffMoves` handles entries that changed places.
-    private mutating func diffList(_ old: [Entry], _ new: [Entry], at path: String) {
+    private mutating func diffList(_ old: [Entry], _ new: [Entry]) {
         var p = 0
         while p < old.count, p < new.count, old[p].id == new[p].id {
-            if !Self.unchanged(old[p], new[p]) { diff(old[p], new[p], at: path + "/\(p)") }
+            if !Self.unchanged(old[p], new[p]) { within(p) { $0.diff(old[p], new[p]) } }
             p += 1
         }
         if p == old.count && p == new.count { return }
         let shared = old[p...].contains { o in new[p...].contains { $0.id == o.id } }
-        guard !shared else { return diffMoves(old, new, from: p, at: path) }
+        guard !shared else { return diffMoves(old, new, from: p) }
         if p == 0 && !old.isEmpty && !new.isEmpty {
-            ops.append(PatchOperation(.replace, path, value: .array(new.map(\.json))))
+            emit(.replace, value: .array(new.map(\.json)))
             noteRemoved(old)
             noteAdded(new)
             return
         }
         let paired = min(old.count, new.count)
         for i in (paired..<old.count).reversed() {
-            ops.append(PatchOperation(.remove, path + "/\(i)"))
+            emit(.remove, i)
             noteRemoved(old[i])
         }
         for i in p..<paired {
-            ops.append(PatchOperation(.replace, path + "/\(i)", value: new[i].json))
+            emit(.replace, i, value: new[i].json)
             noteRemoved(old[i])
             noteAdded(new[i])
         }
         for j in paired..<new.count {
-            ops.append(PatchOperation(.add, path + "/\(j)", value: new[j].json))
+            emit(.add, j, value: new[j].json)
             noteAdded(new[j])
         }
     }
@@ -88,53 +131,61 @@ public struct StateDiff: Sendable {
     /// removes what left (from the end, so indices stay valid), then walks the new
     /// list: an entry already in place is diffed, one further down is moved up, and a
     /// new one is added.
-    private mutating func diffMoves(_ old: [Entry], _ new: [Entry], from start: Int, at path: String) {
+    private mutating func diffMoves(_ old: [Entry], _ new: [Entry], from start: Int) {
         let newIDs = Set(new[start...].map(\.id))
         var work = old
         for i in (start..<old.count).reversed() where !newIDs.contains(old[i].id) {
-            ops.append(PatchOperation(.remove, path + "/\(i)"))
+            emit(.remove, i)
             noteRemoved(old[i])
             work.remove(at: i)
         }
         for j in start..<new.count {
             if j < work.count, work[j].id == new[j].id {
-                if !Self.unchanged(work[j], new[j]) { diff(work[j], new[j], at: path + "/\(j)") }
+                if !Self.unchanged(work[j], new[j]) { within(j) { $0.diff(work[j], new[j]) } }
             } else if j < work.count, let k = work[j...].firstIndex(where: { $0.id == new[j].id }) {
-                ops.append(PatchOperation(.move, path + "/\(j)", from: path + "/\(k)"))
+                let from = within(k)
+                within(j) { $0.ops.append(PatchOperation(.move, $0.here, from: from)) }
                 let moved = work.remove(at: k)
                 work.insert(moved, at: j)
-                if !Self.unchanged(moved, new[j]) { diff(moved, new[j], at: path + "/\(j)") }
+                if !Self.unchanged(moved, new[j]) { within(j) { $0.diff(moved, new[j]) } }
             } else {
-                ops.append(PatchOperation(.add, path + "/\(j)", value: new[j].json))
+                emit(.add, j, value: new[j].json)
                 noteAdded(new[j])
                 work.insert(new[j], at: j)
             }
         }
     }
 
-    private mutating func diff(_ a: Entry, _ b: Entry, at path: String) {
+    /// The path of item `index` of the list being walked.
+    private mutating func within(_ index: Int) -> String {
+        var pointer = ""
+        within(index) { pointer = $0.here }
+        return pointer
+    }
+
+    private mutating func diff(_ a: Entry, _ b: Entry) {
         guard a.route == b.route, a.params == b.params, a.presentation == b.presentation,
               a.tab == b.tab, a.hints == b.hints else {
-            ops.append(PatchOperation(.replace, path, value: b.json))
+            emit(.replace, value: b.json)
             noteRemoved(a.coordinator?.entries ?? [])
             noteAdded(b.coordinator?.entries ?? [])
             return
         }
         switch (a.data, b.data) {
         case (nil, nil): break
-        case (nil, let d?): ops.append(PatchOperation(.add, path + "/data", value: .object(d)))
-        case (.some, nil): ops.append(PatchOperation(.remove, path + "/data"))
-        case (let x?, let y?): JSON.object(x).diff(to: .object(y), at: path + "/data", into: &ops)
+        case (nil, let d?): emit(.add, "data", value: .object(d))
+        case (.some, nil): emit(.remove, "data")
+        case (let x?, let y?): within("data") { JSON.object(x).diff(to: .object(y), at: $0.here, into: &$0.ops) }
         }
         switch (a.coordinator, b.coordinator) {
         case (nil, nil): break
-        case (let x?, let y?): diff(x, y, at: path + "/coordinator")
+        case (let x?, let y?): within("coordinator") { $0.diff(x, y) }
         case (nil, let y?):
-            ops.append(PatchOperation(.add, path + "/coordinator", value: y.json))
+            emit(.add, "coordinator", value: y.json)
             noteAdded(y.entries)
             created.append(.entry(b.id))
         case (let x?, nil):
-            ops.append(PatchOperation(.remove, path + "/coordinator"))
+            emit(.remove, "coordinator")
             noteRemoved(x.entries)
         }
     }
@@ -151,6 +202,7 @@ public struct StateDiff: Sendable {
     /// Whether an entry that kept its id is unchanged, without comparing whole subtrees
     /// that share storage.
     static func unchanged(_ a: Entry, _ b: Entry) -> Bool {
+        if a.sharesFields(with: b) { return true }
         switch (a.coordinator, b.coordinator) {
         case (nil, nil): break
         case (let x?, let y?):
