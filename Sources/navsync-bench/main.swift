@@ -59,7 +59,7 @@ func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecon
         for command in prepared {
             guard case .applied(_, let patch) = seq.submit(command, client: "bench") else { continue }
             applied += 1
-            if encode { bytes += ServerMessage.patch(session: "bench", patch).json().encoded().count }
+            if encode { bytes += ServerMessage.patch(session: "bench", patch).bytes().count }
         }
     }
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -25,6 +25,24 @@ public struct PatchOperation: Sendable, Equatable {
         return .object(o)
     }
 
+    /// `json.encoded()`, written without building the object.
+    func write(into out: inout [UInt8]) {
+        out.append(contentsOf: #"{"op":""#.utf8)
+        out.append(contentsOf: op.rawValue.utf8)
+        out.append(UInt8(ascii: "\""))
+        if let from {
+            out.append(contentsOf: #","from":"#.utf8)
+            JSON.writeString(from, into: &out)
+        }
+        out.append(contentsOf: #","path":"#.utf8)
+        JSON.writeString(path, into: &out)
+        if let value {
+            out.append(contentsOf: #","value":"#.utf8)
+            value.write(into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
     public init(json: JSON) throws(JSONPatchError) {
         guard let o = json.objectValue else { throw JSONPatchError("a patch operation must be an object") }
         guard let name = o["op"]?.stringValue, let kind = Kind(rawValue: name) else {

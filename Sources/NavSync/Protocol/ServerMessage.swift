@@ -61,10 +61,13 @@ public enum ServerMessage: Sendable, Equatable {
         }
     }
 
-    /// The wire bytes: `json(id:).encoded()`, except that a `joined` with encoded
-    /// parts is written around them (a join storm must not encode the flow and the
-    /// member list once per join). Same bytes either way.
+    /// The wire bytes: `json(id:).encoded()`, except that a `patch` is written
+    /// straight from its ops (every command's broadcast: no object tree built to be
+    /// walked once), and a `joined` with encoded parts is written around them (a join
+    /// storm must not encode the flow and the member list once per join). Same bytes
+    /// either way.
     public func bytes(id: JSON? = nil) -> [UInt8] {
+        if case .patch(let session, let patch) = self, id == nil { return Self.bytes(session: session, patch) }
         guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else { return json(id: id).encoded() }
         var out = Array(#"{"type":"joined""#.utf8)
         func field(_ key: String, _ value: [UInt8]) {
@@ -80,6 +83,29 @@ public enum ServerMessage: Sendable, Equatable {
         if let others = j.others { field("others", JSON.int(Int64(others)).encoded()) }
         field("state", state.encoded())
         out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// A `patch` message, in the key order of `json(id:)`.
+    static func bytes(session: String, _ patch: Patch) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(contentsOf: #"{"type":"patch","session":"#.utf8)
+        JSON.writeString(session, into: &out)
+        out.append(contentsOf: #","rev":"#.utf8)
+        out.append(contentsOf: String(patch.rev).utf8)
+        out.append(contentsOf: #","base":"#.utf8)
+        out.append(contentsOf: String(patch.base).utf8)
+        out.append(contentsOf: #","by":"#.utf8)
+        JSON.writeString(patch.by, into: &out)
+        out.append(contentsOf: #","cmd":"#.utf8)
+        patch.cmd.json.write(into: &out)
+        out.append(contentsOf: #","ops":["#.utf8)
+        for (i, op) in patch.ops.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            op.write(into: &out)
+        }
+        out.append(contentsOf: "]}".utf8)
         return out
     }
 

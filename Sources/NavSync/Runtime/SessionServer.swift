@@ -111,7 +111,7 @@ public final class SessionServer: ServerApplication {
     /// The message is encoded and framed once; every member queues the same buffer.
     /// Per member: no lookup, cast, retain or counter update beyond queueing it.
     private func broadcast(_ message: ServerMessage, to ids: [Int], of session: String, on server: Server) {
-        let frame = OutgoingBuffer(WebSocketEncoder.frame(.text, message.json().encoded()))
+        let frame = OutgoingBuffer(frame: .text, message.bytes())
         let isPatch: Bool
         if case .patch = message { isPatch = true } else { isPatch = false }
         let audience = audience(of: session, ids: ids, on: server)

@@ -84,6 +84,16 @@ public final class OutgoingBuffer {
         count = source.count
     }
 
+    /// An unmasked WebSocket frame of `payload`, header and payload written into one
+    /// allocation (a broadcast's bytes are copied once, not framed into an array first).
+    public init(frame opcode: Opcode, _ payload: [UInt8]) {
+        let header = WebSocketEncoder.header(opcode, length: payload.count)
+        count = header.count + payload.count
+        bytes = .allocate(byteCount: count, alignment: 1)
+        bytes.copyBytes(from: header)
+        UnsafeMutableRawBufferPointer(rebasing: bytes[header.count...]).copyBytes(from: payload)
+    }
+
     public let count: Int
 
     /// Output queues holding this buffer (loop thread only). The first to queue it

@@ -122,6 +122,27 @@ struct ProtocolTests {
                 == #"{"type":"sessions","sessions":[{"session":"demo","flow":"shop","rev":2,"members":3}]}"#)
     }
 
+    /// Patches are written straight from their ops (`bytes()`); the bytes must be those
+    /// of the object form, whatever the ops hold.
+    @Test func patchBytesEqualTheEncodedObject() {
+        let entry: JSON = ["id": "e9", "route": "detail", "params": ["id": 4, "note": "a \"quoted\" \\ note\n"], "presentation": "push"]
+        let patches = [
+            Patch(rev: 1, by: "c1", cmd: .int(7), ops: []),
+            Patch(rev: 12345, by: "tv \"living\"", cmd: .string("k/é"), ops: [
+                PatchOperation(.remove, "/root/stack/1"),
+                PatchOperation(.add, "/root/stack/1", value: entry),
+                PatchOperation(.replace, "/root/stack", value: [entry, entry]),
+                PatchOperation(.move, "/root/tabs/0", from: "/root/tabs/3"),
+                PatchOperation(.replace, "/alert", value: .null),
+                PatchOperation(.add, "/root/current/data/a~1b", value: ["x": 1.5, "y": [true, false, .null]]),
+            ]),
+        ]
+        for patch in patches {
+            let message = ServerMessage.patch(session: "s \"1\"", patch)
+            #expect(message.bytes() == message.json().encoded(), "\(message.json())")
+        }
+    }
+
     @Test func clientMessagesRoundTrip() throws {
         let messages: [ClientMessage] = [
             .hello(.init(name: "tv", role: nil, token: "t", client: nil)),

@@ -53,6 +53,15 @@ struct WebSocketCodecTests {
         #expect(long.count <= 127 && decode(long, role: .client).events.count == 1)
     }
 
+    /// A broadcast frame built in one allocation has the encoder's bytes at every
+    /// length boundary.
+    @Test(arguments: [0, 1, 125, 126, 65535, 65536])
+    func outgoingFramesEqualTheEncoders(length: Int) {
+        let payload = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let buffer = OutgoingBuffer(frame: .text, payload)
+        #expect(Array(buffer.bytes.prefix(buffer.count)) == WebSocketEncoder.frame(.text, payload))
+    }
+
     @Test func roundTripsEverySizeAndMask() {
         for size in [0, 1, 125, 126, 127, 65535, 65536, 200_000] {
             let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 * 31) }
