@@ -140,10 +140,9 @@ extension NavDocument {
     /// The coordinator a route-naming operation goes to: `at`'s, or the deepest on the
     /// active path whose kind fits and that declares every route (route bubbling).
     func target(_ name: OpName, routes: [String], _ at: AtTarget) throws(NavError) -> CoordinatorPath {
-        let kinds = name.kinds!
         if case .coordinator(let p) = at {
             let c = state[p]
-            guard kinds.contains(c.kind) else { throw wrongKind(name, c) }
+            guard name.works(on: c.kind) else { throw wrongKind(name, c) }
             let spec = flow.spec(c.type)
             for r in routes where spec.routes[r] == nil {
                 throw NavError(.unknownRoute, "route '\(r)' is not declared on \(c.type)")
@@ -154,12 +153,12 @@ extension NavDocument {
         for p in path.reversed() {
             let c = state[p]
             let spec = flow.spec(c.type)
-            if kinds.contains(c.kind) && routes.allSatisfy({ spec.routes[$0] != nil }) { return p }
+            if name.works(on: c.kind) && routes.allSatisfy({ spec.routes[$0] != nil }) { return p }
         }
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")
         if let p = path.last(where: { p in routes.allSatisfy { flow.spec(state[p].type).routes[$0] != nil } }) {
             let fix = routes.count == 1 ? "; use `\(Self.verb(for: state[p].kind)) \(routes[0])`" : ""
-            throw NavError(.invalidOp, "\(list) is declared on \(state[p].type), a \(state[p].kind.rawValue) coordinator; '\(name.rawValue)' works on \(kindList(kinds))\(fix)")
+            throw NavError(.invalidOp, "\(list) is declared on \(state[p].type), a \(state[p].kind.rawValue) coordinator; '\(name.rawValue)' works on \(kindList(name.kinds!))\(fix)")
         }
         throw notOnScreen(routes)
     }
@@ -206,13 +205,18 @@ extension NavDocument {
     /// The deepest coordinator on the active path of a fitting kind that satisfies
     /// `prefer`, else the deepest of a fitting kind; `at`'s if given.
     func routelessTarget(_ name: OpName, _ at: AtTarget, prefer: (Coordinator) -> Bool = { _ in true }) throws(NavError) -> CoordinatorPath? {
-        let kinds = name.kinds!
         if case .coordinator(let p) = at {
-            guard kinds.contains(state[p].kind) else { throw wrongKind(name, state[p]) }
+            guard name.works(on: state[p].kind) else { throw wrongKind(name, state[p]) }
             return p
         }
-        let fitting = state.activePath.reversed().filter { kinds.contains(state[$0].kind) }
-        return fitting.first { prefer(state[$0]) } ?? fitting.first
+        var fitting: CoordinatorPath?
+        for p in state.activePath.reversed() {
+            let c = state[p]
+            guard name.works(on: c.kind) else { continue }
+            if prefer(c) { return p }
+            if fitting == nil { fitting = p }
+        }
+        return fitting
     }
 
     func wrongKind(_ name: OpName, _ c: Coordinator) -> NavError {

@@ -119,6 +119,18 @@ public enum OpName: String, Sendable, CaseIterable {
         }
     }
 
+    /// `kinds.contains(kind)` without making the set (the targeting of every command).
+    func works(on kind: CoordinatorKind) -> Bool {
+        switch self {
+        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setStack:
+            return kind == .stack
+        case .setRoot: return kind != .tabs
+        case .restart: return true
+        case .select, .setTabs, .appendTab, .insertTab, .removeFirst, .removeLast, .removeTab: return kind == .tabs
+        case .update, .open, .alert, .respond, .reset: return false
+        }
+    }
+
     /// Whether `at` is ignored (section A: on `open`, `alert`, `respond`, `reset`).
     public var isSessionWide: Bool { self == .open || self == .alert || self == .respond || self == .reset }
 }

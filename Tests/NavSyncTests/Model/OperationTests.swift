@@ -6,6 +6,15 @@ import Testing
 /// e5 search -> Search e6 query, e7 cart -> Cart e8 items, e9 profile -> Profile e10 overview]
 @Suite("Operations")
 struct OperationTests {
+    /// The targeting's quick kind check says what the declared kinds say.
+    @Test func worksOnAgreesWithKinds() {
+        for name in OpName.allCases {
+            for kind in CoordinatorKind.allCases {
+                #expect(name.works(on: kind) == (name.kinds?.contains(kind) ?? false), "\(name) on \(kind)")
+            }
+        }
+    }
+
     @Test func initialStateAndIdsArePreOrder() {
         var h = Harness()
         #expect(h.json == ["root": ["type": "App", "kind": "root", "current": ["id": "e1", "route": "onboarding", "params": [:]]], "alert": nil])
