@@ -16,12 +16,20 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The first value of a header, by case-insensitive name.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        headers.first { Self.sameName($0.name, name) }?.value
     }
 
     /// Every value of a header, by case-insensitive name.
     public func headers(_ name: String) -> [String] {
-        headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+        headers.filter { Self.sameName($0.name, name) }.map(\.value)
+    }
+
+    /// Header names are ASCII tokens: compared byte by byte, ignoring ASCII case, with
+    /// no lowercased copies (a handshake looks up several headers).
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        let x = a.utf8, y = b.utf8
+        guard x.count == y.count else { return false }
+        return zip(x, y).allSatisfy { p, q in p == q || (p | 0x20 == q | 0x20 && (p | 0x20) >= 0x61 && (p | 0x20) <= 0x7A) }
     }
 
     /// The path part of the target, percent-decoding left to the caller.
@@ -45,7 +53,13 @@ public struct HTTPRequest: Sendable, Equatable {
 }
 
 extension Substring {
+    /// Without leading and trailing spaces and tabs.
     var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        let bytes = utf8
+        var start = bytes.startIndex, end = bytes.endIndex
+        func blank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
+        while start < end, blank(bytes[start]) { start = bytes.index(after: start) }
+        while start < end, blank(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
+        return String(self[start..<end])
     }
 }

@@ -52,7 +52,16 @@ public enum ServerMessage: Sendable, Equatable {
 
         public struct Encoded: Sendable {
             public var flow: [UInt8]
+            /// The listed members as a JSON array (shared by many joins) ...
             public var members: [UInt8]
+            /// ... and the joiner when it is not among them, written after them.
+            public var joiner: [UInt8]?
+            /// The state when `catchUp` is the state (encoded once per revision).
+            public var state: [UInt8]?
+
+            public init(flow: [UInt8], members: [UInt8], joiner: [UInt8]? = nil, state: [UInt8]? = nil) {
+                self.flow = flow; self.members = members; self.joiner = joiner; self.state = state
+            }
         }
 
         public static func == (a: Joined, b: Joined) -> Bool {
@@ -69,19 +78,31 @@ public enum ServerMessage: Sendable, Equatable {
     public func bytes(id: JSON? = nil) -> [UInt8] {
         if case .patch(let session, let patch) = self, id == nil { return Self.bytes(session: session, patch) }
         guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else { return json(id: id).encoded() }
-        var out = Array(#"{"type":"joined""#.utf8)
-        func field(_ key: String, _ value: [UInt8]) {
-            out += Array(",\"\(key)\":".utf8)
-            out += value
+        var out: [UInt8] = []
+        out.reserveCapacity(e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128)
+        out.append(contentsOf: #"{"type":"joined""#.utf8)
+        func key(_ key: StaticString) {
+            out.append(contentsOf: #",""#.utf8)
+            out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+            out.append(contentsOf: #"":"#.utf8)
         }
-        if let id { field("id", id.encoded()) }
-        field("session", JSON.string(j.session).encoded())
-        field("epoch", JSON.string(j.epoch).encoded())
-        field("rev", JSON.int(Int64(j.rev)).encoded())
-        field("flow", e.flow)
-        field("members", e.members)
-        if let others = j.others { field("others", JSON.int(Int64(others)).encoded()) }
-        field("state", state.encoded())
+        if let id { key("id"); id.write(into: &out) }
+        key("session"); JSON.writeString(j.session, into: &out)
+        key("epoch"); JSON.writeString(j.epoch, into: &out)
+        key("rev"); out.append(contentsOf: String(j.rev).utf8)
+        key("flow"); out.append(contentsOf: e.flow)
+        key("members")
+        if let joiner = e.joiner {
+            out.append(contentsOf: e.members.dropLast())     // "]"
+            if e.members.count > 2 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: joiner)
+            out.append(UInt8(ascii: "]"))
+        } else {
+            out.append(contentsOf: e.members)
+        }
+        if let others = j.others { key("others"); out.append(contentsOf: String(others).utf8) }
+        key("state")
+        if let bytes = e.state { out.append(contentsOf: bytes) } else { state.write(into: &out) }
         out.append(UInt8(ascii: "}"))
         return out
     }

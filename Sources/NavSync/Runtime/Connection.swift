@@ -82,7 +82,7 @@ public final class Connection {
 
     /// A text message, framed.
     @discardableResult
-    public func sendText(_ bytes: [UInt8]) -> Bool { send(WebSocketEncoder.frame(.text, bytes)) }
+    public func sendText(_ bytes: [UInt8]) -> Bool { send(OutgoingBuffer(frame: .text, bytes)) }
 
     /// Starts the WebSocket close handshake (or ends an HTTP connection).
     public func close(code: UInt16, reason: String) {

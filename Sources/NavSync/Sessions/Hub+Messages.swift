@@ -176,15 +176,20 @@ extension Hub {
         let s = sessions[j.session]!
 
         let seq = s.sequencer
-        var catchUp = ServerMessage.CatchUp.state(seq.state.json)
+        let catchUp: ServerMessage.CatchUp
+        var stateBytes: [UInt8]?
         if let since = j.since, j.epoch == seq.epoch, let patches = seq.log.patches(since: since, current: seq.rev) {
             catchUp = .patches(patches)
+        } else {
+            let state = sessions[j.session]!.joinedState()
+            catchUp = .state(state.json)
+            stateBytes = state.bytes
         }
         // The others learn of the join with the next presence (gathered per interval).
-        let (members, others, encodedMembers) = sessions[j.session]!.joinedListing(for: c, detail: configuration.presenceDetail)
+        let (members, others, encodedMembers, joiner) = sessions[j.session]!.joinedListing(for: c, detail: configuration.presenceDetail)
         var joined = ServerMessage.Joined(session: j.session, epoch: seq.epoch, rev: seq.rev, flow: s.flow.source,
                                           members: members, others: others, catchUp: catchUp)
-        joined.encoded = .init(flow: s.flowBytes, members: encodedMembers)
+        joined.encoded = .init(flow: s.flowBytes, members: encodedMembers, joiner: joiner, state: stateBytes)
         emit(.send(to: c, .joined(joined), id: id))
     }
 

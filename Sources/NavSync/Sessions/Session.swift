@@ -30,7 +30,9 @@ public struct Session: Sendable {
     let flowBytes: [UInt8]
     /// The listed members as `joined` carries them, kept while the listing and their
     /// statuses do not change: a join storm encodes them once, not once per join.
-    private var listingCache: (order: [Int], bytes: [UInt8])?
+    private var listingCache: (order: [Int], members: [Member], bytes: [UInt8])?
+    /// The state of one revision, encoded (every state change makes a revision).
+    private var stateCache: (epoch: String, rev: Int, json: JSON, bytes: [UInt8])?
 
     public var summary: SessionSummary {
         SessionSummary(session: name, flow: flow.name, rev: sequencer.rev, members: members.count)
@@ -104,26 +106,37 @@ public struct Session: Sendable {
     public var memberList: [Member] { memberOrder.compactMap { members[$0] } }
 
     /// What `joined` lists: the listed members (the joiner always among them), how
-    /// many others there are, and the members encoded (from the cache when the listing
-    /// is the one encoded last).
-    mutating func joinedListing(for joiner: Int, detail: Int) -> (members: [Member], others: Int?, encoded: [UInt8]) {
+    /// many others there are, the listing encoded (from the cache when the listing is
+    /// the one encoded last: shared, not copied, by a join storm) and the joiner
+    /// encoded when it is not in the listing.
+    mutating func joinedListing(for joiner: Int, detail: Int) -> (members: [Member], others: Int?, encoded: [UInt8], joiner: [UInt8]?) {
         let order = listing(detail: detail)
-        var bytes: [UInt8]
+        var listed: [Member]
+        let bytes: [UInt8]
         if let cache = listingCache, cache.order == order {
+            listed = cache.members
             bytes = cache.bytes
         } else {
-            bytes = JSON.array(order.compactMap { members[$0]?.json }).encoded()
-            listingCache = (order, bytes)
+            listed = order.compactMap { members[$0] }
+            bytes = JSON.array(listed.map(\.json)).encoded()
+            listingCache = (order, listed, bytes)
         }
-        var all = order
+        var extra: [UInt8]?
         if !order.contains(joiner), let m = members[joiner] {
-            all.append(joiner)
-            bytes.removeLast()                                   // "]"
-            if order.count > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes += m.json.encoded()
-            bytes.append(UInt8(ascii: "]"))
+            listed.append(m)
+            extra = m.json.encoded()
         }
-        let others = members.count - all.count
-        return (all.compactMap { members[$0] }, others > 0 ? others : nil, bytes)
+        let others = members.count - listed.count
+        return (listed, others > 0 ? others : nil, bytes, extra)
+    }
+
+    /// The state as `joined` carries it, made and encoded once per revision, not per
+    /// join.
+    mutating func joinedState() -> (json: JSON, bytes: [UInt8]) {
+        if let cache = stateCache, cache.epoch == sequencer.epoch, cache.rev == sequencer.rev { return (cache.json, cache.bytes) }
+        let json = sequencer.state.json
+        let bytes = json.encoded()
+        stateCache = (sequencer.epoch, sequencer.rev, json, bytes)
+        return (json, bytes)
     }
 }

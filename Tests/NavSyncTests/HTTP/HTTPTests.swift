@@ -39,6 +39,18 @@ struct HTTPTests {
         #expect(c.minorVersion == 0 && !c.keepAlive && c.query("session") == "a b")
     }
 
+    /// Header names match ignoring ASCII case only (no lowercased copies): letters
+    /// fold, other bytes whose case bit differs do not; values lose outer blanks.
+    @Test func headerNamesFoldLettersOnly() {
+        let r = HTTPRequest(method: "GET", target: "/", minorVersion: 1,
+                            headers: [("Sec-WebSocket-Key", "k"), ("X-A[", "1"), ("Connection", " \tkeep-alive , Upgrade\t")], body: [])
+        #expect(r.header("sec-websocket-KEY") == "k")
+        #expect(r.header("Sec\rWebSocket-Key") == nil && r.header("Sec-WebSocket-Ke") == nil)
+        #expect(r.header("x-a{") == nil && r.header("x-A[") == "1")
+        #expect(r.keepAlive)
+        #expect(Substring(" \t a b \t").trimmingSpaces == "a b" && Substring(" \t ").trimmingSpaces == "" && Substring("é ").trimmingSpaces == "é")
+    }
+
     @Test func hostileRequests() {
         // Request line of 9 KiB without an end.
         #expect(status("GET /" + String(repeating: "a", count: 9000)) == 414)

@@ -356,7 +356,19 @@ struct HubTests {
             if i == 6 { _ = f.send(c, ["type": "hello", "role": "controller"]) }   // changes the listing
             check(f.send(c, ["type": "join", "session": "demo", "id": .int(Int64(i))]))
             if i == 2 { _ = f.send(c, ["type": "status", "session": "demo", "rev": 0, "focus": "e1"]) }
+            // The state is encoded once per revision: a command in between is seen by
+            // the next joiner.
+            if i % 3 == 1 {
+                _ = f.send(c, ["type": "command", "session": "demo", "id": .int(Int64(100 + i)),
+                               "ops": [["op": "setRoot", "route": i == 4 ? "login" : "main"]]])
+            }
         }
+        let late = f.connect()
+        let effects = f.send(late, ["type": "join", "session": "demo"])
+        check(effects)
+        let joins = effects.compactMap { if case .send(_, .joined(let j), _) = $0 { j } else { nil } }
+        #expect(joins.count == 1 && joins.allSatisfy { $0.catchUp == .state(f.hub.sessions["demo"]!.sequencer.state.json) })
+        #expect(f.hub.sessions["demo"]!.sequencer.rev == 3)
     }
 }
 
