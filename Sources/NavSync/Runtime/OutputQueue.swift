@@ -150,7 +150,7 @@ struct RawList<Element: BitwiseCopyable>: ~Copyable {
     }
 
     private mutating func grow() {
-        capacity = max(16, capacity * 2)
+        capacity = max(4, capacity * 2)
         let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
         if let base {
             larger.initialize(from: base, count: count)
