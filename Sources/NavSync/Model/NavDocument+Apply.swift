@@ -149,12 +149,11 @@ extension NavDocument {
             }
             return p
         }
-        let path = state.activePath
-        for p in path.reversed() {
-            let c = state[p]
-            let spec = flow.spec(c.type)
-            if name.works(on: c.kind) && routes.allSatisfy({ spec.routes[$0] != nil }) { return p }
+        let declares = { (c: Coordinator) in
+            name.works(on: c.kind) && routes.allSatisfy { self.flow.spec(c.type).routes[$0] != nil }
         }
+        if let p = state.deepestActive(where: declares) { return p }
+        let path = state.activePath
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")
         if let p = path.last(where: { p in routes.allSatisfy { flow.spec(state[p].type).routes[$0] != nil } }) {
             let fix = routes.count == 1 ? "; use `\(Self.verb(for: state[p].kind)) \(routes[0])`" : ""
@@ -209,14 +208,7 @@ extension NavDocument {
             guard name.works(on: state[p].kind) else { throw wrongKind(name, state[p]) }
             return p
         }
-        var fitting: CoordinatorPath?
-        for p in state.activePath.reversed() {
-            let c = state[p]
-            guard name.works(on: c.kind) else { continue }
-            if prefer(c) { return p }
-            if fitting == nil { fitting = p }
-        }
-        return fitting
+        return state.deepestActive { name.works(on: $0.kind) && prefer($0) } ?? state.deepestActive { name.works(on: $0.kind) }
     }
 
     func wrongKind(_ name: OpName, _ c: Coordinator) -> NavError {

@@ -64,6 +64,20 @@ extension NavState {
         walkActive(c.entries[i].coordinator!, &path, &paths)
     }
 
+    /// The deepest coordinator on the active path that `matches`, found in one walk
+    /// down with one path (targeting runs on every command: no list of paths).
+    func deepestActive(where matches: (Coordinator) -> Bool) -> CoordinatorPath? {
+        var path: CoordinatorPath = []
+        var found = matches(root) ? 0 : -1
+        var c = root
+        while let i = c.visibleIndex, let child = c.entries[i].coordinator {
+            path.append(i)
+            if matches(child) { found = path.count }
+            c = child
+        }
+        return found < 0 ? nil : Array(path.prefix(found))
+    }
+
     /// The deepest screen a device shows: the visible entry of the deepest coordinator.
     public var activeEntry: (path: CoordinatorPath, index: Int)? {
         let deepest = activePath.last!

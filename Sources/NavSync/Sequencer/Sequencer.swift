@@ -290,12 +290,12 @@ public struct Sequencer: Sendable {
         // Allocated and gone again within this command (a push popped by a later op);
         // not the ids a `load` skipped, which were never allocated.
         let skipped = ctx.skipped ?? allocated.upperBound..<allocated.upperBound
-        for range in [allocated.lowerBound..<max(allocated.lowerBound, min(skipped.lowerBound, allocated.upperBound)),
-                      max(allocated.lowerBound, skipped.upperBound)..<allocated.upperBound] {
-            for n in range where !diff.added.contains(EntryID(n)) {
-                removedAt[EntryID(n)] = rev
-                lastChanged[.entry(EntryID(n))] = nil
-            }
+        let before = allocated.lowerBound..<max(allocated.lowerBound, min(skipped.lowerBound, allocated.upperBound))
+        let after = max(allocated.lowerBound, skipped.upperBound)..<allocated.upperBound
+        for n in before.lowerBound..<after.upperBound where before.contains(n) || after.contains(n) {
+            guard !diff.added.contains(EntryID(n)) else { continue }
+            removedAt[EntryID(n)] = rev
+            lastChanged[.entry(EntryID(n))] = nil
         }
         for id in diff.removed {
             removedAt[id] = rev

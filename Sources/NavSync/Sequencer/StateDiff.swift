@@ -11,7 +11,7 @@ public struct StateDiff: Sendable {
     /// Every id that was on the old tree and is not on the new one, subtrees included.
     public private(set) var removed: [EntryID] = []
     /// Every id on the new tree that was not on the old one.
-    public private(set) var added: Set<EntryID> = []
+    public private(set) var added: [EntryID] = []
     /// Coordinators opened by added entries: they are created at this revision.
     public private(set) var created: [CoordinatorKey] = []
     /// The JSON Pointer of the walk's position, as bytes: extended going down and cut
@@ -25,7 +25,7 @@ public struct StateDiff: Sendable {
         if old.alert != new.alert {
             ops.append(PatchOperation(.replace, "/alert", value: new.alert?.json ?? .null))
             if let a = old.alert, a.id != new.alert?.id { removed.append(a.id) }
-            if let a = new.alert, a.id != old.alert?.id { added.insert(a.id) }
+            if let a = new.alert, a.id != old.alert?.id { added.append(a.id) }
         }
     }
 
@@ -221,7 +221,7 @@ public struct StateDiff: Sendable {
     }
 
     private mutating func noteAdded(_ e: Entry) {
-        added.insert(e.id)
+        added.append(e.id)
         if let c = e.coordinator {
             created.append(.entry(e.id))
             noteAdded(c.entries)
