@@ -32,7 +32,10 @@ public enum Presentation: String, Sendable {
 }
 
 /// One coordinator type: its kind, initial routes and declared routes.
-public struct CoordinatorSpec: Sendable {
+///
+/// Specs are immutable and shared (classes): every command looks them up, and handing
+/// one out is a single retain rather than a copy of each of its fields.
+public final class CoordinatorSpec: Sendable {
     public let name: String
     public let kind: CoordinatorKind
     /// One item for `root` and `stack`, one or more for `tabs`.
@@ -40,6 +43,14 @@ public struct CoordinatorSpec: Sendable {
     public let routes: [String: RouteSpec]
     /// Route names in declaration order.
     public let routeOrder: [String]
+
+    init(name: String, kind: CoordinatorKind, initial: [RouteRef], routes: [String: RouteSpec], routeOrder: [String]) {
+        self.name = name
+        self.kind = kind
+        self.initial = initial
+        self.routes = routes
+        self.routeOrder = routeOrder
+    }
 }
 
 /// A route named with its params: an initial item, or a link target.
@@ -49,7 +60,7 @@ public struct RouteRef: Sendable, Equatable {
 }
 
 /// One declared route.
-public struct RouteSpec: Sendable {
+public final class RouteSpec: Sendable {
     public let name: String
     public let params: [String: ParamType]
     /// Param names in declaration order.
@@ -62,6 +73,17 @@ public struct RouteSpec: Sendable {
     public let tab: JSON?
     /// Display text with `{param}` placeholders; never part of the state.
     public let title: String?
+
+    init(name: String, params: [String: ParamType], paramOrder: [String], coordinator: String?, presentation: Presentation?,
+         tab: JSON?, title: String?) {
+        self.name = name
+        self.params = params
+        self.paramOrder = paramOrder
+        self.coordinator = coordinator
+        self.presentation = presentation
+        self.tab = tab
+        self.title = title
+    }
 }
 
 /// A declared param type: `string`, `int`, `number` or `bool`, optional with a `?`.
