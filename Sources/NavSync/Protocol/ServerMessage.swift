@@ -77,6 +77,7 @@ public enum ServerMessage: Sendable, Equatable {
     /// either way.
     public func bytes(id: JSON? = nil) -> [UInt8] {
         if case .patch(let session, let patch) = self, id == nil { return Self.bytes(session: session, patch) }
+        if case .ack(let session, let ack) = self { return Self.bytes(session: session, ack) }
         guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else { return json(id: id).encoded() }
         var out: [UInt8] = []
         out.reserveCapacity(e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128)
@@ -127,6 +128,29 @@ public enum ServerMessage: Sendable, Equatable {
             op.write(into: &out)
         }
         out.append(contentsOf: "]}".utf8)
+        return out
+    }
+
+    /// An `ack` message, in the key order of `json(id:)` (whose `id` is the command's).
+    static func bytes(session: String, _ ack: Ack) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96)
+        out.append(contentsOf: #"{"type":"ack","id":"#.utf8)
+        ack.id.json.write(into: &out)
+        out.append(contentsOf: #","session":"#.utf8)
+        JSON.writeString(session, into: &out)
+        out.append(contentsOf: #","rev":"#.utf8)
+        out.append(contentsOf: String(ack.rev).utf8)
+        out.append(contentsOf: #","results":["#.utf8)
+        for (i, result) in ack.results.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: result.rawValue.utf8)
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "]"))
+        if ack.duplicate { out.append(contentsOf: #","duplicate":true"#.utf8) }
+        out.append(UInt8(ascii: "}"))
         return out
     }
 

@@ -122,8 +122,8 @@ struct ProtocolTests {
                 == #"{"type":"sessions","sessions":[{"session":"demo","flow":"shop","rev":2,"members":3}]}"#)
     }
 
-    /// Patches are written straight from their ops (`bytes()`); the bytes must be those
-    /// of the object form, whatever the ops hold.
+    /// Patches and acks are written straight from their fields (`bytes()`); the bytes
+    /// must be those of the object form, whatever they hold.
     @Test func patchBytesEqualTheEncodedObject() {
         let entry: JSON = ["id": "e9", "route": "detail", "params": ["id": 4, "note": "a \"quoted\" \\ note\n"], "presentation": "push"]
         let patches = [
@@ -140,6 +140,12 @@ struct ProtocolTests {
         for patch in patches {
             let message = ServerMessage.patch(session: "s \"1\"", patch)
             #expect(message.bytes() == message.json().encoded(), "\(message.json())")
+        }
+        var duplicate = Ack(id: .string("k\"é"), rev: 12, results: [.applied, .noop, .superseded])
+        duplicate.duplicate = true
+        for ack in [Ack(id: .int(3), rev: 0, results: [.applied]), duplicate] {
+            let message = ServerMessage.ack(session: "demo", ack)
+            #expect(message.bytes() == message.json().encoded() && message.bytes(id: 9) == message.json(id: 9).encoded())
         }
     }
 
