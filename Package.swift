@@ -16,7 +16,7 @@ let package = Package(
         .target(name: "NavSync", dependencies: ["CJansson", "CUV", "CHiredis"]),
         .executableTarget(name: "navsyncd", dependencies: ["NavSync"]),
         .executableTarget(name: "navclient", dependencies: ["NavSync"]),
-        .executableTarget(name: "navsync-bench", dependencies: ["NavSync"]),
+        .executableTarget(name: "navsync-bench", dependencies: ["NavSync", "CUV"]),
         .testTarget(name: "NavSyncTests", dependencies: ["NavSync"]),
     ],
     swiftLanguageModes: [.v6]

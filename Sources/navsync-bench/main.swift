@@ -9,6 +9,7 @@ import Glibc
 // copy, diff to a JSON Patch, update conflict bookkeeping and the idempotency table,
 // append to the patch log. "+encode" also serializes the patch message once, as the
 // server does before broadcasting it.
+import CUV
 import NavSync
 
 var commands = 200_000
@@ -82,6 +83,9 @@ for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
 /// and the memory a held revision costs (RSS with history on, less with it off).
 @MainActor func historyFigures() {
     func rssKiB() -> Int {
+        // Freed memory goes back to the system first: the workloads before this one
+        // leave free heap behind that the sequencers built here would otherwise reuse.
+        malloc_trim(0)
         guard let bytes = FileSystem.read("/proc/self/statm"),
               let pages = Int(String(decoding: bytes, as: UTF8.self).split(separator: " ")[1]) else { return 0 }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
@@ -106,6 +110,7 @@ for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
     let afterOff = rssKiB()
     let on = build(held)
     let afterOn = rssKiB()
+    withExtendedLifetime(off) {}
     let perRevision = Double((afterOn - afterOff) - (afterOff - base)) * 1024 / Double(held)
     var rng = SystemRandomNumberGenerator()
     var times: [Double] = []

@@ -76,7 +76,8 @@ var cluster: ClusterStore?
 if let address = options.cluster {
     var host = [CChar](repeating: 0, count: 256)
     gethostname(&host, host.count)
-    cluster = ClusterStore(address: address, node: options.node ?? "\(String(cString: host))-\(options.server.port)")
+    let hostname = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    cluster = ClusterStore(address: address, node: options.node ?? "\(hostname)-\(options.server.port)")
 }
 
 let application: ServerApplication
