@@ -284,16 +284,20 @@ struct Bench {
             for session in sessionNames {
                 let c = WebSocketClient(loop: loop, url: url)
                 c.onOpen = { c.send(text: Array(#"{"type":"join","session":"\#(session)","create":true}"#.utf8)) }
+                var done = false
                 c.onText = { bytes in
                     guard let m = try? JSON.parse(bytes), m["type"] == "joined" || m["type"] == "error" else { return }
                     if m["type"] == "error", failure == nil { failure = "join refused: \(m["message"]?.stringValue ?? "")"; loop.stop() }
                     c.send(text: Array(#"{"type":"leave","session":"\#(session)"}"#.utf8))
                     c.close()
+                    done = true
                     created += 1
                     if created == sessionNames.count { startPublishers() }
                 }
+                // Only a creator closed before its session was made is a failure (one
+                // that closed after its own join, while another is still joining, is not).
                 c.onClose = { _, reason in
-                    if started == 0 && failure == nil && created < sessionNames.count { failure = reason; loop.stop() }
+                    if !done && failure == nil { failure = "creating '\(session)': \(reason.isEmpty ? "connection closed" : reason)"; loop.stop() }
                 }
                 creators.append(c)
                 c.connect()
@@ -337,7 +341,7 @@ struct Bench {
         for (k, v) in stats.errors { errors[k, default: 0] += v }
         report(deliveries: stats.deliveries, acked: publisherStats.acked, errors: errors, ack: Percentiles(publisherStats.ackLatencies),
                last: Percentiles(lastMember), elapsed: elapsed, before: serverBefore, after: serverAfter, slow: slowStats,
-               joins: (seconds: Double(stats.allJoined &- stats.joinStarted) / 1e9, presence: stats.presence))
+               joins: (seconds: clients == 0 ? 0 : Double(stats.allJoined &- stats.joinStarted) / 1e9, presence: stats.presence))
         return 0
     }
 

@@ -153,9 +153,8 @@ extension NavDocument {
             name.works(on: c.kind) && routes.allSatisfy { self.flow.spec(c.type).routes[$0] != nil }
         }
         if let p = state.deepestActive(where: declares) { return p }
-        let path = state.activePath
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")
-        if let p = path.last(where: { p in routes.allSatisfy { flow.spec(state[p].type).routes[$0] != nil } }) {
+        if let p = state.deepestActive(where: { c in routes.allSatisfy { flow.spec(c.type).routes[$0] != nil } }) {
             let fix = routes.count == 1 ? "; use `\(Self.verb(for: state[p].kind)) \(routes[0])`" : ""
             throw NavError(.invalidOp, "\(list) is declared on \(state[p].type), a \(state[p].kind.rawValue) coordinator; '\(name.rawValue)' works on \(kindList(name.kinds!))\(fix)")
         }
