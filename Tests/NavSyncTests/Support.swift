@@ -29,6 +29,10 @@ struct Harness {
         if case .applied(_, let patch) = outcome {
             // Every patch must take the previous document to the new one.
             #expect((try? before.json.applying(patch.ops)) == seq.state.json, "patch \(patch.ops.map(\.json))")
+            // Written straight from the state's values, its message has the bytes of
+            // the object form.
+            let message = ServerMessage.patch(session: "s", patch)
+            #expect(message.bytes() == message.json().encoded())
         }
         if case .failed = outcome { #expect(seq.state == before) }
         checkShape(seq.state, seq.document.flow)

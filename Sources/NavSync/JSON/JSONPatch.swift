@@ -8,13 +8,61 @@ public struct PatchOperation: Sendable, Equatable {
     /// `move` / `copy` source.
     public var from: String?
     /// `add` / `replace` / `test` value.
-    public var value: JSON?
+    public var value: JSON? {
+        get { payload?.json }
+        set { payload = newValue.map(Payload.json) }
+    }
+    private var payload: Payload?
+
+    /// What an op carries: JSON, or a part of the state that becomes JSON only when
+    /// asked. A diff's new entries are kept as the entries themselves and written
+    /// straight to bytes when broadcast, never built as a JSON tree first.
+    enum Payload: Sendable {
+        case json(JSON)
+        case entry(Entry)
+        case entries([Entry])
+        case coordinator(Coordinator)
+
+        var json: JSON {
+            switch self {
+            case .json(let value): return value
+            case .entry(let e): return e.json
+            case .entries(let list): return .array(list.map(\.json))
+            case .coordinator(let c): return c.json
+            }
+        }
+
+        func write(into out: inout [UInt8]) {
+            switch self {
+            case .json(let value): value.write(into: &out)
+            case .entry(let e): e.write(into: &out)
+            case .entries(let list):
+                out.append(UInt8(ascii: "["))
+                for (i, e) in list.enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    e.write(into: &out)
+                }
+                out.append(UInt8(ascii: "]"))
+            case .coordinator(let c): c.write(into: &out)
+            }
+        }
+    }
 
     public init(_ op: Kind, _ path: String, value: JSON? = nil, from: String? = nil) {
         self.op = op
         self.path = path
-        self.value = value
+        self.payload = value.map(Payload.json)
         self.from = from
+    }
+
+    init(_ op: Kind, _ path: String, payload: Payload) {
+        self.op = op
+        self.path = path
+        self.payload = payload
+    }
+
+    public static func == (a: PatchOperation, b: PatchOperation) -> Bool {
+        a.op == b.op && a.path == b.path && a.from == b.from && a.value == b.value
     }
 
     public var json: JSON {
@@ -36,9 +84,9 @@ public struct PatchOperation: Sendable, Equatable {
         }
         out.append(contentsOf: #","path":"#.utf8)
         JSON.writeString(path, into: &out)
-        if let value {
+        if let payload {
             out.append(contentsOf: #","value":"#.utf8)
-            value.write(into: &out)
+            payload.write(into: &out)
         }
         out.append(UInt8(ascii: "}"))
     }
@@ -51,7 +99,7 @@ public struct PatchOperation: Sendable, Equatable {
         guard let path = o["path"]?.stringValue else { throw JSONPatchError("'\(name)' needs a string 'path'") }
         op = kind
         self.path = path
-        value = o["value"]
+        payload = o["value"].map(Payload.json)
         from = o["from"]?.stringValue
         if [.add, .replace, .test].contains(kind) && value == nil { throw JSONPatchError("'\(name)' needs a 'value'") }
         if [.move, .copy].contains(kind) && from == nil { throw JSONPatchError("'\(name)' needs a string 'from'") }

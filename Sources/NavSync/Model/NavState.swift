@@ -185,3 +185,73 @@ extension Alert {
         return .object(o)
     }
 }
+
+// MARK: - The document written straight to bytes
+
+/// `json.encoded()` without building the JSON: a patch carries new entries (a deep link
+/// a whole coordinator tree) as state values and writes them when it is broadcast.
+extension Entry {
+    func write(into out: inout [UInt8]) {
+        out.append(contentsOf: #"{"id":"e"#.utf8)
+        out.append(contentsOf: String(id.number).utf8)
+        out.append(contentsOf: #"","route":"#.utf8)
+        JSON.writeString(route, into: &out)
+        out.append(contentsOf: #","params":"#.utf8)
+        JSON.object(params).write(into: &out)
+        if let presentation {
+            out.append(contentsOf: #","presentation":""#.utf8)
+            out.append(contentsOf: presentation.rawValue.utf8)
+            out.append(UInt8(ascii: "\""))
+        }
+        if let tab {
+            out.append(contentsOf: #","tab":"#.utf8)
+            tab.write(into: &out)
+        }
+        if let hints {
+            out.append(contentsOf: #","hints":"#.utf8)
+            JSON.object(hints).write(into: &out)
+        }
+        if let data {
+            out.append(contentsOf: #","data":"#.utf8)
+            JSON.object(data).write(into: &out)
+        }
+        if let coordinator {
+            out.append(contentsOf: #","coordinator":"#.utf8)
+            coordinator.write(into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension Coordinator {
+    func write(into out: inout [UInt8]) {
+        out.append(contentsOf: #"{"type":"#.utf8)
+        JSON.writeString(type, into: &out)
+        out.append(contentsOf: #","kind":""#.utf8)
+        out.append(contentsOf: kind.rawValue.utf8)
+        out.append(UInt8(ascii: "\""))
+        switch kind {
+        case .root:
+            out.append(contentsOf: #","current":"#.utf8)
+            entries[0].write(into: &out)
+        case .stack, .tabs:
+            out.append(contentsOf: kind == .stack ? #","stack":["#.utf8 : #","tabs":["#.utf8)
+            for (i, e) in entries.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                e.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+            if kind == .tabs {
+                out.append(contentsOf: #","selected":"#.utf8)
+                if let selected {
+                    out.append(contentsOf: #""e"#.utf8)
+                    out.append(contentsOf: String(selected.number).utf8)
+                    out.append(UInt8(ascii: "\""))
+                } else {
+                    out.append(contentsOf: "null".utf8)
+                }
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+}

@@ -55,12 +55,24 @@ public struct StateDiff: Sendable {
         ops.append(PatchOperation(kind, here, value: value))
     }
 
+    private mutating func emit(_ kind: PatchOperation.Kind, _ payload: PatchOperation.Payload) {
+        ops.append(PatchOperation(kind, here, payload: payload))
+    }
+
     private mutating func emit(_ kind: PatchOperation.Kind, _ token: StaticString, value: JSON? = nil) {
         within(token) { $0.emit(kind, value: value) }
     }
 
+    private mutating func emit(_ kind: PatchOperation.Kind, _ token: StaticString, _ payload: PatchOperation.Payload) {
+        within(token) { $0.emit(kind, payload) }
+    }
+
     private mutating func emit(_ kind: PatchOperation.Kind, _ index: Int, value: JSON? = nil) {
         within(index) { $0.emit(kind, value: value) }
+    }
+
+    private mutating func emit(_ kind: PatchOperation.Kind, _ index: Int, _ payload: PatchOperation.Payload) {
+        within(index) { $0.emit(kind, payload) }
     }
 
     // MARK: The walk
@@ -68,7 +80,7 @@ public struct StateDiff: Sendable {
     private mutating func diff(_ a: Coordinator, _ b: Coordinator) {
         if a.selected == b.selected && Self.sameStorage(a.entries, b.entries) { return }
         guard a.type == b.type, a.kind == b.kind else {
-            emit(.replace, value: b.json)
+            emit(.replace, .coordinator(b))
             noteRemoved(a.entries)
             noteAdded(b.entries)
             return
@@ -78,7 +90,7 @@ public struct StateDiff: Sendable {
             if a.entries[0].id == b.entries[0].id {
                 within("current") { $0.diff(a.entries[0], b.entries[0]) }
             } else {
-                emit(.replace, "current", value: b.entries[0].json)
+                emit(.replace, "current", .entry(b.entries[0]))
                 noteRemoved(a.entries[0])
                 noteAdded(b.entries[0])
             }
@@ -106,7 +118,7 @@ public struct StateDiff: Sendable {
         let shared = old[p...].contains { o in new[p...].contains { $0.id == o.id } }
         guard !shared else { return diffMoves(old, new, from: p) }
         if p == 0 && !old.isEmpty && !new.isEmpty {
-            emit(.replace, value: .array(new.map(\.json)))
+            emit(.replace, .entries(new))
             noteRemoved(old)
             noteAdded(new)
             return
@@ -117,12 +129,12 @@ public struct StateDiff: Sendable {
             noteRemoved(old[i])
         }
         for i in p..<paired {
-            emit(.replace, i, value: new[i].json)
+            emit(.replace, i, .entry(new[i]))
             noteRemoved(old[i])
             noteAdded(new[i])
         }
         for j in paired..<new.count {
-            emit(.add, j, value: new[j].json)
+            emit(.add, j, .entry(new[j]))
             noteAdded(new[j])
         }
     }
@@ -149,7 +161,7 @@ public struct StateDiff: Sendable {
                 work.insert(moved, at: j)
                 if !Self.unchanged(moved, new[j]) { within(j) { $0.diff(moved, new[j]) } }
             } else {
-                emit(.add, j, value: new[j].json)
+                emit(.add, j, .entry(new[j]))
                 noteAdded(new[j])
                 work.insert(new[j], at: j)
             }
@@ -166,7 +178,7 @@ public struct StateDiff: Sendable {
     private mutating func diff(_ a: Entry, _ b: Entry) {
         guard a.route == b.route, a.params == b.params, a.presentation == b.presentation,
               a.tab == b.tab, a.hints == b.hints else {
-            emit(.replace, value: b.json)
+            emit(.replace, .entry(b))
             noteRemoved(a.coordinator?.entries ?? [])
             noteAdded(b.coordinator?.entries ?? [])
             return
@@ -181,7 +193,7 @@ public struct StateDiff: Sendable {
         case (nil, nil): break
         case (let x?, let y?): within("coordinator") { $0.diff(x, y) }
         case (nil, let y?):
-            emit(.add, "coordinator", value: y.json)
+            emit(.add, "coordinator", .coordinator(y))
             noteAdded(y.entries)
             created.append(.entry(b.id))
         case (let x?, nil):

@@ -199,7 +199,11 @@ struct RandomizedTests {
                 outcomes["applied", default: 0] += 1
                 #expect(ack.rev == before.rev + 1 && patch.rev == ack.rev)
                 // The patch, through its wire form, takes the old document to the new one.
-                let wire = try JSON.parse(ServerMessage.patch(session: "s", patch).json().encoded())
+                // The wire form is what the server sends: written straight from the ops'
+                // values, byte for byte the encoded object.
+                let bytes = ServerMessage.patch(session: "s", patch).bytes()
+                #expect(bytes == ServerMessage.patch(session: "s", patch).json().encoded())
+                let wire = try JSON.parse(bytes)
                 let ops = try wire["ops"]!.arrayValue!.map { try PatchOperation(json: $0) }
                 let applied = try? before.state.json.applying(ops)
                 #expect(applied == seq.state.json, "command \(n): \(object)\npatch: \(JSON.array(ops.map(\.json)))\nbefore: \(before.state.json)")
