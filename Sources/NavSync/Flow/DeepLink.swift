@@ -15,7 +15,9 @@ extension Flow {
             if case .capture(let name) = segment { captures[name] = value }
         }
         var ops: [Operation] = []
+        ops.reserveCapacity(link.ops.count)
         for (i, raw) in link.ops.enumerated() {
+            if let compiled = link.compiled[i] { ops.append(compiled); continue }
             do throws(NavError) {
                 ops.append(try Operation(json: substitute(raw, captures)))
             } catch {

@@ -150,6 +150,25 @@ public struct Link: Sendable {
     public let segments: [Segment]
     /// The operations, as JSON; `":name"` values in `params` are substituted when opened.
     public let ops: [JSON]
+    /// The operations without captures, decoded once when the flow is loaded (nil for
+    /// those that take captures, which are decoded per opening).
+    let compiled: [Operation?]
+
+    init(pattern: String, segments: [Segment], ops: [JSON]) {
+        self.pattern = pattern
+        self.segments = segments
+        self.ops = ops
+        compiled = ops.map { raw in Link.takesCaptures(raw) ? nil : try? Operation(json: raw) }
+    }
+
+    /// Whether an op has a whole-string `":name"` param value, in its `params` or in its
+    /// `routes` items' `params`.
+    static func takesCaptures(_ op: JSON) -> Bool {
+        func captures(_ params: JSON?) -> Bool {
+            params?.objectValue?.contains { _, value in value.stringValue.map { $0.hasPrefix(":") && $0.count > 1 } ?? false } ?? false
+        }
+        return captures(op["params"]) || (op["routes"]?.arrayValue ?? []).contains { captures($0["params"]) }
+    }
 }
 
 extension Flow {

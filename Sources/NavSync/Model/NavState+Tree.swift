@@ -106,11 +106,16 @@ extension NavState {
     /// Paths of every coordinator of the given type, anywhere on the tree.
     public func paths(ofType type: String) -> [CoordinatorPath] {
         var found: [CoordinatorPath] = []
-        func walk(_ c: Coordinator, _ path: CoordinatorPath) {
+        var path: CoordinatorPath = []
+        func walk(_ c: Coordinator) {
             if c.type == type { found.append(path) }
-            for (i, e) in c.entries.enumerated() { if let child = e.coordinator { walk(child, path + [i]) } }
+            for i in c.entries.indices where c.entries[i].coordinator != nil {
+                path.append(i)
+                walk(c.entries[i].coordinator!)
+                path.removeLast()
+            }
         }
-        walk(root, [])
+        walk(root)
         return found
     }
 

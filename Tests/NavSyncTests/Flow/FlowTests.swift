@@ -32,6 +32,22 @@ struct FlowTests {
 
     static func shop() throws -> Flow { try Flow.load(bytes: Array(shopText.utf8), file: "shop.json") }
 
+    /// Link ops without captures are decoded once, at load; opening a link gives the
+    /// same operations as decoding every op with its captures filled in.
+    @Test func linksDecodeTheirStaticOpsOnce() throws {
+        let link = Flow.demo.links.first { $0.pattern == "/product/:id" }!
+        #expect(link.compiled.map { $0 != nil } == [true, true, false])
+        #expect(!Link.takesCaptures(["op": "push", "route": "detail", "params": ["id": ":"]]))
+        #expect(Link.takesCaptures(["op": "setStack", "routes": ["list", ["route": "detail", "params": ["id": ":id"]]]]))
+        let (_, ops) = try Flow.demo.expand(url: "/product/7?note=hi")
+        let filled: [JSON] = [
+            ["op": "setRoot", "at": "App", "route": "main"],
+            ["op": "select", "route": "home"],
+            ["op": "setStack", "at": "Home", "routes": ["list", ["route": "detail", "params": ["id": 7, "note": "hi"]]]],
+        ]
+        #expect(ops == (try filled.map { j throws(NavError) in try Operation(json: j) }))
+    }
+
     @Test func designExampleLoads() throws {
         let flow = try Self.shop()
         #expect(flow.name == "shop")
