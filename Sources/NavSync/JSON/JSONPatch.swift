@@ -55,7 +55,7 @@ public struct PatchOperation: Sendable, Equatable {
         self.from = from
     }
 
-    init(_ op: Kind, _ path: String, payload: Payload) {
+    init(_ op: Kind, _ path: String, payload: Payload?) {
         self.op = op
         self.path = path
         self.payload = payload

@@ -154,15 +154,6 @@ extension Coordinator {
         }
         return .object(o)
     }
-
-    /// The key that holds this coordinator's entries in JSON.
-    var entriesKey: String {
-        switch kind {
-        case .root: return "current"
-        case .stack: return "stack"
-        case .tabs: return "tabs"
-        }
-    }
 }
 
 extension Entry {

@@ -106,20 +106,8 @@ public enum OpName: String, Sendable, CaseIterable {
         }
     }
 
-    /// The coordinator kinds the operation works on; nil for session-wide operations and
-    /// `update`, which work on any entry.
-    public var kinds: Set<CoordinatorKind>? {
-        switch self {
-        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setStack:
-            return [.stack]
-        case .setRoot: return [.stack, .root]
-        case .restart: return [.root, .stack, .tabs]
-        case .select, .setTabs, .appendTab, .insertTab, .removeFirst, .removeLast, .removeTab: return [.tabs]
-        case .update, .open, .alert, .respond, .reset: return nil
-        }
-    }
-
-    /// `kinds.contains(kind)` without making the set (the targeting of every command).
+    /// Whether the operation works on a coordinator of this kind (the targeting of
+    /// every command asks this, so it is a switch, not a set made per call).
     func works(on kind: CoordinatorKind) -> Bool {
         switch self {
         case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setStack:
@@ -129,6 +117,13 @@ public enum OpName: String, Sendable, CaseIterable {
         case .select, .setTabs, .appendTab, .insertTab, .removeFirst, .removeLast, .removeTab: return kind == .tabs
         case .update, .open, .alert, .respond, .reset: return false
         }
+    }
+
+    /// The coordinator kinds the operation works on; nil for session-wide operations and
+    /// `update`, which work on any entry.
+    public var kinds: Set<CoordinatorKind>? {
+        let kinds = Set(CoordinatorKind.allCases.filter(works(on:)))
+        return kinds.isEmpty ? nil : kinds
     }
 
     /// Whether `at` is ignored (section A: on `open`, `alert`, `respond`, `reset`).

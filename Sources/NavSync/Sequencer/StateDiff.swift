@@ -42,36 +42,22 @@ public struct StateDiff: Sendable {
     private mutating func within(_ index: Int, _ body: (inout StateDiff) -> Void) {
         let mark = path.count
         path.append(UInt8(ascii: "/"))
-        var digits = index, divisor = 1
-        while digits >= 10 { digits /= 10; divisor *= 10 }
-        while divisor > 0 { path.append(UInt8(ascii: "0") + UInt8(index / divisor % 10)); divisor /= 10 }
+        path.append(contentsOf: String(index).utf8)
         body(&self)
         path.removeSubrange(mark...)
     }
 
     private var here: String { String(decoding: path, as: UTF8.self) }
 
-    private mutating func emit(_ kind: PatchOperation.Kind, value: JSON? = nil) {
-        ops.append(PatchOperation(kind, here, value: value))
-    }
-
-    private mutating func emit(_ kind: PatchOperation.Kind, _ payload: PatchOperation.Payload) {
+    private mutating func emit(_ kind: PatchOperation.Kind, _ payload: PatchOperation.Payload? = nil) {
         ops.append(PatchOperation(kind, here, payload: payload))
     }
 
-    private mutating func emit(_ kind: PatchOperation.Kind, _ token: StaticString, value: JSON? = nil) {
-        within(token) { $0.emit(kind, value: value) }
-    }
-
-    private mutating func emit(_ kind: PatchOperation.Kind, _ token: StaticString, _ payload: PatchOperation.Payload) {
+    private mutating func emit(_ kind: PatchOperation.Kind, _ token: StaticString, _ payload: PatchOperation.Payload? = nil) {
         within(token) { $0.emit(kind, payload) }
     }
 
-    private mutating func emit(_ kind: PatchOperation.Kind, _ index: Int, value: JSON? = nil) {
-        within(index) { $0.emit(kind, value: value) }
-    }
-
-    private mutating func emit(_ kind: PatchOperation.Kind, _ index: Int, _ payload: PatchOperation.Payload) {
+    private mutating func emit(_ kind: PatchOperation.Kind, _ index: Int, _ payload: PatchOperation.Payload? = nil) {
         within(index) { $0.emit(kind, payload) }
     }
 
@@ -99,7 +85,7 @@ public struct StateDiff: Sendable {
         case .tabs: within("tabs") { $0.diffList(a.entries, b.entries) }
         }
         if a.selected != b.selected {
-            emit(.replace, "selected", value: b.selected.map { .string($0.description) } ?? .null)
+            emit(.replace, "selected", .json(b.selected.map { .string($0.description) } ?? .null))
         }
     }
 
@@ -185,7 +171,7 @@ public struct StateDiff: Sendable {
         }
         switch (a.data, b.data) {
         case (nil, nil): break
-        case (nil, let d?): emit(.add, "data", value: .object(d))
+        case (nil, let d?): emit(.add, "data", .json(.object(d)))
         case (.some, nil): emit(.remove, "data")
         case (let x?, let y?): within("data") { JSON.object(x).diff(to: .object(y), at: $0.here, into: &$0.ops) }
         }

@@ -6,13 +6,13 @@ import Testing
 /// e5 search -> Search e6 query, e7 cart -> Cart e8 items, e9 profile -> Profile e10 overview]
 @Suite("Operations")
 struct OperationTests {
-    /// The targeting's quick kind check says what the declared kinds say.
-    @Test func worksOnAgreesWithKinds() {
-        for name in OpName.allCases {
-            for kind in CoordinatorKind.allCases {
-                #expect(name.works(on: kind) == (name.kinds?.contains(kind) ?? false), "\(name) on \(kind)")
-            }
-        }
+    /// The kinds each operation works on (DESIGN.md section 4), as targeting sees them.
+    @Test func operationsWorkOnTheirKinds() {
+        #expect(OpName.pop.kinds == [.stack] && !OpName.pop.works(on: .tabs))
+        #expect(OpName.setRoot.kinds == [.root, .stack])
+        #expect(OpName.restart.kinds == Set(CoordinatorKind.allCases))
+        #expect(OpName.select.kinds == [.tabs] && OpName.select.works(on: .tabs))
+        #expect(OpName.update.kinds == nil && OpName.open.kinds == nil && !OpName.reset.works(on: .root))
     }
 
     @Test func initialStateAndIdsArePreOrder() {
