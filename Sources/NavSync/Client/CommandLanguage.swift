@@ -103,7 +103,7 @@ public enum CommandLanguage {
                 positional.append(w)
             }
         }
-        var b = OpBuilder(flow: flow, state: state, fields: fields)
+        let b = OpBuilder(flow: flow, state: state, fields: fields)
         switch name {
         case "sessions": return .sessions
         case "members": return .members

@@ -2,17 +2,47 @@
 ///
 /// A `Flow` is always valid: the only ways to make one are `Flow.load` and the builder,
 /// and both run the checks of `Flow+Validation.swift`.
+///
+/// Its fields live in one shared box: a document carries its flow, and commands copy
+/// documents, so a flow copies as one reference rather than one per table.
 public struct Flow: Sendable {
-    public let name: String
+    private let fields: Fields
+
+    private final class Fields: Sendable {
+        let name: String
+        let root: String
+        let coordinators: [String: CoordinatorSpec]
+        let coordinatorOrder: [String]
+        let links: [Link]
+        let source: JSON
+
+        init(name: String, root: String, coordinators: [String: CoordinatorSpec], coordinatorOrder: [String],
+             links: [Link], source: JSON) {
+            self.name = name
+            self.root = root
+            self.coordinators = coordinators
+            self.coordinatorOrder = coordinatorOrder
+            self.links = links
+            self.source = source
+        }
+    }
+
+    init(name: String, root: String, coordinators: [String: CoordinatorSpec], coordinatorOrder: [String],
+         links: [Link], source: JSON) {
+        fields = Fields(name: name, root: root, coordinators: coordinators, coordinatorOrder: coordinatorOrder,
+                        links: links, source: source)
+    }
+
+    public var name: String { fields.name }
     /// The coordinator type at the root of the tree.
-    public let root: String
+    public var root: String { fields.root }
     /// Coordinator types by name, and their names in declaration order.
-    public let coordinators: [String: CoordinatorSpec]
-    public let coordinatorOrder: [String]
+    public var coordinators: [String: CoordinatorSpec] { fields.coordinators }
+    public var coordinatorOrder: [String] { fields.coordinatorOrder }
     /// Deep links in declaration order: the first one that matches wins.
-    public let links: [Link]
+    public var links: [Link] { fields.links }
     /// The flow as JSON, as clients receive it in `joined.flow`.
-    public let source: JSON
+    public var source: JSON { fields.source }
 }
 
 /// The three coordinator kinds.

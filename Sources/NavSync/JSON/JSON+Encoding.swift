@@ -17,9 +17,9 @@ extension JSON {
 
     public func write(into out: inout [UInt8], sortedKeys: Bool = false) {
         switch self {
-        case .null: out.append(contentsOf: "null".utf8)
+        case .null: out.append(ascii: "null")
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .int(let i): out.append(decimal: i)
         case .double(let d): Self.writeDouble(d, into: &out)
         case .string(let s): Self.writeString(s, into: &out)
         case .array(let items):
@@ -54,7 +54,7 @@ extension JSON {
     /// JSON has no NaN or infinity; the parser never produces them and operations refuse
     /// them, so a non-finite value here is a programming error written as `null`.
     static func writeDouble(_ d: Double, into out: inout [UInt8]) {
-        guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
+        guard d.isFinite else { out.append(ascii: "null"); return }
         // Swift's description is the shortest round-trip form ("4.5", "1e-07", "3.0").
         out.append(contentsOf: d.description.utf8)
     }
@@ -85,6 +85,35 @@ extension JSON {
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// The two appends every encoder here is made of. Going through `String.utf8` costs a
+/// generic copy and, for a number, a string: together a fifth of a patch's encoding.
+extension Array<UInt8> {
+    /// ASCII text known when compiling (keys, punctuation).
+    @inline(__always) mutating func append(ascii text: StaticString) {
+        append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// The decimal digits of `n`, with a minus sign when negative.
+    mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
+        var magnitude = n.magnitude
+        if magnitude < 10 {
+            if n < 0 { append(UInt8(ascii: "-")) }
+            append(UInt8(ascii: "0") + UInt8(magnitude))
+            return
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { digits in
+            var i = digits.count
+            repeat {
+                i -= 1
+                digits[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if n < 0 { i -= 1; digits[i] = UInt8(ascii: "-") }
+            append(contentsOf: UnsafeBufferPointer(rebasing: digits[i...]))
+        }
     }
 }
 

@@ -75,17 +75,17 @@ public struct PatchOperation: Sendable, Equatable {
 
     /// `json.encoded()`, written without building the object.
     func write(into out: inout [UInt8]) {
-        out.append(contentsOf: #"{"op":""#.utf8)
+        out.append(ascii: #"{"op":""#)
         out.append(contentsOf: op.rawValue.utf8)
         out.append(UInt8(ascii: "\""))
         if let from {
-            out.append(contentsOf: #","from":"#.utf8)
+            out.append(ascii: #","from":"#)
             JSON.writeString(from, into: &out)
         }
-        out.append(contentsOf: #","path":"#.utf8)
+        out.append(ascii: #","path":"#)
         JSON.writeString(path, into: &out)
         if let payload {
-            out.append(contentsOf: #","value":"#.utf8)
+            out.append(ascii: #","value":"#)
             payload.write(into: &out)
         }
         out.append(UInt8(ascii: "}"))

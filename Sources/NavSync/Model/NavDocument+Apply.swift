@@ -149,8 +149,9 @@ extension NavDocument {
             }
             return p
         }
+        let flow = flow    // not `self`: a closure capturing the document would copy it
         let declares = { (c: Coordinator) in
-            name.works(on: c.kind) && routes.allSatisfy { self.flow.spec(c.type).routes[$0] != nil }
+            name.works(on: c.kind) && routes.allSatisfy { flow.spec(c.type).routes[$0] != nil }
         }
         if let p = state.deepestActive(where: declares) { return p }
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")

@@ -8,7 +8,7 @@ extension NavDocument {
             guard let p = try routelessTarget(.restart, at) else { preconditionFailure("the root is always on the path") }
             let fresh = makeCoordinator(state[p].type)
             state.modify(p) { $0 = fresh }
-            ctx.changed.insert(state.key(of: p))
+            ctx.changed.append(state.key(of: p))
             return .applied
 
         case .update(_, let patch):
@@ -30,7 +30,7 @@ extension NavDocument {
                 throw NavError(.tooLarge, "data of \(state[p].entries[index].id) would be \(size) bytes; at most \(limits.maxDataBytes) are allowed")
             }
             state.modify(p) { $0.entries[index].data = merged }
-            ctx.changed.insert(state.key(of: p))
+            ctx.changed.append(state.key(of: p))
             return .applied
 
         case .open(let url):
@@ -55,7 +55,7 @@ extension NavDocument {
                 throw NavError(.busy, "alert \(shown.id) (\"\(shown.title)\") is shown; answer it first")
             }
             state.alert = Alert(id: allocate(), title: spec.title, message: spec.message, buttons: spec.buttons)
-            ctx.changed.insert(.alert)
+            ctx.changed.append(.alert)
             return .applied
 
         case .respond(_, let button):
@@ -64,13 +64,13 @@ extension NavDocument {
                 throw NavError(.badParams, "alert \(alert.id) has no button '\(button)' (it has \(alert.buttons.map(\.id).joined(separator: ", ")))")
             }
             state.alert = nil
-            ctx.changed.insert(.alert)
+            ctx.changed.append(.alert)
             return .applied
 
         case .reset:
             state = NavState(root: makeCoordinator(flow.root))
             ctx.didReset = true
-            ctx.changed.formUnion([.root, .alert])
+            ctx.changed.append(contentsOf: [.root, .alert])
             return .applied
 
         default:

@@ -6,14 +6,12 @@ extension NavDocument {
         let name = action.name
         switch action {
         case .route(let item):
-            let p = try target(name, routes: [item.route], at)
-            let declared = flow.spec(state[p].type).routes[item.route]!.presentation
-            return try push(item, declared ?? .push, at: p, &ctx)
+            return try push(item, at: try target(name, routes: [item.route], at), &ctx) { $0 ?? .push }
 
         case .present(let item, let style):
-            let p = try target(name, routes: [item.route], at)
-            let declared = flow.spec(state[p].type).routes[item.route]!.presentation
-            return try push(item, style ?? (declared?.isModal == true ? declared! : .sheet), at: p, &ctx)
+            return try push(item, at: try target(name, routes: [item.route], at), &ctx) { declared in
+                style ?? (declared?.isModal == true ? declared! : .sheet)
+            }
 
         case .pop(let count, nil):
             guard let p = try routelessTarget(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
@@ -68,7 +66,7 @@ extension NavDocument {
             let root = makeEntry(item.route, of: owner.type, params: params,
                                  presentation: owner.kind == .stack ? .root : nil, hints: item.hints)
             state.modify(p) { $0.entries = [root] }
-            ctx.changed.insert(state.key(of: p))
+            ctx.changed.append(state.key(of: p))
             return .applied
 
         case .setStack(let items):
@@ -88,7 +86,7 @@ extension NavDocument {
                 entries.append(makeEntry(item.route, of: owner.type, params: params, presentation: presentation, hints: item.hints))
             }
             state.modify(p) { $0.entries = entries }
-            ctx.changed.insert(state.key(of: p))
+            ctx.changed.append(state.key(of: p))
             return .applied
 
         default:
@@ -96,16 +94,19 @@ extension NavDocument {
         }
     }
 
-    private mutating func push(_ item: Operation.OpenItem, _ presentation: Presentation, at p: CoordinatorPath,
-                               _ ctx: inout CommandContext) throws(NavError) -> OpResult {
+    /// `presentation` gives the entry's from the one its route declares.
+    private mutating func push(_ item: Operation.OpenItem, at p: CoordinatorPath, _ ctx: inout CommandContext,
+                               presentation: (Presentation?) -> Presentation) throws(NavError) -> OpResult {
         let owner = state[p]
-        let params = try params(item, of: p)
+        let spec = flow.spec(owner.type)
+        let route = spec.routes[item.route]!
+        let params = try route.validate(params: item.params)
         guard owner.entries.count < limits.maxStackDepth else {
             throw NavError(.invalidOp, "\(owner.type) already holds \(limits.maxStackDepth) entries, the most a stack may")
         }
-        let entry = makeEntry(item.route, of: owner.type, params: params, presentation: presentation, hints: item.hints)
+        let entry = makeEntry(route, of: spec, params: params, presentation: presentation(route.presentation), hints: item.hints)
         state.modify(p) { $0.entries.append(entry) }
-        ctx.changed.insert(state.key(of: p))
+        ctx.changed.append(state.key(of: p))
         return .applied
     }
 
@@ -113,7 +114,7 @@ extension NavDocument {
     private mutating func truncate(_ p: CoordinatorPath, to count: Int, _ ctx: inout CommandContext) -> OpResult {
         guard count < state[p].entries.count else { return .noop }
         state.modify(p) { $0.entries.removeSubrange(count...) }
-        ctx.changed.insert(state.key(of: p))
+        ctx.changed.append(state.key(of: p))
         return .applied
     }
 

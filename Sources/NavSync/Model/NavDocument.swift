@@ -40,10 +40,15 @@ public struct NavDocument: Sendable {
     mutating func makeEntry(_ route: String, of owner: String, params: JSONObject,
                             presentation: Presentation?, hints: JSONObject?) -> Entry {
         let spec = flow.spec(owner)
-        let routeSpec = spec.routes[route]!
-        var entry = Entry(id: allocate(), route: route, params: params, presentation: presentation,
-                          tab: spec.kind == .tabs ? routeSpec.tab : nil, hints: hints)
-        if let child = routeSpec.coordinator { entry.coordinator = makeCoordinator(child) }
+        return makeEntry(spec.routes[route]!, of: spec, params: params, presentation: presentation, hints: hints)
+    }
+
+    /// The same, with the specs looked up already.
+    mutating func makeEntry(_ route: RouteSpec, of owner: CoordinatorSpec, params: JSONObject,
+                            presentation: Presentation?, hints: JSONObject?) -> Entry {
+        var entry = Entry(id: allocate(), route: route.name, params: params, presentation: presentation,
+                          tab: owner.kind == .tabs ? route.tab : nil, hints: hints)
+        if let child = route.coordinator { entry.coordinator = makeCoordinator(child) }
         return entry
     }
 

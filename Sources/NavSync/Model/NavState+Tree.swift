@@ -44,7 +44,9 @@ extension NavState {
 
     public func key(of path: CoordinatorPath) -> CoordinatorKey {
         guard let last = path.last else { return .root }
-        return .entry(self[Array(path.dropLast())].entries[last].id)
+        var c = root
+        for i in path.dropLast() { c = c.entries[i].coordinator! }
+        return .entry(c.entries[last].id)
     }
 
     /// The coordinators from the root to the deepest one on the active path: a root's
@@ -68,6 +70,7 @@ extension NavState {
     /// down with one path (targeting runs on every command: no list of paths).
     func deepestActive(where matches: (Coordinator) -> Bool) -> CoordinatorPath? {
         var path: CoordinatorPath = []
+        path.reserveCapacity(8)
         var found = matches(root) ? 0 : -1
         var c = root
         while let i = c.visibleIndex, let child = c.entries[i].coordinator {
@@ -75,7 +78,9 @@ extension NavState {
             if matches(child) { found = path.count }
             c = child
         }
-        return found < 0 ? nil : Array(path.prefix(found))
+        guard found >= 0 else { return nil }
+        path.removeLast(path.count - found)
+        return path
     }
 
     /// The deepest screen a device shows: the visible entry of the deepest coordinator.

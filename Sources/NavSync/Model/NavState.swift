@@ -183,31 +183,31 @@ extension Alert {
 /// a whole coordinator tree) as state values and writes them when it is broadcast.
 extension Entry {
     func write(into out: inout [UInt8]) {
-        out.append(contentsOf: #"{"id":"e"#.utf8)
-        out.append(contentsOf: String(id.number).utf8)
-        out.append(contentsOf: #"","route":"#.utf8)
+        out.append(ascii: #"{"id":"e"#)
+        out.append(decimal: id.number)
+        out.append(ascii: #"","route":"#)
         JSON.writeString(route, into: &out)
-        out.append(contentsOf: #","params":"#.utf8)
+        out.append(ascii: #","params":"#)
         JSON.object(params).write(into: &out)
         if let presentation {
-            out.append(contentsOf: #","presentation":""#.utf8)
+            out.append(ascii: #","presentation":""#)
             out.append(contentsOf: presentation.rawValue.utf8)
             out.append(UInt8(ascii: "\""))
         }
         if let tab {
-            out.append(contentsOf: #","tab":"#.utf8)
+            out.append(ascii: #","tab":"#)
             tab.write(into: &out)
         }
         if let hints {
-            out.append(contentsOf: #","hints":"#.utf8)
+            out.append(ascii: #","hints":"#)
             JSON.object(hints).write(into: &out)
         }
         if let data {
-            out.append(contentsOf: #","data":"#.utf8)
+            out.append(ascii: #","data":"#)
             JSON.object(data).write(into: &out)
         }
         if let coordinator {
-            out.append(contentsOf: #","coordinator":"#.utf8)
+            out.append(ascii: #","coordinator":"#)
             coordinator.write(into: &out)
         }
         out.append(UInt8(ascii: "}"))
@@ -216,14 +216,14 @@ extension Entry {
 
 extension Coordinator {
     func write(into out: inout [UInt8]) {
-        out.append(contentsOf: #"{"type":"#.utf8)
+        out.append(ascii: #"{"type":"#)
         JSON.writeString(type, into: &out)
-        out.append(contentsOf: #","kind":""#.utf8)
+        out.append(ascii: #","kind":""#)
         out.append(contentsOf: kind.rawValue.utf8)
         out.append(UInt8(ascii: "\""))
         switch kind {
         case .root:
-            out.append(contentsOf: #","current":"#.utf8)
+            out.append(ascii: #","current":"#)
             entries[0].write(into: &out)
         case .stack, .tabs:
             out.append(contentsOf: kind == .stack ? #","stack":["#.utf8 : #","tabs":["#.utf8)
@@ -233,13 +233,13 @@ extension Coordinator {
             }
             out.append(UInt8(ascii: "]"))
             if kind == .tabs {
-                out.append(contentsOf: #","selected":"#.utf8)
+                out.append(ascii: #","selected":"#)
                 if let selected {
-                    out.append(contentsOf: #""e"#.utf8)
-                    out.append(contentsOf: String(selected.number).utf8)
+                    out.append(ascii: #""e"#)
+                    out.append(decimal: selected.number)
                     out.append(UInt8(ascii: "\""))
                 } else {
-                    out.append(contentsOf: "null".utf8)
+                    out.append(ascii: "null")
                 }
             }
         }

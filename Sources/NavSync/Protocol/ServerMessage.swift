@@ -81,16 +81,16 @@ public enum ServerMessage: Sendable, Equatable {
         guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else { return json(id: id).encoded() }
         var out: [UInt8] = []
         out.reserveCapacity(e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128)
-        out.append(contentsOf: #"{"type":"joined""#.utf8)
+        out.append(ascii: #"{"type":"joined""#)
         func key(_ key: StaticString) {
-            out.append(contentsOf: #",""#.utf8)
+            out.append(ascii: #",""#)
             out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-            out.append(contentsOf: #"":"#.utf8)
+            out.append(ascii: #"":"#)
         }
         if let id { key("id"); id.write(into: &out) }
         key("session"); JSON.writeString(j.session, into: &out)
         key("epoch"); JSON.writeString(j.epoch, into: &out)
-        key("rev"); out.append(contentsOf: String(j.rev).utf8)
+        key("rev"); out.append(decimal: j.rev)
         key("flow"); out.append(contentsOf: e.flow)
         key("members")
         if let joiner = e.joiner {
@@ -101,7 +101,7 @@ public enum ServerMessage: Sendable, Equatable {
         } else {
             out.append(contentsOf: e.members)
         }
-        if let others = j.others { key("others"); out.append(contentsOf: String(others).utf8) }
+        if let others = j.others { key("others"); out.append(decimal: others) }
         key("state")
         if let bytes = e.state { out.append(contentsOf: bytes) } else { state.write(into: &out) }
         out.append(UInt8(ascii: "}"))
@@ -112,22 +112,22 @@ public enum ServerMessage: Sendable, Equatable {
     static func bytes(session: String, _ patch: Patch) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        out.append(contentsOf: #"{"type":"patch","session":"#.utf8)
+        out.append(ascii: #"{"type":"patch","session":"#)
         JSON.writeString(session, into: &out)
-        out.append(contentsOf: #","rev":"#.utf8)
-        out.append(contentsOf: String(patch.rev).utf8)
-        out.append(contentsOf: #","base":"#.utf8)
-        out.append(contentsOf: String(patch.base).utf8)
-        out.append(contentsOf: #","by":"#.utf8)
+        out.append(ascii: #","rev":"#)
+        out.append(decimal: patch.rev)
+        out.append(ascii: #","base":"#)
+        out.append(decimal: patch.base)
+        out.append(ascii: #","by":"#)
         JSON.writeString(patch.by, into: &out)
-        out.append(contentsOf: #","cmd":"#.utf8)
+        out.append(ascii: #","cmd":"#)
         patch.cmd.json.write(into: &out)
-        out.append(contentsOf: #","ops":["#.utf8)
+        out.append(ascii: #","ops":["#)
         for (i, op) in patch.ops.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             op.write(into: &out)
         }
-        out.append(contentsOf: "]}".utf8)
+        out.append(ascii: "]}")
         return out
     }
 
@@ -135,13 +135,13 @@ public enum ServerMessage: Sendable, Equatable {
     static func bytes(session: String, _ ack: Ack) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96)
-        out.append(contentsOf: #"{"type":"ack","id":"#.utf8)
+        out.append(ascii: #"{"type":"ack","id":"#)
         ack.id.json.write(into: &out)
-        out.append(contentsOf: #","session":"#.utf8)
+        out.append(ascii: #","session":"#)
         JSON.writeString(session, into: &out)
-        out.append(contentsOf: #","rev":"#.utf8)
-        out.append(contentsOf: String(ack.rev).utf8)
-        out.append(contentsOf: #","results":["#.utf8)
+        out.append(ascii: #","rev":"#)
+        out.append(decimal: ack.rev)
+        out.append(ascii: #","results":["#)
         for (i, result) in ack.results.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             out.append(UInt8(ascii: "\""))
@@ -149,7 +149,7 @@ public enum ServerMessage: Sendable, Equatable {
             out.append(UInt8(ascii: "\""))
         }
         out.append(UInt8(ascii: "]"))
-        if ack.duplicate { out.append(contentsOf: #","duplicate":true"#.utf8) }
+        if ack.duplicate { out.append(ascii: #","duplicate":true"#) }
         out.append(UInt8(ascii: "}"))
         return out
     }

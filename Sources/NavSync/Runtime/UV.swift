@@ -51,7 +51,7 @@ enum UV {
             _ = withUnsafePointer(to: &s) { p in
                 p.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_ip_name($0, &buffer, buffer.count) }
             }
-            return String(cString: buffer)
+            return String(nulTerminated: buffer)
         }
 
         /// `127.0.0.1:7420` or `[::1]:7420`.
@@ -137,12 +137,19 @@ public func interfaceAddresses(includingLoopback: Bool = false) -> [String] {
         var a = item.address
         if a.address4.sin_family == sa_family_t(AF_INET) {
             uv_ip4_name(&a.address4, &name, name.count)
-            v4.append(String(cString: name))
+            v4.append(String(nulTerminated: name))
         } else {
             uv_ip6_name(&a.address6, &name, name.count)
-            v6.append(String(cString: name).split(separator: "%").first.map(String.init) ?? "")
+            v6.append(String(nulTerminated: name).split(separator: "%").first.map(String.init) ?? "")
         }
     }
     var seen = Set<String>()
     return (v4 + v6).filter { !$0.isEmpty && seen.insert($0).inserted }
+}
+
+extension String {
+    /// The text a C call wrote into `buffer`, up to its NUL.
+    init(nulTerminated buffer: [CChar]) {
+        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }

@@ -5,8 +5,9 @@ public struct CommandContext: Sendable {
     /// Ids from this number on were allocated by this command: coordinators they open
     /// never conflict (Appendix A: "created earlier in the same command do not count").
     public let firstID: Int
-    /// Coordinators an applied operation targeted: they change at this revision.
-    public internal(set) var changed: Set<CoordinatorKey> = []
+    /// Coordinators an applied operation targeted: they change at this revision. A key
+    /// may be listed more than once (a list, not a set: most commands change one).
+    public internal(set) var changed: [CoordinatorKey] = []
     /// Whether a `reset` applied: everything changes at this revision.
     public internal(set) var didReset = false
     /// Ids a `load` skipped when it raised the counter: never allocated, so never gone.

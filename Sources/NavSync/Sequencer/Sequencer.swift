@@ -232,10 +232,10 @@ public struct Sequencer: Sendable {
 
     /// Marks every coordinator of the new state (and the alert) changed at this revision.
     private static func changeWhole(_ state: NavState, _ ctx: inout CommandContext) {
-        ctx.changed.formUnion([.root, .alert])
+        ctx.changed.append(contentsOf: [.root, .alert])
         func mark(_ c: Coordinator, _ ctx: inout CommandContext) {
             for e in c.entries {
-                if let child = e.coordinator { ctx.changed.insert(.entry(e.id)); mark(child, &ctx) }
+                if let child = e.coordinator { ctx.changed.append(.entry(e.id)); mark(child, &ctx) }
             }
         }
         mark(state.root, &ctx)

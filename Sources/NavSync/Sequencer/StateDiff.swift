@@ -42,7 +42,7 @@ public struct StateDiff: Sendable {
     private mutating func within(_ index: Int, _ body: (inout StateDiff) -> Void) {
         let mark = path.count
         path.append(UInt8(ascii: "/"))
-        path.append(contentsOf: String(index).utf8)
+        path.append(decimal: index)
         body(&self)
         path.removeSubrange(mark...)
     }
