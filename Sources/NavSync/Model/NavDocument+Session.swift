@@ -47,6 +47,7 @@ extension NavDocument {
                     throw NavError(error.code, "'\(url)' link op \(i) (\(op.action.name.rawValue)): \(error.message)", rev: error.rev)
                 }
             }
+            ctx.edit = nil
             if results.contains(.applied) { return .applied }
             return results.contains(.superseded) ? .superseded : .noop
 

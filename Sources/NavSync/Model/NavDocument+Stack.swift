@@ -107,6 +107,7 @@ extension NavDocument {
         let entry = makeEntry(route, of: spec, params: params, presentation: presentation(route.presentation), hints: item.hints)
         state.modify(p) { $0.entries.append(entry) }
         ctx.changed.append(state.key(of: p))
+        ctx.edit = .pushed(p)
         return .applied
     }
 
@@ -115,6 +116,7 @@ extension NavDocument {
         guard count < state[p].entries.count else { return .noop }
         state.modify(p) { $0.entries.removeSubrange(count...) }
         ctx.changed.append(state.key(of: p))
+        ctx.edit = .cut(p, to: count)
         return .applied
     }
 

@@ -85,6 +85,14 @@ public struct Entry: Sendable, Equatable {
     /// changed since): equal without a look inside.
     func sharesFields(with other: Entry) -> Bool { fields === other.fields }
 
+    /// Whether the two show the same screen: route, params, presentation, tab and hints
+    /// equal; data and the child coordinator aside. Compared in place, nothing copied.
+    func sameScreen(as other: Entry) -> Bool {
+        let x = fields, y = other.fields
+        return x === y || (x.route == y.route && x.params == y.params && x.presentation == y.presentation
+                           && x.tab == y.tab && x.hints == y.hints)
+    }
+
     private mutating func unique() -> Fields {
         if !isKnownUniquelyReferenced(&fields) { fields = fields.copy() }
         return fields

@@ -8,6 +8,10 @@ public struct CommandContext: Sendable {
     /// Coordinators an applied operation targeted: they change at this revision. A key
     /// may be listed more than once (a list, not a set: most commands change one).
     public internal(set) var changed: [CoordinatorKey] = []
+    /// The stack edit the last push or cut (pop, popTo, dismiss…) made. For a command of
+    /// that one operation the sequencer writes the patch from it instead of walking both
+    /// trees; `open` clears it, as its link may run more than one.
+    var edit: StackEdit?
     /// Whether a `reset` applied: everything changes at this revision.
     public internal(set) var didReset = false
     /// Ids a `load` skipped when it raised the counter: never allocated, so never gone.
@@ -50,4 +54,12 @@ public struct ConflictGuard: Sendable {
             }
         }
     }
+}
+
+/// One change to one stack, as an operation made it.
+enum StackEdit: Sendable, Equatable {
+    /// An entry appended to the stack at this path.
+    case pushed(CoordinatorPath)
+    /// The stack at this path cut to its first `count` entries.
+    case cut(CoordinatorPath, to: Int)
 }

@@ -169,7 +169,9 @@ public struct Sequencer: Sendable {
             idempotency.remember(client: client, ack, command: command)
             return .unchanged(ack)
         }
-        let diff = StateDiff(from: document.state, to: working.state)
+        var edited: StateDiff?
+        if command.ops.count == 1, let edit = ctx.edit { edited = StateDiff(from: document.state, to: working.state, edit: edit) }
+        let diff = edited ?? StateDiff(from: document.state, to: working.state)
         rev += 1
         record(diff, ctx, allocated: ctx.firstID..<working.nextID)
         document = working

@@ -29,6 +29,43 @@ public struct StateDiff: Sendable {
         }
     }
 
+    /// The diff of one stack edit, written from the edit rather than found by walking
+    /// both trees: the ops and bookkeeping the walk gives for it (a push is one `add` at
+    /// the end, a cut one `remove` per entry from the end), at the cost of the path's
+    /// length. Nil for an edit of a list that is not a stack.
+    init?(from old: NavState, to new: NavState, edit: StackEdit) {
+        path.reserveCapacity(96)
+        path.append(ascii: "/root")
+        let p: CoordinatorPath
+        switch edit {
+        case .pushed(let at), .cut(let at, _): p = at
+        }
+        var c = new.root
+        for i in p {
+            switch c.kind {
+            case .root: path.append(ascii: "/current")
+            case .stack: path.append(ascii: "/stack/"); path.append(decimal: i)
+            case .tabs: path.append(ascii: "/tabs/"); path.append(decimal: i)
+            }
+            path.append(ascii: "/coordinator")
+            c = c.entries[i].coordinator!
+        }
+        guard c.kind == .stack else { return nil }
+        path.append(ascii: "/stack")
+        switch edit {
+        case .pushed:
+            let index = c.entries.count - 1
+            emit(.add, index, .entry(c.entries[index]))
+            noteAdded(c.entries[index])
+        case .cut(_, let count):
+            let cut = old[p].entries
+            for i in (count..<cut.count).reversed() {
+                emit(.remove, i)
+                noteRemoved(cut[i])
+            }
+        }
+    }
+
     // MARK: The position
 
     private mutating func within(_ token: StaticString, _ body: (inout StateDiff) -> Void) {
@@ -162,8 +199,7 @@ public struct StateDiff: Sendable {
     }
 
     private mutating func diff(_ a: Entry, _ b: Entry) {
-        guard a.route == b.route, a.params == b.params, a.presentation == b.presentation,
-              a.tab == b.tab, a.hints == b.hints else {
+        guard a.sameScreen(as: b) else {
             emit(.replace, .entry(b))
             noteRemoved(a.coordinator?.entries ?? [])
             noteAdded(b.coordinator?.entries ?? [])
@@ -207,8 +243,7 @@ public struct StateDiff: Sendable {
             guard x.selected == y.selected, sameStorage(x.entries, y.entries) else { return false }
         default: return false
         }
-        return a.data == b.data && a.route == b.route && a.params == b.params && a.hints == b.hints
-            && a.presentation == b.presentation && a.tab == b.tab
+        return a.sameScreen(as: b) && a.data == b.data
     }
 
     private mutating func noteRemoved(_ entries: [Entry]) { for e in entries { noteRemoved(e) } }

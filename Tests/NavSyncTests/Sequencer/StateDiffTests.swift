@@ -67,4 +67,34 @@ struct StateDiffTests {
         #expect(set.count == 1 && set[0]["op"] == "replace" && set[0]["path"] == .string(stack))
         #expect(set[0]["value"]?.arrayValue?.count == 2)
     }
+
+    /// A one-operation push or cut is patched from the edit it made, not by walking
+    /// both trees: the ops and the bookkeeping must be the walk's, on both flows.
+    @Test(arguments: [("demo", 0xED17 as UInt64), ("studio", 0x5ED1 as UInt64)])
+    func aStackEditPatchesAsTheWalkDoes(_ flowName: String, _ seed: UInt64) throws {
+        let flow = flowName == "demo" ? Flow.demo : studioFlow
+        var gen = CommandGenerator(flow: flow, seed: seed)
+        gen.strict = true
+        var doc = NavDocument(flow: flow)
+        var compared: [String: Int] = [:]
+        for _ in 0..<4000 {
+            let json = gen.op(doc.state, nextID: doc.nextID)
+            guard let op = try? Operation(json: json) else { continue }
+            var working = doc
+            var ctx = CommandContext(conflicts: nil, firstID: working.nextID)
+            guard (try? working.apply(op, &ctx)) == .applied else { continue }
+            if let edit = ctx.edit {
+                let walked = StateDiff(from: doc.state, to: working.state)
+                let written = try #require(StateDiff(from: doc.state, to: working.state, edit: edit))
+                #expect(written.ops == walked.ops, "\(json): \(written.ops.map(\.json)) vs \(walked.ops.map(\.json))")
+                #expect(written.removed == walked.removed && written.added == walked.added && written.created == walked.created, "\(json)")
+                compared[op.action.name.rawValue, default: 0] += 1
+            }
+            // Deep trees get popped back now and then, so both kinds of edit keep coming.
+            doc = gen.chance(0.02) ? NavDocument(flow: flow) : working
+        }
+        for name in ["route", "present", "pop", "popToRoot", "dismiss"] {   // `route` is `push`
+            #expect(compared[name, default: 0] > 5, "\(compared)")
+        }
+    }
 }
