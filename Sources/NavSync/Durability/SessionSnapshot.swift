@@ -74,6 +74,7 @@ extension Sequencer {
             guard let id = EntryID(k), let r = v.intValue else { throw SnapshotError("removedAt has a bad entry '\(k)'") }
             removedAt[id] = Int(r)
         }
+        orderRemovals()
         for (client, list) in snapshot["idempotency"]?.objectValue ?? [:] {
             for a in list.arrayValue ?? [] {
                 guard let ack = Ack(json: a) else { throw SnapshotError("idempotency.\(client) has a bad ack") }

@@ -19,7 +19,7 @@ extension Flow {
         for (i, raw) in link.ops.enumerated() {
             if let compiled = link.compiled[i] { ops.append(compiled); continue }
             do throws(NavError) {
-                ops.append(try Operation(json: substitute(raw, captures)))
+                ops.append(try Operation(json: substitute(raw, captures, types: link.captureTypes[i])))
             } catch {
                 throw NavError(error.code, "link '\(link.pattern)' op \(i): \(error.message)")
             }
@@ -27,20 +27,19 @@ extension Flow {
         return (link, ops)
     }
 
-    /// Replaces whole-string `":name"` param values with the converted capture, in the
-    /// op's `params` and in its `routes` items' `params`.
-    private func substitute(_ raw: JSON, _ captures: [String: String]) throws(NavError) -> JSON {
+    /// Replaces whole-string `":name"` param values with the capture converted to the
+    /// param's type (`types`, from the link), in the op's `params` and in its `routes`
+    /// items' `params`.
+    private func substitute(_ raw: JSON, _ captures: [String: String], types: [Link.CaptureType]) throws(NavError) -> JSON {
         guard var op = raw.objectValue else { return raw }
-        let at = op["at"]?.stringValue
-        let opName = op["op"]?.stringValue.flatMap(OpName.init(wire:))
-        func fill(_ paramsJSON: JSON?, route: String?) throws(NavError) -> JSON? {
-            guard let params = paramsJSON?.objectValue, let route else { return paramsJSON }
+        func fill(_ paramsJSON: JSON?, route: String?, item: Int?) throws(NavError) -> JSON? {
+            guard let params = paramsJSON?.objectValue, route != nil else { return paramsJSON }
             var result = JSONObject()
             for (key, value) in params {
-                guard let s = value.stringValue, s.hasPrefix(":"), s.count > 1 else { result[key] = value; continue }
+                guard Link.isCapture(value), let s = value.stringValue else { result[key] = value; continue }
                 let captureName = String(s.dropFirst())
                 guard let captured = captures[captureName] else { continue }   // absent: param left out
-                let type = paramType(route: route, param: key, at: at, op: opName) ?? ParamType(base: .string, optional: true)
+                let type = types.first { $0.item == item && $0.key == key }?.type ?? ParamType(base: .string, optional: true)
                 guard let converted = type.convert(capture: captured) else {
                     throw NavError(.badParams, "capture ':\(captureName)' = '\(captured)' is not a valid \(type.base.rawValue) for param '\(key)'")
                 }
@@ -48,12 +47,12 @@ extension Flow {
             }
             return .object(result)
         }
-        op["params"] = try fill(op["params"], route: op["route"]?.stringValue)
+        op["params"] = try fill(op["params"], route: op["route"]?.stringValue, item: nil)
         if let routes = op["routes"]?.arrayValue {
             var items: [JSON] = []
-            for item in routes {
+            for (i, item) in routes.enumerated() {
                 guard var o = item.objectValue else { items.append(item); continue }
-                o["params"] = try fill(o["params"], route: o["route"]?.stringValue)
+                o["params"] = try fill(o["params"], route: o["route"]?.stringValue, item: i)
                 items.append(.object(o))
             }
             op["routes"] = .array(items)
@@ -63,7 +62,7 @@ extension Flow {
 
     /// The declared type of a param: on `at`'s type, else on the first type of a kind
     /// the op works on that declares the route.
-    private func paramType(route: String, param: String, at: String?, op: OpName?) -> ParamType? {
+    func paramType(route: String, param: String, at: String?, op: OpName?) -> ParamType? {
         if let at, let spec = coordinators[at] { return spec.routes[route]?.params[param] }
         let kinds = op?.kinds
         return types(declaring: route).first { kinds?.contains($0.kind) ?? true }?.routes[route]?.params[param]

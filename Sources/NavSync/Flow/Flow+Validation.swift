@@ -259,7 +259,7 @@ private struct FlowLoader {
             }
             try checkLinkOp(op, p.index(i), flow)
         }
-        return Link(pattern: pattern, segments: segments, ops: ops)
+        return Link(pattern: pattern, segments: segments, ops: ops, flow: flow)
     }
 
     func checkLinkOp(_ op: Operation, _ p: JSONPath, _ flow: Flow) throws(FlowError) {

@@ -183,19 +183,49 @@ public struct Link: Sendable {
     /// The operations without captures, decoded once when the flow is loaded (nil for
     /// those that take captures, which are decoded per opening).
     let compiled: [Operation?]
+    /// For each operation, the declared types of its params that take captures, looked
+    /// up once when the flow is loaded.
+    let captureTypes: [[CaptureType]]
 
-    init(pattern: String, segments: [Segment], ops: [JSON]) {
+    /// A param that takes a capture: of the op itself (`item` nil) or of its `routes`
+    /// item `item`.
+    struct CaptureType: Sendable {
+        let item: Int?
+        let key: String
+        let type: ParamType
+    }
+
+    init(pattern: String, segments: [Segment], ops: [JSON], flow: Flow) {
         self.pattern = pattern
         self.segments = segments
         self.ops = ops
         compiled = ops.map { raw in Link.takesCaptures(raw) ? nil : try? Operation(json: raw) }
+        captureTypes = ops.map { raw in
+            let at = raw["at"]?.stringValue
+            let name = raw["op"]?.stringValue.flatMap(OpName.init(wire:))
+            func types(_ item: JSON, _ index: Int?) -> [CaptureType] {
+                guard let route = item["route"]?.stringValue, let params = item["params"]?.objectValue else { return [] }
+                return params.compactMap { key, value in
+                    guard Link.isCapture(value) else { return nil }
+                    let type = flow.paramType(route: route, param: key, at: at, op: name) ?? ParamType(base: .string, optional: true)
+                    return CaptureType(item: index, key: key, type: type)
+                }
+            }
+            let items = raw["routes"]?.arrayValue ?? []
+            return types(raw, nil) + items.indices.flatMap { types(items[$0], $0) }
+        }
+    }
+
+    /// Whether a param value is a whole-string capture, `":name"`.
+    static func isCapture(_ value: JSON) -> Bool {
+        value.stringValue.map { $0.hasPrefix(":") && $0.count > 1 } ?? false
     }
 
     /// Whether an op has a whole-string `":name"` param value, in its `params` or in its
     /// `routes` items' `params`.
     static func takesCaptures(_ op: JSON) -> Bool {
         func captures(_ params: JSON?) -> Bool {
-            params?.objectValue?.contains { _, value in value.stringValue.map { $0.hasPrefix(":") && $0.count > 1 } ?? false } ?? false
+            params?.objectValue?.contains { _, value in isCapture(value) } ?? false
         }
         return captures(op["params"]) || (op["routes"]?.arrayValue ?? []).contains { captures($0["params"]) }
     }

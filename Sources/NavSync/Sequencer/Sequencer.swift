@@ -16,6 +16,10 @@ public struct Sequencer: Sendable {
     /// Removals at or before this revision are forgotten; a gone id without a record
     /// left at or before it.
     public internal(set) var removedHorizon = 0
+    /// The records of `removedAt` in the order they were made, which is revision order,
+    /// so the oldest are forgotten without sorting. One whose id was revived or removed
+    /// again since is stale and skipped.
+    private var removals: [(id: EntryID, rev: Int)] = []
     public internal(set) var idempotency: IdempotencyTable
     public internal(set) var log: PatchLog
     /// The last revisions, with who made them and their states (section 15).
@@ -296,21 +300,37 @@ public struct Sequencer: Sendable {
         let after = max(allocated.lowerBound, skipped.upperBound)..<allocated.upperBound
         for n in before.lowerBound..<after.upperBound where before.contains(n) || after.contains(n) {
             guard !diff.added.contains(EntryID(n)) else { continue }
-            removedAt[EntryID(n)] = rev
-            lastChanged[.entry(EntryID(n))] = nil
+            noteRemoved(EntryID(n))
         }
-        for id in diff.removed {
-            removedAt[id] = rev
-            lastChanged[.entry(id)] = nil
-        }
+        for id in diff.removed { noteRemoved(id) }
         if removedAt.count > removedCapacity { forgetOldRemovals() }
     }
 
+    private mutating func noteRemoved(_ id: EntryID) {
+        removedAt[id] = rev
+        removals.append((id, rev))
+        lastChanged[.entry(id)] = nil
+        // Stale records pile up when ids are revived (restore) rather than forgotten.
+        if removals.count > 2 * max(removedCapacity, 1024) { removals.removeAll { removedAt[$0.id] != $0.rev } }
+    }
+
+    /// Forgets the oldest records down to half the capacity; the horizon moves up to the
+    /// newest revision forgotten, and the other records of that revision go with it.
     private mutating func forgetOldRemovals() {
-        let sorted = removedAt.values.sorted()
-        let cut = sorted[sorted.count - removedCapacity / 2]
-        removedHorizon = max(removedHorizon, cut)
-        removedAt = removedAt.filter { $0.value > cut }
+        var head = 0
+        while head < removals.count, removedAt.count > removedCapacity / 2 || removals[head].rev <= removedHorizon {
+            let (id, r) = removals[head]
+            head += 1
+            guard removedAt[id] == r else { continue }
+            removedAt[id] = nil
+            removedHorizon = max(removedHorizon, r)
+        }
+        removals.removeFirst(head)
+    }
+
+    /// After `removedAt` was set whole (a snapshot): its records in revision order.
+    mutating func orderRemovals() {
+        removals = removedAt.map { ($0.key, $0.value) }.sorted { $0.rev < $1.rev }
     }
 }
 

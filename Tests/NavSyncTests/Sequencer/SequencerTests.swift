@@ -175,6 +175,8 @@ struct SequencerTests {
         }
         #expect(seq.removedAt.count <= 8)
         #expect(seq.removedHorizon > 2)
+        // The newest removals are the ones kept: every record is newer than the horizon.
+        #expect(seq.removedAt.values.allSatisfy { $0 > seq.removedHorizon } && seq.removedAt.values.contains(seq.rev))
         guard case .failed(let e) = seq.submit(["id": 99, "ops": [["op": "pop", "from": .string(victim)]], "base": 1, "onConflict": "reject"], client: "c") else {
             Issue.record(); return
         }
