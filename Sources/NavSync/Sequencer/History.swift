@@ -124,7 +124,7 @@ public struct History: Sendable {
 
     /// Records the revision just made; `state` is the state after it (asked for only at
     /// a checkpoint).
-    public mutating func record(_ entry: HistoryEntry, state: () -> NavState) {
+    public mutating func record(_ entry: consuming HistoryEntry, state: () -> NavState) {
         precondition(entry.rev == rev + 1, "history records revisions in order")
         rev = entry.rev
         if collected != nil {
@@ -132,11 +132,13 @@ public struct History: Sendable {
             return
         }
         guard capacity > 0 else { return }
-        // The slot overwritten held revision rev − slots: under every checkpoint still needed.
-        if ring.count < slots { ring.append(entry) } else { ring[(entry.rev - origin) % slots] = entry }
-        if entry.rev % checkpointEvery == 0 {
-            checkpoints.append(Checkpoint(rev: entry.rev, state: .value(state()), nextID: entry.nextID))
+        let r = entry.rev
+        if r % checkpointEvery == 0 {
+            checkpoints.append(Checkpoint(rev: r, state: .value(state()), nextID: entry.nextID))
         }
+        // The slot overwritten held revision rev − slots: under every checkpoint still needed.
+        // The entry is moved in, not copied.
+        if ring.count < slots { ring.append(entry) } else { ring[(r - origin) % slots] = entry }
         dropCheckpoints()
     }
 

@@ -4,7 +4,17 @@ public struct IdempotencyTable: Sendable {
     /// Acks remembered per client identity; the oldest is forgotten first. 1024 covers
     /// far more commands than a client has in flight across a reconnect.
     public let capacity: Int
-    private var clients: [String: ClientAcks] = [:]
+    /// Each client identity's acks, found by name through `index`. The identity of the
+    /// last command is kept at hand: commands come in runs from one sender, and a string
+    /// compare is cheaper than hashing the name twice per command.
+    private var clients: [ClientAcks] = []
+    private var index: [String: Int] = [:]
+    private var last: (client: String, at: Int)?
+
+    private func position(of client: String) -> Int? {
+        if let last, last.client == client { return last.at }
+        return index[client]
+    }
 
     struct ClientAcks {
         /// Ids in acknowledgement order, oldest first; `head` skips forgotten ones.
@@ -12,8 +22,9 @@ public struct IdempotencyTable: Sendable {
         var head = 0
         var acks: [CommandID: Entry] = [:]
 
-        mutating func remember(_ entry: Entry, capacity: Int) {
-            if acks.updateValue(entry, forKey: entry.ack.id) == nil { order.append(entry.ack.id) }
+        mutating func remember(_ entry: consuming Entry, capacity: Int) {
+            let id = entry.ack.id
+            if acks.updateValue(entry, forKey: id) == nil { order.append(id) }
             while acks.count > capacity {
                 acks[order[head]] = nil
                 head += 1
@@ -51,24 +62,33 @@ public struct IdempotencyTable: Sendable {
 
     public init(capacity: Int = 1024) { self.capacity = capacity }
 
-    public func entry(client: String, id: CommandID) -> Entry? { clients[client]?.acks[id] }
+    public func entry(client: String, id: CommandID) -> Entry? { position(of: client).flatMap { clients[$0].acks[id] } }
 
     public func ack(client: String, id: CommandID) -> Ack? { entry(client: client, id: id)?.ack }
 
     public mutating func remember(client: String, _ ack: Ack, fingerprint: UInt64?) {
-        let capacity = self.capacity
-        clients[client, default: ClientAcks()].remember(Entry(ack: ack, fingerprint: fingerprint), capacity: capacity)
+        remember(Entry(ack: ack, fingerprint: fingerprint), client: client)
     }
 
     public mutating func remember(client: String, _ ack: Ack, command: Command) {
-        let capacity = self.capacity
-        clients[client, default: ClientAcks()].remember(Entry(ack: ack, command: command), capacity: capacity)
+        remember(Entry(ack: ack, command: command), client: client)
+    }
+
+    private mutating func remember(_ entry: consuming Entry, client: String) {
+        let at: Int
+        if let known = position(of: client) { at = known } else {
+            at = clients.count
+            clients.append(ClientAcks())
+            index[client] = at
+        }
+        last = (client, at)
+        clients[at].remember(entry, capacity: capacity)
     }
 
     /// Every remembered command, per client, oldest first (for snapshots).
     public var entries: [(client: String, acks: [Entry])] {
-        clients.keys.sorted().map { client in
-            let c = clients[client]!
+        index.sorted { $0.key < $1.key }.map { client, at in
+            let c = clients[at]
             return (client, c.order[c.head...].compactMap { c.acks[$0] })
         }
     }

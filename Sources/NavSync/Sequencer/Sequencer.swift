@@ -173,9 +173,8 @@ public struct Sequencer: Sendable {
             idempotency.remember(client: client, ack, command: command)
             return .unchanged(ack)
         }
-        var edited: StateDiff?
-        if command.ops.count == 1, let edit = ctx.edit { edited = StateDiff(from: document.state, to: working.state, edit: edit) }
-        let diff = edited ?? StateDiff(from: document.state, to: working.state)
+        let diff = (command.ops.count == 1 ? ctx.edit.flatMap { StateDiff(from: document.state, to: working.state, edit: $0) } : nil)
+            ?? StateDiff(from: document.state, to: working.state)
         rev += 1
         record(diff, ctx, allocated: ctx.firstID..<working.nextID)
         document = working
@@ -186,7 +185,7 @@ public struct Sequencer: Sendable {
         var entry = HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
                                  results: results, label: command.label, patch: patch.ops)
         entry.nextID = document.nextID
-        history.record(entry) { document.state }
+        history.record(consume entry) { document.state }
         return .applied(ack, patch)
     }
 
