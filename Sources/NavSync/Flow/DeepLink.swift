@@ -14,50 +14,13 @@ extension Flow {
         for (segment, value) in zip(link.segments, parsed.segments) {
             if case .capture(let name) = segment { captures[name] = value }
         }
-        var ops: [Operation] = []
-        ops.reserveCapacity(link.ops.count)
-        for (i, raw) in link.ops.enumerated() {
-            if let compiled = link.compiled[i] { ops.append(compiled); continue }
-            do throws(NavError) {
-                ops.append(try Operation(json: substitute(raw, captures, types: link.captureTypes[i])))
-            } catch {
+        var ops = link.compiled
+        for i in ops.indices where !link.captureTypes[i].isEmpty {
+            do throws(NavError) { try ops[i].fill(captures, types: link.captureTypes[i]) } catch {
                 throw NavError(error.code, "link '\(link.pattern)' op \(i): \(error.message)")
             }
         }
         return (link, ops)
-    }
-
-    /// Replaces whole-string `":name"` param values with the capture converted to the
-    /// param's type (`types`, from the link), in the op's `params` and in its `routes`
-    /// items' `params`.
-    private func substitute(_ raw: JSON, _ captures: [String: String], types: [Link.CaptureType]) throws(NavError) -> JSON {
-        guard var op = raw.objectValue else { return raw }
-        func fill(_ paramsJSON: JSON?, route: String?, item: Int?) throws(NavError) -> JSON? {
-            guard let params = paramsJSON?.objectValue, route != nil else { return paramsJSON }
-            var result = JSONObject()
-            for (key, value) in params {
-                guard Link.isCapture(value), let s = value.stringValue else { result[key] = value; continue }
-                let captureName = String(s.dropFirst())
-                guard let captured = captures[captureName] else { continue }   // absent: param left out
-                let type = types.first { $0.item == item && $0.key == key }?.type ?? ParamType(base: .string, optional: true)
-                guard let converted = type.convert(capture: captured) else {
-                    throw NavError(.badParams, "capture ':\(captureName)' = '\(captured)' is not a valid \(type.base.rawValue) for param '\(key)'")
-                }
-                result[key] = converted
-            }
-            return .object(result)
-        }
-        op["params"] = try fill(op["params"], route: op["route"]?.stringValue, item: nil)
-        if let routes = op["routes"]?.arrayValue {
-            var items: [JSON] = []
-            for (i, item) in routes.enumerated() {
-                guard var o = item.objectValue else { items.append(item); continue }
-                o["params"] = try fill(o["params"], route: o["route"]?.stringValue, item: i)
-                items.append(.object(o))
-            }
-            op["routes"] = .array(items)
-        }
-        return .object(op)
     }
 
     /// The declared type of a param: on `at`'s type, else on the first type of a kind
@@ -76,5 +39,35 @@ extension Link {
             if case .literal(let literal) = segment, literal != value { return false }
         }
         return true
+    }
+}
+
+extension Operation {
+    /// Replaces whole-string `":name"` param values with the capture converted to the
+    /// param's type (`types`, from the link), in the op's item or items; a param whose
+    /// capture is absent is left out.
+    mutating func fill(_ captures: [String: String], types: [Link.CaptureType]) throws(NavError) {
+        func fill(_ item: inout OpenItem, _ index: Int?) throws(NavError) {
+            for slot in types where slot.item == index {
+                guard let captured = captures[slot.capture] else { item.params[slot.key] = nil; continue }
+                guard let converted = slot.type.convert(capture: captured) else {
+                    throw NavError(.badParams, "capture ':\(slot.capture)' = '\(captured)' is not a valid \(slot.type.base.rawValue) for param '\(slot.key)'")
+                }
+                item.params[slot.key] = converted
+            }
+        }
+        func fill(_ items: inout [OpenItem]) throws(NavError) {
+            for i in items.indices { try fill(&items[i], i) }
+        }
+        switch action {
+        case .route(var item): try fill(&item, nil); action = .route(item)
+        case .present(var item, let style): try fill(&item, nil); action = .present(item, style: style)
+        case .setRoot(var item): try fill(&item, nil); action = .setRoot(item)
+        case .appendTab(var item): try fill(&item, nil); action = .appendTab(item)
+        case .insertTab(var item, let index): try fill(&item, nil); action = .insertTab(item, index: index)
+        case .setStack(var items): try fill(&items); action = .setStack(items)
+        case .setTabs(var items): try fill(&items); action = .setTabs(items)
+        default: break
+        }
     }
 }

@@ -73,6 +73,8 @@ public final class CoordinatorSpec: Sendable {
     public let routes: [String: RouteSpec]
     /// Route names in declaration order.
     public let routeOrder: [String]
+    /// The routes of `initial`, item for item (a new coordinator is made of them).
+    let initialRoutes: [RouteSpec]
 
     init(name: String, kind: CoordinatorKind, initial: [RouteRef], routes: [String: RouteSpec], routeOrder: [String]) {
         self.name = name
@@ -80,6 +82,7 @@ public final class CoordinatorSpec: Sendable {
         self.initial = initial
         self.routes = routes
         self.routeOrder = routeOrder
+        initialRoutes = initial.map { routes[$0.route]! }
     }
 }
 
@@ -151,12 +154,21 @@ public struct ParamType: Sendable, Equatable, CustomStringConvertible {
         switch base {
         case .string: return .string(capture)
         case .int:
-            let digits = capture.first == "+" || capture.first == "-" ? capture.dropFirst() : Substring(capture)
-            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let value = Int64(capture.first == "+" ? String(digits) : capture) else { return nil }
+            // Bytes, not characters: a capture is checked on every opening of its link.
+            let sign = capture.utf8.first == UInt8(ascii: "+") || capture.utf8.first == UInt8(ascii: "-")
+            let digits = capture.utf8.dropFirst(sign ? 1 : 0)
+            guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                  let value = Int64(capture.utf8.first == UInt8(ascii: "+") ? String(capture.dropFirst()) : capture) else { return nil }
             return .int(value)
         case .number:
-            guard capture.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }),
+            let numeric: (UInt8) -> Bool = { byte in
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                     UInt8(ascii: "e"), UInt8(ascii: "E"): true
+                default: false
+                }
+            }
+            guard capture.utf8.allSatisfy(numeric),
                   let value = Double(capture), value.isFinite else { return nil }
             if let int = Int64(capture) { return .int(int) }
             return .double(value)
@@ -180,11 +192,11 @@ public struct Link: Sendable {
     public let segments: [Segment]
     /// The operations, as JSON; `":name"` values in `params` are substituted when opened.
     public let ops: [JSON]
-    /// The operations without captures, decoded once when the flow is loaded (nil for
-    /// those that take captures, which are decoded per opening).
-    let compiled: [Operation?]
+    /// The operations, decoded once when the flow is loaded; captures are filled into
+    /// the decoded params per opening.
+    let compiled: [Operation]
     /// For each operation, the declared types of its params that take captures, looked
-    /// up once when the flow is loaded.
+    /// up once when the flow is loaded (empty for an op without captures).
     let captureTypes: [[CaptureType]]
 
     /// A param that takes a capture: of the op itself (`item` nil) or of its `routes`
@@ -192,6 +204,8 @@ public struct Link: Sendable {
     struct CaptureType: Sendable {
         let item: Int?
         let key: String
+        /// The capture's name, without its `:`.
+        let capture: String
         let type: ParamType
     }
 
@@ -199,16 +213,17 @@ public struct Link: Sendable {
         self.pattern = pattern
         self.segments = segments
         self.ops = ops
-        compiled = ops.map { raw in Link.takesCaptures(raw) ? nil : try? Operation(json: raw) }
+        // The loader has decoded and checked every op already: none fails here.
+        compiled = ops.compactMap { try? Operation(json: $0) }
         captureTypes = ops.map { raw in
             let at = raw["at"]?.stringValue
             let name = raw["op"]?.stringValue.flatMap(OpName.init(wire:))
             func types(_ item: JSON, _ index: Int?) -> [CaptureType] {
                 guard let route = item["route"]?.stringValue, let params = item["params"]?.objectValue else { return [] }
                 return params.compactMap { key, value in
-                    guard Link.isCapture(value) else { return nil }
+                    guard Link.isCapture(value), let text = value.stringValue else { return nil }
                     let type = flow.paramType(route: route, param: key, at: at, op: name) ?? ParamType(base: .string, optional: true)
-                    return CaptureType(item: index, key: key, type: type)
+                    return CaptureType(item: index, key: key, capture: String(text.dropFirst()), type: type)
                 }
             }
             let items = raw["routes"]?.arrayValue ?? []
@@ -221,14 +236,6 @@ public struct Link: Sendable {
         value.stringValue.map { $0.hasPrefix(":") && $0.count > 1 } ?? false
     }
 
-    /// Whether an op has a whole-string `":name"` param value, in its `params` or in its
-    /// `routes` items' `params`.
-    static func takesCaptures(_ op: JSON) -> Bool {
-        func captures(_ params: JSON?) -> Bool {
-            params?.objectValue?.contains { _, value in isCapture(value) } ?? false
-        }
-        return captures(op["params"]) || (op["routes"]?.arrayValue ?? []).contains { captures($0["params"]) }
-    }
 }
 
 extension Flow {

@@ -13,63 +13,67 @@ public struct ParsedURL: Sendable, Equatable {
     /// Takes a path (`/product/42?ref=tv`) or a full URL. `http`/`https` URLs match
     /// their path; with another scheme (`app://product/42`) the host is the first segment.
     public init?(_ text: String) {
-        // Byte searches on the UTF-8 view: every delimiter is ASCII, and a UTF-8 view
-        // index is a valid index of the substring.
-        var rest = Substring(text)
-        if let hash = rest.utf8.firstIndex(of: UInt8(ascii: "#")) { rest = rest[..<hash] }
-        var queryText: Substring = ""
-        if let q = rest.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            queryText = rest[rest.utf8.index(after: q)...]
-            rest = rest[..<q]
-        }
-        if let schemeEnd = Self.schemeEnd(rest) {
-            let scheme = rest[..<schemeEnd].lowercased()
-            guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) else { return nil }
-            rest = rest[rest.utf8.index(schemeEnd, offsetBy: 3)...]
-            if scheme == "http" || scheme == "https" {
-                rest = rest.utf8.firstIndex(of: UInt8(ascii: "/")).map { rest[$0...] } ?? ""
-            }
-        }
-        var segments: [String] = []
-        for part in rest.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
-            guard let decoded = Self.percentDecode(Substring(part)) else { return nil }
-            segments.append(decoded)
-        }
-        var query: [(String, String)] = []
-        for item in queryText.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let pair = item.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            guard let key = Self.percentDecode(Substring(pair[0])),
-                  let value = Self.percentDecode(pair.count > 1 ? Substring(pair[1]) : "") else { return nil }
-            query.append((key, value))
-        }
+        // One pass over the bytes: every delimiter is ASCII. (Every deep link opened is
+        // parsed here; generic collection code cost more than the link's operations.)
+        var text = text
+        guard let (segments, query) = text.withUTF8(Self.parse) else { return nil }
         self.segments = segments
         self.query = query
     }
 
-    /// Where `://` starts, if anywhere.
-    private static func schemeEnd(_ s: Substring) -> Substring.Index? {
-        let bytes = s.utf8
-        var i = bytes.startIndex
-        while let colon = bytes[i...].firstIndex(of: UInt8(ascii: ":")) {
-            let slash1 = bytes.index(after: colon)
-            if slash1 < bytes.endIndex, bytes[slash1] == UInt8(ascii: "/") {
-                let slash2 = bytes.index(after: slash1)
-                if slash2 < bytes.endIndex, bytes[slash2] == UInt8(ascii: "/") { return colon }
+    private static func parse(_ b: UnsafeBufferPointer<UInt8>) -> ([String], [(String, String)])? {
+        let end = b.firstIndex(of: UInt8(ascii: "#")) ?? b.count
+        let pathEnd = b[..<end].firstIndex(of: UInt8(ascii: "?")) ?? end
+        var start = 0
+        if let colon = schemeEnd(b, before: pathEnd) {
+            let scheme = String(decoding: UnsafeBufferPointer(rebasing: b[..<colon]), as: UTF8.self).lowercased()
+            guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) else { return nil }
+            start = colon + 3
+            if scheme == "http" || scheme == "https" {
+                start = b[start..<pathEnd].firstIndex(of: UInt8(ascii: "/")) ?? pathEnd
             }
-            i = slash1
+        }
+        var segments: [String] = []
+        for part in b[start..<pathEnd].split(separator: UInt8(ascii: "/")) {
+            guard let decoded = percentDecode(part) else { return nil }
+            segments.append(decoded)
+        }
+        var query: [(String, String)] = []
+        if pathEnd < end {
+            for item in b[(pathEnd + 1)..<end].split(separator: UInt8(ascii: "&")) {
+                let eq = item.firstIndex(of: UInt8(ascii: "=")) ?? item.endIndex
+                guard let key = percentDecode(item[..<eq]),
+                      let value = percentDecode(eq < item.endIndex ? item[(eq + 1)...] : item[eq...]) else { return nil }
+                query.append((key, value))
+            }
+        }
+        return (segments, query)
+    }
+
+    /// Where the first `://` before `end` starts, if anywhere.
+    private static func schemeEnd(_ b: UnsafeBufferPointer<UInt8>, before end: Int) -> Int? {
+        var i = 0
+        while let colon = b[i..<end].firstIndex(of: UInt8(ascii: ":")) {
+            if colon + 2 < end, b[colon + 1] == UInt8(ascii: "/"), b[colon + 2] == UInt8(ascii: "/") { return colon }
+            i = colon + 1
         }
         return nil
     }
 
     /// `%XX` escapes decoded as UTF-8; a malformed escape or invalid UTF-8 is nil.
-    static func percentDecode(_ s: Substring) -> String? {
-        guard s.utf8.contains(UInt8(ascii: "%")) else { return String(s) }
+    private static func percentDecode(_ s: Slice<UnsafeBufferPointer<UInt8>>) -> String? {
+        // The bytes come from a String: without escapes they are valid UTF-8 already.
+        guard s.contains(UInt8(ascii: "%")) else { return String(decoding: UnsafeBufferPointer(rebasing: s), as: UTF8.self) }
         var bytes: [UInt8] = []
-        var utf8 = s.utf8[...]
-        while let b = utf8.popFirst() {
-            guard b == UInt8(ascii: "%") else { bytes.append(b); continue }
-            guard utf8.count >= 2, let hi = hexValue(utf8.popFirst()!), let lo = hexValue(utf8.popFirst()!) else { return nil }
+        bytes.reserveCapacity(s.count)
+        var i = s.startIndex
+        while i < s.endIndex {
+            let c = s[i]
+            i += 1
+            guard c == UInt8(ascii: "%") else { bytes.append(c); continue }
+            guard i + 2 <= s.endIndex, let hi = hexValue(s[i]), let lo = hexValue(s[i + 1]) else { return nil }
             bytes.append(hi << 4 | lo)
+            i += 2
         }
         return String(validating: bytes, as: UTF8.self)
     }

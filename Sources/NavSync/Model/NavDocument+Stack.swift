@@ -61,9 +61,9 @@ extension NavDocument {
 
         case .setRoot(let item):
             let p = try target(name, routes: [item.route], at)
-            let params = try params(item, of: p)
-            let owner = state[p]
-            let root = makeEntry(item.route, of: owner.type, params: params,
+            let owner = flow.spec(state[p].type)
+            let route = owner.routes[item.route]!
+            let root = makeEntry(route, of: owner, params: try route.validate(params: item.params),
                                  presentation: owner.kind == .stack ? .root : nil, hints: item.hints)
             state.modify(p) { $0.entries = [root] }
             ctx.changed.append(state.key(of: p))
@@ -71,19 +71,20 @@ extension NavDocument {
 
         case .setStack(let items):
             let p = try target(name, routes: items.map(\.route), at)
-            let owner = state[p]
+            let owner = flow.spec(state[p].type)
             guard items.count <= limits.maxStackDepth else {
                 throw NavError(.invalidOp, "a stack holds at most \(limits.maxStackDepth) entries; 'routes' has \(items.count)")
             }
             var entries: [Entry] = []
+            entries.reserveCapacity(items.count)
             for (i, item) in items.enumerated() {
+                let route = owner.routes[item.route]!
                 let params: JSONObject
-                do throws(NavError) { params = try self.params(item, of: p) } catch {
+                do throws(NavError) { params = try route.validate(params: item.params) } catch {
                     throw NavError(error.code, "routes[\(i)]: \(error.message)")
                 }
-                let declared = flow.spec(owner.type).routes[item.route]!.presentation
-                let presentation = i == 0 ? .root : item.presentation ?? declared ?? .push
-                entries.append(makeEntry(item.route, of: owner.type, params: params, presentation: presentation, hints: item.hints))
+                let presentation = i == 0 ? .root : item.presentation ?? route.presentation ?? .push
+                entries.append(makeEntry(route, of: owner, params: params, presentation: presentation, hints: item.hints))
             }
             state.modify(p) { $0.entries = entries }
             ctx.changed.append(state.key(of: p))

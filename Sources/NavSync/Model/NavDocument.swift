@@ -53,20 +53,15 @@ public struct NavDocument: Sendable {
     }
 
     /// A coordinator of `type` in its initial state.
+    /// (A root or a stack has one initial item, a tab bar one per tab.)
     mutating func makeCoordinator(_ type: String) -> Coordinator {
         let spec = flow.spec(type)
         var c = Coordinator(type: type, kind: spec.kind, entries: [])
-        switch spec.kind {
-        case .root:
-            c.entries = [makeEntry(spec.initial[0].route, of: type, params: spec.initial[0].params, presentation: nil, hints: nil)]
-        case .stack:
-            c.entries = [makeEntry(spec.initial[0].route, of: type, params: spec.initial[0].params, presentation: .root, hints: nil)]
-        case .tabs:
-            for ref in spec.initial {
-                c.entries.append(makeEntry(ref.route, of: type, params: ref.params, presentation: nil, hints: nil))
-            }
-            c.selected = c.entries[0].id
+        c.entries.reserveCapacity(spec.initial.count)
+        for (ref, route) in zip(spec.initial, spec.initialRoutes) {
+            c.entries.append(makeEntry(route, of: spec, params: ref.params, presentation: spec.kind == .stack ? .root : nil, hints: nil))
         }
+        if spec.kind == .tabs { c.selected = c.entries[0].id }
         return c
     }
 }

@@ -32,13 +32,13 @@ struct FlowTests {
 
     static func shop() throws -> Flow { try Flow.load(bytes: Array(shopText.utf8), file: "shop.json") }
 
-    /// Link ops without captures are decoded once, at load; opening a link gives the
-    /// same operations as decoding every op with its captures filled in.
-    @Test func linksDecodeTheirStaticOpsOnce() throws {
+    /// Link ops are decoded once, at load, with the types of their capture params; opening
+    /// a link gives the same operations as decoding every op with its captures filled in.
+    @Test func linksDecodeTheirOpsOnce() throws {
         let link = Flow.demo.links.first { $0.pattern == "/product/:id" }!
-        #expect(link.compiled.map { $0 != nil } == [true, true, false])
-        #expect(!Link.takesCaptures(["op": "push", "route": "detail", "params": ["id": ":"]]))
-        #expect(Link.takesCaptures(["op": "setStack", "routes": ["list", ["route": "detail", "params": ["id": ":id"]]]]))
+        #expect(link.compiled.count == 3)
+        #expect(link.captureTypes.map { $0.map { "\($0.item ?? -1).\($0.key):\($0.type)" } } == [[], [], ["1.id:int", "1.note:string?"]])
+        #expect(!Link.isCapture(":") && Link.isCapture(":id") && !Link.isCapture("id"))
         let (_, ops) = try Flow.demo.expand(url: "/product/7?note=hi")
         let filled: [JSON] = [
             ["op": "setRoot", "at": "App", "route": "main"],
@@ -190,6 +190,7 @@ struct FlowTests {
         #expect(ParamType("integer") == nil)
         #expect(int.convert(capture: "-42") == -42 && int.convert(capture: "+7") == 7)
         #expect(int.convert(capture: "4.5") == nil && int.convert(capture: "") == nil && int.convert(capture: "1e3") == nil)
+        #expect(int.convert(capture: "-") == nil && int.convert(capture: "٣") == nil && number.convert(capture: "٣") == nil, "ASCII digits only")
         #expect(number.convert(capture: "42") == 42 && number.convert(capture: "4.5") == 4.5)
         #expect(number.convert(capture: "inf") == nil && number.convert(capture: "nan") == nil)
         let bool = ParamType("bool")!
