@@ -290,8 +290,9 @@ public struct Sequencer: Sendable {
     private mutating func record(_ diff: StateDiff, _ ctx: CommandContext, allocated: Range<Int>) {
         for key in ctx.changed { lastChanged[key] = rev }
         for key in diff.created { lastChanged[key] = rev }
-        // Ids a restore brought back are live again.
-        for id in diff.added where removedAt[id] != nil { removedAt[id] = nil }
+        // Ids a restore brought back are live again (ids first handed out in this command
+        // never left before).
+        for id in diff.added where id.number < allocated.lowerBound && removedAt[id] != nil { removedAt[id] = nil }
         // Allocated and gone again within this command (a push popped by a later op);
         // not the ids a `load` skipped, which were never allocated.
         let skipped = ctx.skipped ?? allocated.upperBound..<allocated.upperBound
@@ -320,8 +321,8 @@ public struct Sequencer: Sendable {
         while head < removals.count, removedAt.count > removedCapacity / 2 || removals[head].rev <= removedHorizon {
             let (id, r) = removals[head]
             head += 1
-            guard removedAt[id] == r else { continue }
-            removedAt[id] = nil
+            guard let record = removedAt.index(forKey: id), removedAt[record].value == r else { continue }
+            removedAt.remove(at: record)
             removedHorizon = max(removedHorizon, r)
         }
         removals.removeFirst(head)
