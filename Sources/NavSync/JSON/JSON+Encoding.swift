@@ -4,10 +4,9 @@
 extension JSON {
     /// Compact UTF-8 bytes; keys in insertion order, or sorted with `sortedKeys`.
     public func encoded(sortedKeys: Bool = false) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(128)
+        var out = ByteWriter(capacity: 128)
         write(into: &out, sortedKeys: sortedKeys)
-        return out
+        return out.finish()
     }
 
     /// Compact JSON text.
@@ -15,7 +14,12 @@ extension JSON {
         String(decoding: encoded(sortedKeys: sortedKeys), as: UTF8.self)
     }
 
+    /// Appends the compact text to `out`.
     public func write(into out: inout [UInt8], sortedKeys: Bool = false) {
+        out.append(contentsOf: encoded(sortedKeys: sortedKeys))
+    }
+
+    func write(into out: inout ByteWriter, sortedKeys: Bool = false) {
         switch self {
         case .null: out.append(ascii: "null")
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -40,7 +44,7 @@ extension JSON {
         }
     }
 
-    private static func writeMembers<Members: Sequence<(key: String, value: JSON)>>(_ members: Members, into out: inout [UInt8], sortedKeys: Bool) {
+    private static func writeMembers<Members: Sequence<(key: String, value: JSON)>>(_ members: Members, into out: inout ByteWriter, sortedKeys: Bool) {
         var first = true
         for (key, value) in members {
             if !first { out.append(UInt8(ascii: ",")) }
@@ -53,7 +57,7 @@ extension JSON {
 
     /// JSON has no NaN or infinity; the parser never produces them and operations refuse
     /// them, so a non-finite value here is a programming error written as `null`.
-    static func writeDouble(_ d: Double, into out: inout [UInt8]) {
+    static func writeDouble(_ d: Double, into out: inout ByteWriter) {
         guard d.isFinite else { out.append(ascii: "null"); return }
         // Swift's description is the shortest round-trip form ("4.5", "1e-07", "3.0").
         out.append(contentsOf: d.description.utf8)
@@ -63,7 +67,7 @@ extension JSON {
 
     /// RFC 8259 section 7: escape the quote, the backslash and control characters.
     /// Runs of bytes that need no escape are copied whole.
-    static func writeString(_ s: String, into out: inout [UInt8]) {
+    static func writeString(_ s: String, into out: inout ByteWriter) {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
@@ -114,6 +118,79 @@ extension Array<UInt8> {
             if n < 0 { i -= 1; digits[i] = UInt8(ascii: "-") }
             append(contentsOf: UnsafeBufferPointer(rebasing: digits[i...]))
         }
+    }
+}
+
+/// The encoders' output: bytes appended to one growing buffer, handed over as an array
+/// once. Appending to an array piece by piece costs a uniqueness check and a generic
+/// copy per piece, which was most of the cost of writing a patch.
+struct ByteWriter: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private(set) var count = 0
+
+    init(capacity: Int = 256) {
+        self.capacity = max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes written.
+    consuming func finish() -> [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    private mutating func grow(toFit extra: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity < count + extra { newCapacity *= 2 }
+        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        bigger.initialize(from: base, count: count)
+        base.deallocate()
+        base = bigger
+        capacity = newCapacity
+    }
+
+    @inline(__always) mutating func append(_ byte: UInt8) {
+        if count == capacity { grow(toFit: 1) }
+        base[count] = byte
+        count += 1
+    }
+
+    @inline(__always) mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        if count + bytes.count > capacity { grow(toFit: bytes.count) }
+        (base + count).initialize(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    mutating func append(contentsOf bytes: [UInt8]) { bytes.withUnsafeBufferPointer { append(contentsOf: $0) } }
+    mutating func append(contentsOf bytes: ArraySlice<UInt8>) { bytes.withUnsafeBufferPointer { append(contentsOf: $0) } }
+
+    /// Text that needs no escaping, as its bytes.
+    mutating func append(contentsOf text: String.UTF8View) {
+        var text = String(text)
+        text.withUTF8 { append(contentsOf: $0) }
+    }
+
+    /// ASCII text known when compiling (keys, punctuation).
+    @inline(__always) mutating func append(ascii text: StaticString) {
+        append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// The decimal digits of `n`, with a minus sign when negative.
+    mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
+        if n < 0 { append(UInt8(ascii: "-")) }
+        var magnitude = UInt64(n.magnitude)
+        if count + 20 > capacity { grow(toFit: 20) }
+        var digits = 1
+        var scale: UInt64 = 10
+        while digits < 20 && magnitude >= scale { digits += 1; scale = scale &* 10 }
+        var i = count + digits
+        repeat {
+            i -= 1
+            base[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        count += digits
     }
 }
 

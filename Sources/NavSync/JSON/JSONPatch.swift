@@ -32,7 +32,7 @@ public struct PatchOperation: Sendable, Equatable {
             }
         }
 
-        func write(into out: inout [UInt8]) {
+        func write(into out: inout ByteWriter) {
             switch self {
             case .json(let value): value.write(into: &out)
             case .entry(let e): e.write(into: &out)
@@ -74,7 +74,7 @@ public struct PatchOperation: Sendable, Equatable {
     }
 
     /// `json.encoded()`, written without building the object.
-    func write(into out: inout [UInt8]) {
+    func write(into out: inout ByteWriter) {
         out.append(ascii: #"{"op":""#)
         out.append(contentsOf: op.rawValue.utf8)
         out.append(UInt8(ascii: "\""))

@@ -79,20 +79,14 @@ public enum ServerMessage: Sendable, Equatable {
         if case .patch(let session, let patch) = self, id == nil { return Self.bytes(session: session, patch) }
         if case .ack(let session, let ack) = self { return Self.bytes(session: session, ack) }
         guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else { return json(id: id).encoded() }
-        var out: [UInt8] = []
-        out.reserveCapacity(e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128)
+        var out = ByteWriter(capacity: e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128)
         out.append(ascii: #"{"type":"joined""#)
-        func key(_ key: StaticString) {
-            out.append(ascii: #",""#)
-            out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-            out.append(ascii: #"":"#)
-        }
-        if let id { key("id"); id.write(into: &out) }
-        key("session"); JSON.writeString(j.session, into: &out)
-        key("epoch"); JSON.writeString(j.epoch, into: &out)
-        key("rev"); out.append(decimal: j.rev)
-        key("flow"); out.append(contentsOf: e.flow)
-        key("members")
+        if let id { out.append(ascii: #","id":"#); id.write(into: &out) }
+        out.append(ascii: #","session":"#); JSON.writeString(j.session, into: &out)
+        out.append(ascii: #","epoch":"#); JSON.writeString(j.epoch, into: &out)
+        out.append(ascii: #","rev":"#); out.append(decimal: j.rev)
+        out.append(ascii: #","flow":"#); out.append(contentsOf: e.flow)
+        out.append(ascii: #","members":"#)
         if let joiner = e.joiner {
             out.append(contentsOf: e.members.dropLast())     // "]"
             if e.members.count > 2 { out.append(UInt8(ascii: ",")) }
@@ -101,17 +95,16 @@ public enum ServerMessage: Sendable, Equatable {
         } else {
             out.append(contentsOf: e.members)
         }
-        if let others = j.others { key("others"); out.append(decimal: others) }
-        key("state")
+        if let others = j.others { out.append(ascii: #","others":"#); out.append(decimal: others) }
+        out.append(ascii: #","state":"#)
         if let bytes = e.state { out.append(contentsOf: bytes) } else { state.write(into: &out) }
         out.append(UInt8(ascii: "}"))
-        return out
+        return out.finish()
     }
 
     /// A `patch` message, in the key order of `json(id:)`.
     static func bytes(session: String, _ patch: Patch) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(256)
+        var out = ByteWriter(capacity: 256)
         out.append(ascii: #"{"type":"patch","session":"#)
         JSON.writeString(session, into: &out)
         out.append(ascii: #","rev":"#)
@@ -128,13 +121,12 @@ public enum ServerMessage: Sendable, Equatable {
             op.write(into: &out)
         }
         out.append(ascii: "]}")
-        return out
+        return out.finish()
     }
 
     /// An `ack` message, in the key order of `json(id:)` (whose `id` is the command's).
     static func bytes(session: String, _ ack: Ack) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(96)
+        var out = ByteWriter(capacity: 96)
         out.append(ascii: #"{"type":"ack","id":"#)
         ack.id.json.write(into: &out)
         out.append(ascii: #","session":"#)
@@ -151,7 +143,7 @@ public enum ServerMessage: Sendable, Equatable {
         out.append(UInt8(ascii: "]"))
         if ack.duplicate { out.append(ascii: #","duplicate":true"#) }
         out.append(UInt8(ascii: "}"))
-        return out
+        return out.finish()
     }
 
     public enum CatchUp: Sendable, Equatable {

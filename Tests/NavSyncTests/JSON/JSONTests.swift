@@ -16,6 +16,12 @@ struct JSONTests {
         #expect(try JSON.parse("3.0").encodedString() == "3.0")
         #expect(JSON.double(0.1).encodedString() == "0.1")
         #expect(JSON.int(Int64.min).encodedString() == "-9223372036854775808")
+        for n: Int64 in [0, 7, -7, 9, 10, 99, 100, 1_000_000, -1_000_001, Int64.max, Int64.min + 1] {
+            #expect(JSON.int(n).encodedString() == String(n))
+        }
+        // Past the writer's first buffer: it grows and keeps every byte.
+        let long = String(repeating: "ab\"c", count: 3000)
+        #expect(try JSON.parse(JSON.array([.string(long), .int(1)]).encoded()) == .array([.string(long), .int(1)]))
     }
 
     @Test func malformedInputGivesLineColumnAndReason() {
