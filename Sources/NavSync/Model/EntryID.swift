@@ -17,4 +17,16 @@ public struct EntryID: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     public var description: String { "e\(number)" }
     public static func < (a: EntryID, b: EntryID) -> Bool { a.number < b.number }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(number) }
+
+    /// Tables of ids (conflict bookkeeping) hash them with a multiply rather than
+    /// SipHash: ids are numbered by the server, never chosen by a client, so there is no
+    /// flooding to defend against, and a deep link looks up dozens of them.
+    public func _rawHashValue(seed: Int) -> Int { EntryID.mix(UInt64(bitPattern: Int64(number)), seed: seed) }
+
+    static func mix(_ value: UInt64, seed: Int) -> Int {
+        let x = (value ^ UInt64(bitPattern: Int64(seed))) &* 0x9E37_79B9_7F4A_7C15
+        return Int(bitPattern: UInt(x ^ (x >> 29)))
+    }
 }

@@ -12,6 +12,23 @@ public enum CoordinatorKey: Sendable, Hashable, CustomStringConvertible {
     case entry(EntryID)
     case alert
 
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .root: hasher.combine(-1)
+        case .alert: hasher.combine(-2)
+        case .entry(let id): hasher.combine(id.number)
+        }
+    }
+
+    /// Hashed like `EntryID` (server-numbered, see there).
+    public func _rawHashValue(seed: Int) -> Int {
+        switch self {
+        case .root: EntryID.mix(UInt64(bitPattern: -1), seed: seed)
+        case .alert: EntryID.mix(UInt64(bitPattern: -2), seed: seed)
+        case .entry(let id): EntryID.mix(UInt64(bitPattern: Int64(id.number)), seed: seed)
+        }
+    }
+
     /// `root`, `e7`, `alert`: what `at` takes for the first two.
     public var description: String {
         switch self {

@@ -184,4 +184,17 @@ struct SequencerTests {
         guard case .unchanged(let ack) = seq.submit(["id": 100, "ops": [["op": "pop", "from": .string(victim)]]], client: "c") else { Issue.record(); return }
         #expect(ack.results == [.superseded])
     }
+
+    /// Ids and coordinator keys hash with a multiply (server-numbered, see `EntryID`):
+    /// tables of them still find every key, and equal keys hash alike.
+    @Test func idTablesFindEveryKey() {
+        var removed: [EntryID: Int] = [:]
+        var changed: [CoordinatorKey: Int] = [.root: -1, .alert: -2]
+        for n in 1...20_000 { removed[EntryID(n)] = n; changed[.entry(EntryID(n * 7))] = n }
+        #expect(removed.count == 20_000 && changed.count == 20_002)
+        #expect((1...20_000).allSatisfy { removed[EntryID($0)] == $0 && changed[.entry(EntryID($0 * 7))] == $0 })
+        #expect(removed[EntryID(0)] == nil && changed[.entry(EntryID(8))] == nil)
+        #expect(changed[.root] == -1 && changed[.alert] == -2)
+        #expect(EntryID(5).hashValue == EntryID(5).hashValue && Set([CoordinatorKey.entry(EntryID(3)), .entry(EntryID(3)), .root]).count == 2)
+    }
 }
