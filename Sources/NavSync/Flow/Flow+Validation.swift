@@ -252,14 +252,16 @@ private struct FlowLoader {
         guard let ops = value.arrayValue, !ops.isEmpty else {
             throw fail(p, "a link must be a non-empty list of operations")
         }
+        var decoded: [Operation] = []
         for (i, opJSON) in ops.enumerated() {
             let op: Operation
             do throws(NavError) { op = try Operation(json: opJSON) } catch {
                 throw fail(p.index(i), error.message)
             }
             try checkLinkOp(op, p.index(i), flow)
+            decoded.append(op)
         }
-        return Link(pattern: pattern, segments: segments, ops: ops, flow: flow)
+        return Link(pattern: pattern, segments: segments, ops: ops, decoded: decoded, flow: flow)
     }
 
     func checkLinkOp(_ op: Operation, _ p: JSONPath, _ flow: Flow) throws(FlowError) {

@@ -190,7 +190,8 @@ public struct Link: Sendable {
     }
     public let pattern: String
     public let segments: [Segment]
-    /// The operations, as JSON; `":name"` values in `params` are substituted when opened.
+    /// The operations as the flow file gives them; `":name"` param values take the URL's
+    /// captures when the link is opened.
     public let ops: [JSON]
     /// The operations, decoded once when the flow is loaded; captures are filled into
     /// the decoded params per opening.
@@ -209,12 +210,12 @@ public struct Link: Sendable {
         let type: ParamType
     }
 
-    init(pattern: String, segments: [Segment], ops: [JSON], flow: Flow) {
+    /// `decoded`: `ops` as the loader decoded and checked them, item for item.
+    init(pattern: String, segments: [Segment], ops: [JSON], decoded: [Operation], flow: Flow) {
         self.pattern = pattern
         self.segments = segments
         self.ops = ops
-        // The loader has decoded and checked every op already: none fails here.
-        compiled = ops.compactMap { try? Operation(json: $0) }
+        compiled = decoded
         captureTypes = ops.map { raw in
             let at = raw["at"]?.stringValue
             let name = raw["op"]?.stringValue.flatMap(OpName.init(wire:))
@@ -235,7 +236,6 @@ public struct Link: Sendable {
     static func isCapture(_ value: JSON) -> Bool {
         value.stringValue.map { $0.hasPrefix(":") && $0.count > 1 } ?? false
     }
-
 }
 
 extension Flow {

@@ -92,33 +92,30 @@ extension JSON {
     }
 }
 
-/// The two appends every encoder here is made of. Going through `String.utf8` costs a
-/// generic copy and, for a number, a string: together a fifth of a patch's encoding.
+/// The decimal digits of `n`, with a minus sign when negative, handed to `body` from a
+/// buffer on the stack: numbers are written without making a `String` of them.
+func withDecimal<Integer: BinaryInteger, R>(_ n: Integer, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    var magnitude = UInt64(n.magnitude)
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { digits in
+        var i = digits.count
+        repeat {
+            i -= 1
+            digits[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        if n < 0 { i -= 1; digits[i] = UInt8(ascii: "-") }
+        return body(UnsafeBufferPointer(rebasing: digits[i...]))
+    }
+}
+
+/// The diff's JSON Pointer is an array of bytes, cut back along its walk.
 extension Array<UInt8> {
-    /// ASCII text known when compiling (keys, punctuation).
+    /// ASCII text known when compiling.
     @inline(__always) mutating func append(ascii text: StaticString) {
         append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    /// The decimal digits of `n`, with a minus sign when negative.
-    mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
-        var magnitude = n.magnitude
-        if magnitude < 10 {
-            if n < 0 { append(UInt8(ascii: "-")) }
-            append(UInt8(ascii: "0") + UInt8(magnitude))
-            return
-        }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { digits in
-            var i = digits.count
-            repeat {
-                i -= 1
-                digits[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            if n < 0 { i -= 1; digits[i] = UInt8(ascii: "-") }
-            append(contentsOf: UnsafeBufferPointer(rebasing: digits[i...]))
-        }
-    }
+    mutating func append<Integer: BinaryInteger>(decimal n: Integer) { withDecimal(n) { append(contentsOf: $0) } }
 }
 
 /// The encoders' output: bytes appended to one growing buffer, handed over as an array
@@ -176,22 +173,7 @@ struct ByteWriter: ~Copyable {
         append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    /// The decimal digits of `n`, with a minus sign when negative.
-    mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
-        if n < 0 { append(UInt8(ascii: "-")) }
-        var magnitude = UInt64(n.magnitude)
-        if count + 20 > capacity { grow(toFit: 20) }
-        var digits = 1
-        var scale: UInt64 = 10
-        while digits < 20 && magnitude >= scale { digits += 1; scale = scale &* 10 }
-        var i = count + digits
-        repeat {
-            i -= 1
-            base[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
-        } while magnitude > 0
-        count += digits
-    }
+    mutating func append<Integer: BinaryInteger>(decimal n: Integer) { withDecimal(n) { append(contentsOf: $0) } }
 }
 
 extension JSON: CustomStringConvertible {

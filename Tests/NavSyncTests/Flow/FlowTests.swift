@@ -39,6 +39,13 @@ struct FlowTests {
         #expect(link.compiled.count == 3)
         #expect(link.captureTypes.map { $0.map { "\($0.item ?? -1).\($0.key):\($0.type)" } } == [[], [], ["1.id:int", "1.note:string?"]])
         #expect(!Link.isCapture(":") && Link.isCapture(":id") && !Link.isCapture("id"))
+        // An absent capture leaves its param out; one that does not convert names itself.
+        let (_, bare) = try Flow.demo.expand(url: "/product/7")
+        #expect(bare[2] == (try Operation(json: ["op": "setStack", "at": "Home", "routes": ["list", ["route": "detail", "params": ["id": 7]]]])))
+        #expect(link.compiled[2].action != bare[2].action, "opening fills a copy, not the link")
+        #expect(throws: NavError(.badParams, "link '/product/:id' op 2: capture ':id' = 'x' is not a valid int for param 'id'")) {
+            try Flow.demo.expand(url: "/product/x")
+        }
         let (_, ops) = try Flow.demo.expand(url: "/product/7?note=hi")
         let filled: [JSON] = [
             ["op": "setRoot", "at": "App", "route": "main"],

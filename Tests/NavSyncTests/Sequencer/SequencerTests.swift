@@ -197,4 +197,21 @@ struct SequencerTests {
         #expect(changed[.root] == -1 && changed[.alert] == -2)
         #expect(EntryID(5).hashValue == EntryID(5).hashValue && Set([CoordinatorKey.entry(EntryID(3)), .entry(EntryID(3)), .root]).count == 2)
     }
+
+    /// Removal records restored from a snapshot are forgotten oldest first too.
+    @Test func forgettingAfterARestoreKeepsTheNewestRemovals() throws {
+        var seq = Sequencer(flow: .demo, epoch: "e")
+        _ = seq.submit(["id": 0, "ops": [["op": "setRoot", "route": "main"]]], client: "c")
+        for i in 1...6 {
+            _ = seq.submit(["id": .int(Int64(i)), "ops": [["op": "setStack", "at": "Home", "routes": ["list", "list"]]]], client: "c")
+        }
+        var back = try Sequencer(restoring: seq.snapshot(), flow: .demo)
+        #expect(back.removedAt == seq.removedAt && back.removedAt.count > 8)
+        back.removedCapacity = 8
+        for i in 7...12 {
+            _ = back.submit(["id": .int(Int64(i)), "ops": [["op": "setStack", "at": "Home", "routes": ["list", "list"]]]], client: "c")
+        }
+        #expect(back.removedAt.count <= 8 && back.removedHorizon > 0)
+        #expect(back.removedAt.values.allSatisfy { $0 > back.removedHorizon } && back.removedAt.values.contains(back.rev))
+    }
 }
