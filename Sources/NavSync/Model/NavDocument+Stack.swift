@@ -115,9 +115,13 @@ extension NavDocument {
     /// Keeps the first `count` entries of the stack at `p`.
     private mutating func truncate(_ p: CoordinatorPath, to count: Int, _ ctx: inout CommandContext) -> OpResult {
         guard count < state[p].entries.count else { return .noop }
-        state.modify(p) { $0.entries.removeSubrange(count...) }
+        var removed: [Entry] = []
+        state.modify(p) {
+            removed = Array($0.entries[count...])
+            $0.entries.removeSubrange(count...)
+        }
         ctx.changed.append(state.key(of: p))
-        ctx.edit = .cut(p, to: count)
+        ctx.edit = .cut(p, to: count, removed: removed)
         return .applied
     }
 

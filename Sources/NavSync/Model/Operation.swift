@@ -160,6 +160,18 @@ extension Operation.Action {
         }
     }
 
+    /// Whether the operation is one stack edit (a push or a cut: `ctx.edit` says which
+    /// when it applies) that checks everything before it changes anything: it fails
+    /// leaving the document as it was, so a command of it alone runs on the document
+    /// itself, without a copy to throw away (`Sequencer`). A test holds every such
+    /// operation to that, failing or not.
+    var editsOneStackAtomically: Bool {
+        switch self {
+        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss: return true
+        default: return false
+        }
+    }
+
     /// The entry ids the operation names (for conflicts and `superseded`).
     var namedEntry: String? {
         switch self {

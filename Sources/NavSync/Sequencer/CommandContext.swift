@@ -60,6 +60,8 @@ public struct ConflictGuard: Sendable {
 enum StackEdit: Sendable, Equatable {
     /// An entry appended to the stack at this path.
     case pushed(CoordinatorPath)
-    /// The stack at this path cut to its first `count` entries.
-    case cut(CoordinatorPath, to: Int)
+    /// The stack at this path cut to its first `count` entries; `removed` are the
+    /// entries cut off, bottom first (the patch and bookkeeping need them, and the
+    /// document they were in is changed in place).
+    case cut(CoordinatorPath, to: Int, removed: [Entry])
 }

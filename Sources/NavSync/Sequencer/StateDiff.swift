@@ -32,13 +32,14 @@ public struct StateDiff: Sendable {
     /// The diff of one stack edit, written from the edit rather than found by walking
     /// both trees: the ops and bookkeeping the walk gives for it (a push is one `add` at
     /// the end, a cut one `remove` per entry from the end), at the cost of the path's
-    /// length. Nil for an edit of a list that is not a stack.
-    init?(from old: NavState, to new: NavState, edit: StackEdit) {
+    /// length; `new` is the state after the edit (the one before is not needed). Nil for
+    /// an edit of a list that is not a stack.
+    init?(edit: StackEdit, in new: NavState) {
         path.reserveCapacity(96)
         path.append(ascii: "/root")
         let p: CoordinatorPath
         switch edit {
-        case .pushed(let at), .cut(let at, _): p = at
+        case .pushed(let at), .cut(let at, _, _): p = at
         }
         var c = new.root
         for i in p {
@@ -57,11 +58,10 @@ public struct StateDiff: Sendable {
             let index = c.entries.count - 1
             emit(.add, index, .entry(c.entries[index]))
             noteAdded(c.entries[index])
-        case .cut(_, let count):
-            let cut = old[p].entries
-            for i in (count..<cut.count).reversed() {
-                emit(.remove, i)
-                noteRemoved(cut[i])
+        case .cut(_, let count, let cut):
+            for j in cut.indices.reversed() {
+                emit(.remove, count + j)
+                noteRemoved(cut[j])
             }
         }
     }

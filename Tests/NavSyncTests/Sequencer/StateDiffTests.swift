@@ -85,7 +85,7 @@ struct StateDiffTests {
             guard (try? working.apply(op, &ctx)) == .applied else { continue }
             if let edit = ctx.edit {
                 let walked = StateDiff(from: doc.state, to: working.state)
-                let written = try #require(StateDiff(from: doc.state, to: working.state, edit: edit))
+                let written = try #require(StateDiff(edit: edit, in: working.state))
                 #expect(written.ops == walked.ops, "\(json): \(written.ops.map(\.json)) vs \(walked.ops.map(\.json))")
                 #expect(written.removed == walked.removed && written.added == walked.added && written.created == walked.created, "\(json)")
                 compared[op.action.name.rawValue, default: 0] += 1
@@ -96,5 +96,37 @@ struct StateDiffTests {
         for name in ["route", "present", "pop", "popToRoot", "dismiss"] {   // `route` is `push`
             #expect(compared[name, default: 0] > 5, "\(compared)")
         }
+    }
+
+    /// A command of one stack edit runs on the session's document itself, so such an
+    /// operation must leave the document exactly as it was when it fails, and leave an
+    /// edit to patch from when it applies (`Operation.Action.editsOneStackAtomically`).
+    @Test(arguments: [("demo", 0xA70 as UInt64), ("studio", 0xA71 as UInt64)])
+    func aLoneStackEditFailsWithoutChangingAnything(_ flowName: String, _ seed: UInt64) throws {
+        let flow = flowName == "demo" ? Flow.demo : studioFlow
+        var gen = CommandGenerator(flow: flow, seed: seed)
+        var doc = NavDocument(flow: flow)
+        var failed = 0, applied = 0
+        for _ in 0..<6000 {
+            let json = gen.op(doc.state, nextID: doc.nextID)
+            guard let op = try? Operation(json: json) else { continue }
+            var working = doc
+            var ctx = CommandContext(conflicts: nil, firstID: working.nextID)
+            do {
+                let result = try working.apply(op, &ctx)
+                if op.action.editsOneStackAtomically, result == .applied {
+                    #expect(ctx.edit != nil, "\(json) applied without an edit")
+                    applied += 1
+                }
+            } catch {
+                if op.action.editsOneStackAtomically {
+                    #expect(working.state == doc.state && working.nextID == doc.nextID, "\(json) failed (\(error)) but changed the document")
+                    failed += 1
+                }
+                continue
+            }
+            doc = gen.chance(0.02) ? NavDocument(flow: flow) : working
+        }
+        #expect(failed > 100 && applied > 100, "failed \(failed), applied \(applied)")
     }
 }
