@@ -304,6 +304,7 @@ extension RouteSpec {
     /// wrong types and missing required params are `bad_params`; `null` for an optional
     /// param leaves it out.
     public func validate(params: JSONObject) throws(NavError) -> JSONObject {
+        if isValidAsSent(params) { return params }
         for (key, value) in params {
             guard let type = self.params[key] else {
                 throw NavError(.badParams, "route '\(name)' has no param '\(key)'")
@@ -326,5 +327,21 @@ extension RouteSpec {
             }
         }
         return result
+    }
+
+    /// Whether the params are valid and already as `validate` would give them (declared
+    /// names in declaration order, no `null`, every required one there): the common case,
+    /// kept as sent without building a new object.
+    private func isValidAsSent(_ params: JSONObject) -> Bool {
+        var next = 0
+        for (key, value) in params {
+            while next < declared.count, declared[next].name != key {
+                guard declared[next].type.optional else { return false }
+                next += 1
+            }
+            guard next < declared.count, declared[next].type.accepts(value) else { return false }
+            next += 1
+        }
+        return declared[next...].allSatisfy(\.type.optional)
     }
 }

@@ -12,6 +12,7 @@ public struct Flow: Sendable {
         let name: String
         let root: String
         let coordinators: [String: CoordinatorSpec]
+        let specs: NameTable<CoordinatorSpec>
         let coordinatorOrder: [String]
         let links: [Link]
         let source: JSON
@@ -21,6 +22,7 @@ public struct Flow: Sendable {
             self.name = name
             self.root = root
             self.coordinators = coordinators
+            specs = NameTable(coordinators)
             self.coordinatorOrder = coordinatorOrder
             self.links = links
             self.source = source
@@ -75,15 +77,23 @@ public final class CoordinatorSpec: Sendable {
     public let routeOrder: [String]
     /// The routes of `initial`, item for item (a new coordinator is made of them).
     let initialRoutes: [RouteSpec]
+    private let routeTable: NameTable<RouteSpec>
 
     init(name: String, kind: CoordinatorKind, initial: [RouteRef], routes: [String: RouteSpec], routeOrder: [String]) {
         self.name = name
         self.kind = kind
         self.initial = initial
         self.routes = routes
+        routeTable = NameTable(routes)
         self.routeOrder = routeOrder
         initialRoutes = initial.map { routes[$0.route]! }
     }
+}
+
+extension CoordinatorSpec {
+    /// The declared route of this name (what every command looks up: `routes[name]`,
+    /// found faster).
+    func route(_ name: String) -> RouteSpec? { routeTable[name] }
 }
 
 /// A route named with its params: an initial item, or a link target.
@@ -107,11 +117,15 @@ public final class RouteSpec: Sendable {
     /// Display text with `{param}` placeholders; never part of the state.
     public let title: String?
 
+    /// `paramOrder` with each param's type.
+    let declared: [(name: String, type: ParamType)]
+
     init(name: String, params: [String: ParamType], paramOrder: [String], coordinator: String?, presentation: Presentation?,
          tab: JSON?, title: String?) {
         self.name = name
         self.params = params
         self.paramOrder = paramOrder
+        declared = paramOrder.map { ($0, params[$0]!) }
         self.coordinator = coordinator
         self.presentation = presentation
         self.tab = tab
@@ -238,9 +252,35 @@ public struct Link: Sendable {
     }
 }
 
+/// Names every command looks up (coordinator types, routes), read-only once a flow is
+/// loaded. A flow has a handful of each, and comparing a few short strings (length
+/// first) costs less than hashing one through `Hasher` (some 370 instructions per
+/// lookup in the core bench), so a small table is scanned; a large one keeps a
+/// dictionary.
+struct NameTable<Value: Sendable>: Sendable {
+    private let names: [String]
+    private let values: [Value]
+    private let index: [String: Value]?
+
+    static var scanLimit: Int { 16 }
+
+    init(_ table: [String: Value]) {
+        names = Array(table.keys)
+        values = names.map { table[$0]! }
+        index = table.count > Self.scanLimit ? table : nil
+    }
+
+    subscript(name: String) -> Value? {
+        if let index { return index[name] }
+        let length = name.utf8.count
+        for i in names.indices where names[i].utf8.count == length && names[i] == name { return values[i] }
+        return nil
+    }
+}
+
 extension Flow {
     /// The coordinator type of the given name. Only valid names reach this.
-    public func spec(_ type: String) -> CoordinatorSpec { coordinators[type]! }
+    public func spec(_ type: String) -> CoordinatorSpec { fields.specs[type]! }
 
     /// Types that declare `route`, in declaration order.
     public func types(declaring route: String) -> [CoordinatorSpec] {

@@ -139,27 +139,31 @@ extension NavDocument {
 
     /// The coordinator a route-naming operation goes to: `at`'s, or the deepest on the
     /// active path whose kind fits and that declares every route (route bubbling).
-    func target(_ name: OpName, routes: [String], _ at: AtTarget) throws(NavError) -> CoordinatorPath {
+    func target(_ name: OpName, route: String, _ at: AtTarget) throws(NavError) -> CoordinatorPath {
+        try target(name, routes: CollectionOfOne(route), at)    // no array made per command
+    }
+
+    func target(_ name: OpName, routes: some Collection<String>, _ at: AtTarget) throws(NavError) -> CoordinatorPath {
         if case .coordinator(let p) = at {
             let c = state[p]
             guard name.works(on: c.kind) else { throw wrongKind(name, c) }
             let spec = flow.spec(c.type)
-            for r in routes where spec.routes[r] == nil {
+            for r in routes where spec.route(r) == nil {
                 throw NavError(.unknownRoute, "route '\(r)' is not declared on \(c.type)")
             }
             return p
         }
         let flow = flow    // not `self`: a closure capturing the document would copy it
         let declares = { (c: Coordinator) in
-            name.works(on: c.kind) && routes.allSatisfy { flow.spec(c.type).routes[$0] != nil }
+            name.works(on: c.kind) && routes.allSatisfy { flow.spec(c.type).route($0) != nil }
         }
         if let p = state.deepestActive(where: declares) { return p }
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")
-        if let p = state.deepestActive(where: { c in routes.allSatisfy { flow.spec(c.type).routes[$0] != nil } }) {
-            let fix = routes.count == 1 ? "; use `\(Self.verb(for: state[p].kind)) \(routes[0])`" : ""
+        if let p = state.deepestActive(where: { c in routes.allSatisfy { flow.spec(c.type).route($0) != nil } }) {
+            let fix = routes.count == 1 ? "; use `\(Self.verb(for: state[p].kind)) \(routes.first!)`" : ""
             throw NavError(.invalidOp, "\(list) is declared on \(state[p].type), a \(state[p].kind.rawValue) coordinator; '\(name.rawValue)' works on \(kindList(name.kinds!))\(fix)")
         }
-        throw notOnScreen(routes)
+        throw notOnScreen(Array(routes))
     }
 
     /// The verb that opens a route on a coordinator of this kind, for hints.
@@ -221,6 +225,6 @@ extension NavDocument {
 
     /// Validates params for `route` of the coordinator at `path`.
     func params(_ item: Operation.OpenItem, of path: CoordinatorPath) throws(NavError) -> JSONObject {
-        try flow.spec(state[path].type).routes[item.route]!.validate(params: item.params)
+        try flow.spec(state[path].type).route(item.route)!.validate(params: item.params)
     }
 }

@@ -6,10 +6,10 @@ extension NavDocument {
         let name = action.name
         switch action {
         case .route(let item):
-            return try push(item, at: try target(name, routes: [item.route], at), &ctx) { $0 ?? .push }
+            return try push(item, at: try target(name, route: item.route, at), &ctx) { $0 ?? .push }
 
         case .present(let item, let style):
-            return try push(item, at: try target(name, routes: [item.route], at), &ctx) { declared in
+            return try push(item, at: try target(name, route: item.route, at), &ctx) { declared in
                 style ?? (declared?.isModal == true ? declared! : .sheet)
             }
 
@@ -36,14 +36,14 @@ extension NavDocument {
             return truncate(p, to: 1, &ctx)
 
         case .popToFirst(let route), .popToLast(let route):
-            let p = try target(name, routes: [route], at)
+            let p = try target(name, route: route, at)
             let entries = state[p].entries
             let found = name == .popToFirst ? entries.firstIndex { $0.route == route } : entries.lastIndex { $0.route == route }
             guard let index = found else { return .noop }
             return truncate(p, to: index + 1, &ctx)
 
         case .popBefore(let route):
-            let p = try target(name, routes: [route], at)
+            let p = try target(name, route: route, at)
             let c = state[p]
             guard let index = c.entries.firstIndex(where: { $0.route == route }) else { return .noop }
             guard index > 0 else {
@@ -60,9 +60,9 @@ extension NavDocument {
             return truncate(p, to: index, &ctx)
 
         case .setRoot(let item):
-            let p = try target(name, routes: [item.route], at)
+            let p = try target(name, route: item.route, at)
             let owner = flow.spec(state[p].type)
-            let route = owner.routes[item.route]!
+            let route = owner.route(item.route)!
             let root = makeEntry(route, of: owner, params: try route.validate(params: item.params),
                                  presentation: owner.kind == .stack ? .root : nil, hints: item.hints)
             state.modify(p) { $0.entries = [root] }
@@ -78,7 +78,7 @@ extension NavDocument {
             var entries: [Entry] = []
             entries.reserveCapacity(items.count)
             for (i, item) in items.enumerated() {
-                let route = owner.routes[item.route]!
+                let route = owner.route(item.route)!
                 let params: JSONObject
                 do throws(NavError) { params = try route.validate(params: item.params) } catch {
                     throw NavError(error.code, "routes[\(i)]: \(error.message)")
@@ -100,7 +100,7 @@ extension NavDocument {
                                presentation: (Presentation?) -> Presentation) throws(NavError) -> OpResult {
         let owner = state[p]
         let spec = flow.spec(owner.type)
-        let route = spec.routes[item.route]!
+        let route = spec.route(item.route)!
         let params = try route.validate(params: item.params)
         guard owner.entries.count < limits.maxStackDepth else {
             throw NavError(.invalidOp, "\(owner.type) already holds \(limits.maxStackDepth) entries, the most a stack may")

@@ -5,7 +5,7 @@ extension NavDocument {
         let name = action.name
         switch action {
         case .select(.route(let route)):
-            let p = try target(name, routes: [route], at)
+            let p = try target(name, route: route, at)
             guard let tab = state[p].entries.first(where: { $0.route == route }) else {
                 throw NavError(.notFound, "\(state[p].type) has no '\(route)' tab")
             }
@@ -60,7 +60,7 @@ extension NavDocument {
             return .applied
 
         case .appendTab(let item), .insertTab(let item, _):
-            let p = try target(name, routes: [item.route], at)
+            let p = try target(name, route: item.route, at)
             let owner = state[p]
             var index = owner.entries.count
             if case .insertTab(_, let i) = action {
@@ -79,7 +79,7 @@ extension NavDocument {
             return .applied
 
         case .removeFirst(let route), .removeLast(let route):
-            let p = try target(name, routes: [route], at)
+            let p = try target(name, route: route, at)
             let tabs = state[p].entries
             let found = name == .removeFirst ? tabs.firstIndex { $0.route == route } : tabs.lastIndex { $0.route == route }
             guard let index = found else { return .noop }

@@ -40,7 +40,7 @@ public struct NavDocument: Sendable {
     mutating func makeEntry(_ route: String, of owner: String, params: JSONObject,
                             presentation: Presentation?, hints: JSONObject?) -> Entry {
         let spec = flow.spec(owner)
-        return makeEntry(spec.routes[route]!, of: spec, params: params, presentation: presentation, hints: hints)
+        return makeEntry(spec.route(route)!, of: spec, params: params, presentation: presentation, hints: hints)
     }
 
     /// The same, with the specs looked up already.

@@ -189,6 +189,39 @@ struct FlowTests {
         #expect(flow.spec("Home").initial == [RouteRef(route: "detail", params: ["id": 7])])
     }
 
+    /// Params already as the declaration has them are kept as sent; any other valid
+    /// form comes out in declaration order without nulls; invalid ones name the fault.
+    @Test func paramsComeOutInDeclarationOrder() throws {
+        let flow = try Flow("p", root: "S") {
+            CoordinatorType("S", .stack, initial: ["route": "r", "params": ["a": 0, "d": 0]]) {
+                Route("r", params: [("a", "int"), ("b", "string?"), ("c", "bool?"), ("d", "number")])
+            }
+        }
+        let b = try #require(flow.spec("S").route("r"))
+        let asSent: JSONObject = ["a": 1, "c": true, "d": 2.5]
+        #expect(try b.validate(params: asSent) == asSent)
+        #expect(try b.validate(params: ["d": 2, "a": 1]).keys == ["a", "d"])
+        #expect(try b.validate(params: ["a": 1, "b": .null, "d": 2]).keys == ["a", "d"])
+        for (bad, message) in [(["a": 1] as JSONObject, "needs param 'd'"), (["a": 1, "d": 2, "e": 3], "has no param 'e'"),
+                               (["a": "1", "d": 2], "param 'a' of route 'r' must be int"), (["a": .null, "d": 2], "is required, got null"),
+                               (["d": 2], "needs param 'a'")] {
+            #expect(throws: NavError.self, "\(bad)") { try b.validate(params: bad) }
+            do { _ = try b.validate(params: bad) } catch { #expect(error.message.contains(message), "\(bad): \(error.message)") }
+        }
+    }
+
+    /// Route and type names are found by a scan in a small table and by hashing in a
+    /// large one: every name either way, and nothing else.
+    @Test func nameTablesFindEveryName() {
+        for size in [1, 5, NameTable<Int>.scanLimit, NameTable<Int>.scanLimit + 1, 200] {
+            var names: [String: Int] = [:]
+            for i in 0..<size { names[i % 3 == 0 ? "route\(i)" : "a-rather-long-route-name-\(i)"] = i }
+            let table = NameTable(names)
+            for (name, value) in names { #expect(table[name] == value) }
+            #expect(table["missing"] == nil && table["route"] == nil && table[""] == nil)
+        }
+    }
+
     @Test func paramTypes() {
         let int = ParamType("int")!
         #expect(int.accepts(3) && !int.accepts(3.0) && !int.accepts(true) && !int.accepts("3"))
