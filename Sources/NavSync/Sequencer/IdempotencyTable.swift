@@ -1,8 +1,9 @@
 /// The acks of the last `capacity` commands of each client identity (DESIGN.md section
 /// 5): a command id seen again gets its original ack instead of running twice.
 public struct IdempotencyTable: Sendable {
-    /// Acks remembered per client identity; the oldest is forgotten first. 1024 covers
-    /// far more commands than a client has in flight across a reconnect.
+    /// Acks remembered per client identity: at least the last `capacity`, at most twice
+    /// that; the oldest are forgotten first. 1024 covers far more commands than a client
+    /// has in flight across a reconnect.
     public let capacity: Int
     /// Each client identity's acks, found by name through `index`. The identity of the
     /// last command is kept at hand: commands come in runs from one sender, and a string
@@ -16,23 +17,38 @@ public struct IdempotencyTable: Sendable {
         return index[client]
     }
 
+    /// One client's acks in two generations: new ones go to `current`; when it holds
+    /// `capacity`, it becomes `previous` and the old `previous` is forgotten whole. So
+    /// the last `capacity` to `2 × capacity` acks are remembered, and none is ever
+    /// deleted one by one (a dictionary delete rehashes the entries after it: it was
+    /// the costliest step of a command's bookkeeping).
     struct ClientAcks {
-        /// Ids in acknowledgement order, oldest first; `head` skips forgotten ones.
-        var order: [CommandID] = []
-        var head = 0
-        var acks: [CommandID: Entry] = [:]
+        var current = Generation()
+        var previous = Generation()
+
+        struct Generation {
+            var acks: [CommandID: Entry] = [:]
+            /// Ids in acknowledgement order.
+            var order: [CommandID] = []
+        }
+
+        func entry(_ id: CommandID) -> Entry? { current.acks[id] ?? previous.acks[id] }
 
         mutating func remember(_ entry: consuming Entry, capacity: Int) {
             let id = entry.ack.id
-            if acks.updateValue(entry, forKey: id) == nil { order.append(id) }
-            while acks.count > capacity {
-                acks[order[head]] = nil
-                head += 1
+            guard current.acks.updateValue(entry, forKey: id) == nil else { return }
+            current.order.append(id)
+            if current.order.count >= capacity {
+                previous = current
+                current = Generation()
+                current.acks.reserveCapacity(capacity)
+                current.order.reserveCapacity(capacity)
             }
-            if head > capacity {
-                order.removeFirst(head)
-                head = 0
-            }
+        }
+
+        /// Oldest first; an id in both generations (remembered again) counts as the newer.
+        var entries: [Entry] {
+            previous.order.compactMap { current.acks[$0] == nil ? previous.acks[$0] : nil } + current.order.compactMap { current.acks[$0] }
         }
     }
 
@@ -62,7 +78,7 @@ public struct IdempotencyTable: Sendable {
 
     public init(capacity: Int = 1024) { self.capacity = capacity }
 
-    public func entry(client: String, id: CommandID) -> Entry? { position(of: client).flatMap { clients[$0].acks[id] } }
+    public func entry(client: String, id: CommandID) -> Entry? { position(of: client).flatMap { clients[$0].entry(id) } }
 
     public func ack(client: String, id: CommandID) -> Ack? { entry(client: client, id: id)?.ack }
 
@@ -87,9 +103,6 @@ public struct IdempotencyTable: Sendable {
 
     /// Every remembered command, per client, oldest first (for snapshots).
     public var entries: [(client: String, acks: [Entry])] {
-        index.sorted { $0.key < $1.key }.map { client, at in
-            let c = clients[at]
-            return (client, c.order[c.head...].compactMap { c.acks[$0] })
-        }
+        index.sorted { $0.key < $1.key }.map { client, at in (client, clients[at].entries) }
     }
 }
