@@ -125,21 +125,21 @@ public struct History: Sendable {
     /// Records the revision just made; `state` is the state after it (asked for only at
     /// a checkpoint).
     public mutating func record(_ entry: consuming HistoryEntry, state: () -> NavState) {
-        precondition(entry.rev == rev + 1, "history records revisions in order")
-        rev = entry.rev
+        let r = entry.rev
+        precondition(r == rev + 1, "history records revisions in order")
+        rev = r
         if collected != nil {
-            collected!.append((entry, entry.rev % checkpointEvery == 0 ? state() : nil))
+            collected!.append((consume entry, r % checkpointEvery == 0 ? state() : nil))
             return
         }
         guard capacity > 0 else { return }
-        let r = entry.rev
         if r % checkpointEvery == 0 {
             checkpoints.append(Checkpoint(rev: r, state: .value(state()), nextID: entry.nextID))
         }
-        // The slot overwritten held revision rev − slots: under every checkpoint still needed.
-        // The entry is moved in, not copied.
-        if ring.count < slots { ring.append(entry) } else { ring[(r - origin) % slots] = entry }
         dropCheckpoints()
+        // The slot overwritten held revision rev − slots: under every checkpoint still needed.
+        // The entry is moved in, not copied (a copy retains each of its fields).
+        if ring.count < slots { ring.append(consume entry) } else { ring[(r - origin) % slots] = consume entry }
     }
 
     /// Drops the checkpoints under the newest one at or under `earliest` (checked in O(1)

@@ -110,7 +110,7 @@ public struct Sequencer: Sendable {
     /// the command, or in a link it opens, fails it with `forbidden`.
     public mutating func submit(_ command: Command, client: String, refused: [OpName: String] = [:],
                                 sender: Sender = Sender()) -> Outcome {
-        submitJournaling(command, client: client, refused: refused, sender: sender, trusted: false).outcome
+        submitOnce(command, client: client, refused: refused, sender: sender, trusted: false) { _, _ in }
     }
 
     /// The same, also giving the command as the journal must keep it: a `restore`
@@ -118,11 +118,13 @@ public struct Sequencer: Sendable {
     /// `trusted` (journal replay only) takes such a `restore` as it is.
     mutating func submitJournaling(_ command: Command, client: String, refused: [OpName: String],
                                    sender: Sender, trusted: Bool) -> (outcome: Outcome, journaled: Command) {
-        var journaled = command
+        // Copied only when a `restore` changes what is kept (a copy retains every field).
+        var journaled: Command?
         let outcome = submitOnce(command, client: client, refused: refused, sender: sender, trusted: trusted) { index, op in
-            journaled.ops[index] = op
+            if journaled == nil { journaled = command }
+            journaled!.ops[index] = op
         }
-        return (outcome, journaled)
+        return (outcome, journaled ?? command)
     }
 
     private mutating func submitOnce(_ command: Command, client: String, refused: [OpName: String], sender: Sender,
