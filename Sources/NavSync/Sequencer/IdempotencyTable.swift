@@ -25,6 +25,10 @@ public struct IdempotencyTable: Sendable {
     struct ClientAcks {
         var current = Generation()
         var previous = Generation()
+        /// The largest integer id ever remembered: clients mostly number their commands
+        /// upwards, and an integer id above it cannot be in either generation, so the
+        /// lookup every new command makes needs no hashing.
+        var largestInt = Int64.min
 
         struct Generation {
             var acks: [CommandID: Entry] = [:]
@@ -32,10 +36,14 @@ public struct IdempotencyTable: Sendable {
             var order: [CommandID] = []
         }
 
-        func entry(_ id: CommandID) -> Entry? { current.acks[id] ?? previous.acks[id] }
+        func entry(_ id: CommandID) -> Entry? {
+            if case .int(let n) = id, n > largestInt { return nil }
+            return current.acks[id] ?? previous.acks[id]
+        }
 
         mutating func remember(_ entry: consuming Entry, capacity: Int) {
             let id = entry.ack.id
+            if case .int(let n) = id { largestInt = max(largestInt, n) }
             guard current.acks.updateValue(entry, forKey: id) == nil else { return }
             current.order.append(id)
             if current.order.count >= capacity {

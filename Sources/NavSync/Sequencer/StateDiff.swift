@@ -35,34 +35,67 @@ public struct StateDiff: Sendable {
     /// length; `new` is the state after the edit (the one before is not needed). Nil for
     /// an edit of a list that is not a stack.
     init?(edit: StackEdit, in new: NavState) {
-        path.reserveCapacity(96)
-        path.append(ascii: "/root")
         let p: CoordinatorPath
         switch edit {
         case .pushed(let at), .cut(let at, _, _): p = at
         }
-        var c = new.root
-        for i in p {
-            switch c.kind {
-            case .root: path.append(ascii: "/current")
-            case .stack: path.append(ascii: "/stack/"); path.append(decimal: i)
-            case .tabs: path.append(ascii: "/tabs/"); path.append(decimal: i)
+        // The stack's JSON Pointer is written into a buffer on the stack (most commands
+        // come here: the walk's growing byte array cost more than the rest of the diff).
+        let written: Bool = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 48 + 48 * p.count) { buffer in
+            var pointer = PointerWriter(buffer)
+            pointer.put("/root")
+            var c = new.root
+            for i in p {
+                switch c.kind {
+                case .root: pointer.put("/current")
+                case .stack: pointer.put("/stack/"); pointer.put(i)
+                case .tabs: pointer.put("/tabs/"); pointer.put(i)
+                }
+                pointer.put("/coordinator")
+                c = c.entries[i].coordinator!
             }
-            path.append(ascii: "/coordinator")
-            c = c.entries[i].coordinator!
+            guard c.kind == .stack else { return false }
+            pointer.put("/stack/")
+            switch edit {
+            case .pushed:
+                let index = c.entries.count - 1
+                ops.append(PatchOperation(.add, pointer.string(ending: index), payload: .entry(c.entries[index])))
+                noteAdded(c.entries[index])
+            case .cut(_, let count, let cut):
+                for j in cut.indices.reversed() {
+                    ops.append(PatchOperation(.remove, pointer.string(ending: count + j), payload: nil))
+                    noteRemoved(cut[j])
+                }
+            }
+            return true
         }
-        guard c.kind == .stack else { return nil }
-        path.append(ascii: "/stack")
-        switch edit {
-        case .pushed:
-            let index = c.entries.count - 1
-            emit(.add, index, .entry(c.entries[index]))
-            noteAdded(c.entries[index])
-        case .cut(_, let count, let cut):
-            for j in cut.indices.reversed() {
-                emit(.remove, count + j)
-                noteRemoved(cut[j])
+        guard written else { return nil }
+    }
+
+    /// Bytes of a JSON Pointer in a buffer the caller sized (at most 48 bytes per level).
+    private struct PointerWriter {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        var count = 0
+
+        init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+        mutating func put(_ text: StaticString) {
+            (buffer.baseAddress! + count).update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+            count += text.utf8CodeUnitCount
+        }
+
+        mutating func put(_ n: Int) {
+            withDecimal(n) { digits in
+                (buffer.baseAddress! + count).update(from: digits.baseAddress!, count: digits.count)
+                count += digits.count
             }
+        }
+
+        /// The pointer so far with `last` appended, as a string; the buffer is left as it was.
+        func string(ending last: Int) -> String {
+            var end = self
+            end.put(last)
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[..<end.count]), as: UTF8.self)
         }
     }
 

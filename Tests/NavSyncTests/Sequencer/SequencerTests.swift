@@ -26,6 +26,13 @@ struct SequencerTests {
         let listed = table.entries.first { $0.client == "a" }!.acks
         #expect(listed.filter { $0.ack.id == .int(97) }.map(\.ack.rev) == [1000])
         #expect(table.ack(client: "a", id: .int(97))?.rev == 1000)
+        // Integer ids in any order (an id above the largest one is known new unhashed).
+        var mixed = IdempotencyTable(capacity: capacity)
+        for n: Int64 in [5, -3, 9, 7, Int64.min, Int64.max - 1] {
+            mixed.remember(client: "m", Ack(id: .int(n), rev: 1, results: [.applied]), fingerprint: nil)
+        }
+        for n: Int64 in [5, -3, 9, 7, Int64.min, Int64.max - 1] { #expect(mixed.ack(client: "m", id: .int(n)) != nil, "\(n)") }
+        for n: Int64 in [6, 10, Int64.max, -4] { #expect(mixed.ack(client: "m", id: .int(n)) == nil, "\(n)") }
     }
 
     @Test func doubleBackPopsOnce() {
