@@ -106,8 +106,7 @@ extension NavDocument {
             throw NavError(.invalidOp, "\(owner.type) already holds \(limits.maxStackDepth) entries, the most a stack may")
         }
         let entry = makeEntry(route, of: spec, params: params, presentation: presentation(route.presentation), hints: item.hints)
-        state.modify(p) { $0.entries.append(entry) }
-        ctx.changed.append(state.key(of: p))
+        ctx.changed.append(state.modifyKeyed(p) { $0.entries.append(entry) })
         ctx.edit = .pushed(p)
         return .applied
     }
@@ -116,11 +115,10 @@ extension NavDocument {
     private mutating func truncate(_ p: CoordinatorPath, to count: Int, _ ctx: inout CommandContext) -> OpResult {
         guard count < state[p].entries.count else { return .noop }
         var removed: [Entry] = []
-        state.modify(p) {
+        ctx.changed.append(state.modifyKeyed(p) {
             removed = Array($0.entries[count...])
             $0.entries.removeSubrange(count...)
-        }
-        ctx.changed.append(state.key(of: p))
+        })
         ctx.edit = .cut(p, to: count, removed: removed)
         return .applied
     }

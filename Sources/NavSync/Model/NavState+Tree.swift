@@ -59,6 +59,21 @@ extension NavState {
         return try modify(&c.entries[first].coordinator!, path.dropFirst(), body)
     }
 
+    /// The same, also giving the coordinator's key, read on the way down (not by a
+    /// second walk, `key(of:)`).
+    mutating func modifyKeyed(_ path: CoordinatorPath, _ body: (inout Coordinator) -> Void) -> CoordinatorKey {
+        var key = CoordinatorKey.root
+        Self.modify(&root, path[...], &key, body)
+        return key
+    }
+
+    private static func modify(_ c: inout Coordinator, _ path: ArraySlice<Int>, _ key: inout CoordinatorKey,
+                               _ body: (inout Coordinator) -> Void) {
+        guard let first = path.first else { return body(&c) }
+        if path.count == 1 { key = .entry(c.entries[first].id) }
+        modify(&c.entries[first].coordinator!, path.dropFirst(), &key, body)
+    }
+
     public func key(of path: CoordinatorPath) -> CoordinatorKey {
         guard let last = path.last else { return .root }
         var c = root
