@@ -99,12 +99,24 @@ public enum OpName: String, Sendable, CaseIterable {
 
     /// Accepts the aliases `push` (= `route`) and `jumpTo` (= `setStack`).
     public init?(wire: String) {
-        switch wire {
-        case "push": self = .route
-        case "jumpTo": self = .setStack
-        default: self.init(rawValue: wire)
+        // Every command names one: names of the same length are compared, rather than
+        // hashing the name (`init(rawValue:)` hashes it through a cache).
+        let length = wire.utf8.count
+        guard length < Self.byLength.count else { return nil }
+        for (name, op) in Self.byLength[length] where name == wire {
+            self = op
+            return
         }
+        return nil
     }
+
+    /// Wire names (aliases included) by their length in bytes.
+    private static let byLength: [[(String, OpName)]] = {
+        let names = allCases.map { ($0.rawValue, $0) } + [("push", .route), ("jumpTo", .setStack)]
+        var table = Array(repeating: [(String, OpName)](), count: names.map(\.0.utf8.count).max()! + 1)
+        for (name, op) in names { table[name.utf8.count].append((name, op)) }
+        return table
+    }()
 
     /// Whether the operation works on a coordinator of this kind (the targeting of
     /// every command asks this, so it is a switch, not a set made per call).

@@ -7,6 +7,14 @@ import Testing
 @Suite("Operations")
 struct OperationTests {
     /// The kinds each operation works on (DESIGN.md section 4), as targeting sees them.
+    @Test func operationNamesAndAliasesOnTheWire() {
+        for op in OpName.allCases { #expect(OpName(wire: op.rawValue) == op) }
+        #expect(OpName(wire: "push") == .route && OpName(wire: "jumpTo") == .setStack)
+        for bad in ["", "Push", "pushh", "po", "popToRootX", "setStack ", "a-name-longer-than-any-operation-name"] {
+            #expect(OpName(wire: bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func operationsWorkOnTheirKinds() {
         #expect(OpName.pop.kinds == [.stack] && !OpName.pop.works(on: .tabs))
         #expect(OpName.setRoot.kinds == [.root, .stack])
