@@ -144,6 +144,11 @@ extension NavDocument {
     }
 
     func target(_ name: OpName, routes: some Collection<String>, _ at: AtTarget) throws(NavError) -> CoordinatorPath {
+        try targetCoordinator(name, routes: routes, at).path
+    }
+
+    /// The same, with the coordinator there (found on the way: no second walk).
+    func targetCoordinator(_ name: OpName, routes: some Collection<String>, _ at: AtTarget) throws(NavError) -> (path: CoordinatorPath, coordinator: Coordinator) {
         if case .coordinator(let p) = at {
             let c = state[p]
             guard name.works(on: c.kind) else { throw wrongKind(name, c) }
@@ -151,13 +156,13 @@ extension NavDocument {
             for r in routes where spec.route(r) == nil {
                 throw NavError(.unknownRoute, "route '\(r)' is not declared on \(c.type)")
             }
-            return p
+            return (p, c)
         }
         let flow = flow    // not `self`: a closure capturing the document would copy it
         let declares = { (c: Coordinator) in
             name.works(on: c.kind) && routes.allSatisfy { flow.spec(c.type).route($0) != nil }
         }
-        if let p = state.deepestActive(where: declares) { return p }
+        if let found = state.deepestActiveCoordinator(where: declares) { return found }
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")
         if let p = state.deepestActive(where: { c in routes.allSatisfy { flow.spec(c.type).route($0) != nil } }) {
             let fix = routes.count == 1 ? "; use `\(Self.verb(for: state[p].kind)) \(routes.first!)`" : ""
@@ -208,11 +213,18 @@ extension NavDocument {
     /// The deepest coordinator on the active path of a fitting kind that satisfies
     /// `prefer`, else the deepest of a fitting kind; `at`'s if given.
     func routelessTarget(_ name: OpName, _ at: AtTarget, prefer: (Coordinator) -> Bool = { _ in true }) throws(NavError) -> CoordinatorPath? {
+        try routelessTargetCoordinator(name, at, prefer: prefer)?.path
+    }
+
+    /// The same, with the coordinator there (found on the way: no second walk).
+    func routelessTargetCoordinator(_ name: OpName, _ at: AtTarget, prefer: (Coordinator) -> Bool = { _ in true }) throws(NavError) -> (path: CoordinatorPath, coordinator: Coordinator)? {
         if case .coordinator(let p) = at {
-            guard name.works(on: state[p].kind) else { throw wrongKind(name, state[p]) }
-            return p
+            let c = state[p]
+            guard name.works(on: c.kind) else { throw wrongKind(name, c) }
+            return (p, c)
         }
-        return state.deepestActive { name.works(on: $0.kind) && prefer($0) } ?? state.deepestActive { name.works(on: $0.kind) }
+        return state.deepestActiveCoordinator { name.works(on: $0.kind) && prefer($0) }
+            ?? state.deepestActiveCoordinator { name.works(on: $0.kind) }
     }
 
     func wrongKind(_ name: OpName, _ c: Coordinator) -> NavError {

@@ -6,20 +6,19 @@ extension NavDocument {
         let name = action.name
         switch action {
         case .route(let item):
-            return try push(item, at: try target(name, route: item.route, at), &ctx) { $0 ?? .push }
+            return try push(item, at: try targetCoordinator(name, routes: CollectionOfOne(item.route), at), &ctx) { $0 ?? .push }
 
         case .present(let item, let style):
-            return try push(item, at: try target(name, route: item.route, at), &ctx) { declared in
+            return try push(item, at: try targetCoordinator(name, routes: CollectionOfOne(item.route), at), &ctx) { declared in
                 style ?? (declared?.isModal == true ? declared! : .sheet)
             }
 
         case .pop(let count, nil):
-            guard let p = try routelessTarget(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
-            let c = state[p]
+            guard let (p, c) = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
             guard count < c.entries.count else {
                 throw NavError(.invalidOp, "cannot pop \(count) from \(c.type): it holds \(c.entries.count) (the root entry stays)")
             }
-            return truncate(p, to: c.entries.count - count, &ctx)
+            return truncate(p, to: c.entries.count - count, of: c.entries.count, &ctx)
 
         case .pop(_, .some), .popTo:
             guard case .live(let p, let index)? = entry else { return .superseded }
@@ -27,20 +26,20 @@ extension NavDocument {
             guard c.kind == .stack else { throw wrongKind(name, c) }
             if name == .pop {
                 guard index > 0 else { throw NavError(.invalidOp, "\(c.entries[0].id) is the root entry of \(c.type); it cannot be popped") }
-                return truncate(p, to: index, &ctx)
+                return truncate(p, to: index, of: c.entries.count, &ctx)
             }
-            return truncate(p, to: index + 1, &ctx)
+            return truncate(p, to: index + 1, of: c.entries.count, &ctx)
 
         case .popToRoot:
-            guard let p = try routelessTarget(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
-            return truncate(p, to: 1, &ctx)
+            guard let (p, c) = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
+            return truncate(p, to: 1, of: c.entries.count, &ctx)
 
         case .popToFirst(let route), .popToLast(let route):
             let p = try target(name, route: route, at)
             let entries = state[p].entries
             let found = name == .popToFirst ? entries.firstIndex { $0.route == route } : entries.lastIndex { $0.route == route }
             guard let index = found else { return .noop }
-            return truncate(p, to: index + 1, &ctx)
+            return truncate(p, to: index + 1, of: entries.count, &ctx)
 
         case .popBefore(let route):
             let p = try target(name, route: route, at)
@@ -49,15 +48,15 @@ extension NavDocument {
             guard index > 0 else {
                 throw NavError(.invalidOp, "the first '\(route)' of \(c.type) is its root entry; nothing can be popped before it")
             }
-            return truncate(p, to: index, &ctx)
+            return truncate(p, to: index, of: c.entries.count, &ctx)
 
         case .dismiss(let all):
             let hasModal = { (c: Coordinator) in c.entries.contains { $0.presentation?.isModal == true } }
-            guard let p = try routelessTarget(name, at, prefer: hasModal), hasModal(state[p]) else { return .noop }
-            let entries = state[p].entries
+            guard let (p, c) = try routelessTargetCoordinator(name, at, prefer: hasModal), hasModal(c) else { return .noop }
+            let entries = c.entries
             let index = all ? entries.firstIndex { $0.presentation?.isModal == true }!
                             : entries.lastIndex { $0.presentation?.isModal == true }!
-            return truncate(p, to: index, &ctx)
+            return truncate(p, to: index, of: entries.count, &ctx)
 
         case .setRoot(let item):
             let p = try target(name, route: item.route, at)
@@ -96,9 +95,9 @@ extension NavDocument {
     }
 
     /// `presentation` gives the entry's from the one its route declares.
-    private mutating func push(_ item: Operation.OpenItem, at p: CoordinatorPath, _ ctx: inout CommandContext,
-                               presentation: (Presentation?) -> Presentation) throws(NavError) -> OpResult {
-        let owner = state[p]
+    private mutating func push(_ item: Operation.OpenItem, at target: (path: CoordinatorPath, coordinator: Coordinator),
+                               _ ctx: inout CommandContext, presentation: (Presentation?) -> Presentation) throws(NavError) -> OpResult {
+        let (p, owner) = target
         let spec = flow.spec(owner.type)
         let route = spec.route(item.route)!
         let params = try route.validate(params: item.params)
@@ -111,9 +110,9 @@ extension NavDocument {
         return .applied
     }
 
-    /// Keeps the first `count` entries of the stack at `p`.
-    private mutating func truncate(_ p: CoordinatorPath, to count: Int, _ ctx: inout CommandContext) -> OpResult {
-        guard count < state[p].entries.count else { return .noop }
+    /// Keeps the first `count` entries of the stack at `p`, which holds `current`.
+    private mutating func truncate(_ p: CoordinatorPath, to count: Int, of current: Int, _ ctx: inout CommandContext) -> OpResult {
+        guard count < current else { return .noop }
         var removed: [Entry] = []
         ctx.changed.append(state.modifyKeyed(p) {
             removed = Array($0.entries[count...])

@@ -101,18 +101,23 @@ extension NavState {
     /// The deepest coordinator on the active path that `matches`, found in one walk
     /// down with one path (targeting runs on every command: no list of paths).
     func deepestActive(where matches: (Coordinator) -> Bool) -> CoordinatorPath? {
+        deepestActiveCoordinator(where: matches)?.path
+    }
+
+    /// The same, with the coordinator found (the walk has it at hand: no second walk).
+    func deepestActiveCoordinator(where matches: (Coordinator) -> Bool) -> (path: CoordinatorPath, coordinator: Coordinator)? {
         var path: CoordinatorPath = []
         path.reserveCapacity(8)
-        var found = matches(root) ? 0 : -1
+        var found: (depth: Int, coordinator: Coordinator)? = matches(root) ? (0, root) : nil
         var c = root
         while let i = c.visibleIndex, let child = c.entries[i].coordinator {
             path.append(i)
-            if matches(child) { found = path.count }
+            if matches(child) { found = (path.count, child) }
             c = child
         }
-        guard found >= 0 else { return nil }
-        path.removeLast(path.count - found)
-        return path
+        guard let found else { return nil }
+        path.removeLast(path.count - found.depth)
+        return (path, found.coordinator)
     }
 
     /// The deepest screen a device shows: the visible entry of the deepest coordinator.

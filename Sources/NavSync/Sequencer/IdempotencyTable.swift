@@ -36,11 +36,6 @@ public struct IdempotencyTable: Sendable {
             var order: [CommandID] = []
         }
 
-        func entry(_ id: CommandID) -> Entry? {
-            if case .int(let n) = id, n > largestInt { return nil }
-            return current.acks[id] ?? previous.acks[id]
-        }
-
         mutating func remember(_ entry: consuming Entry, capacity: Int) {
             let id = entry.ack.id
             if case .int(let n) = id { largestInt = max(largestInt, n) }
@@ -86,7 +81,13 @@ public struct IdempotencyTable: Sendable {
 
     public init(capacity: Int = 1024) { self.capacity = capacity }
 
-    public func entry(client: String, id: CommandID) -> Entry? { position(of: client).flatMap { clients[$0].entry(id) } }
+    public func entry(client: String, id: CommandID) -> Entry? {
+        guard let at = position(of: client) else { return nil }
+        // Fields read in place: calling a method on `clients[at]` copied the client's
+        // tables (eight reference counts per command).
+        if case .int(let n) = id, n > clients[at].largestInt { return nil }
+        return clients[at].current.acks[id] ?? clients[at].previous.acks[id]
+    }
 
     public func ack(client: String, id: CommandID) -> Ack? { entry(client: client, id: id)?.ack }
 
