@@ -18,9 +18,9 @@ public struct HistoryEntry: Sendable, Equatable {
     public var nextID = 0
 
     public init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
-                label: String? = nil, patch: [PatchOperation] = []) {
+                label: String? = nil, patch: [PatchOperation] = [], nextID: Int = 0) {
         self.rev = rev; self.ts = ts; self.client = client; self.name = name; self.cmd = cmd
-        self.ops = ops; self.results = results; self.label = label; self.patch = patch
+        self.ops = ops; self.results = results; self.label = label; self.patch = patch; self.nextID = nextID
     }
 
     /// An entry as `history` sends it (without its patch).

@@ -150,18 +150,16 @@ public struct Sequencer: Sendable {
         // from the edit, so neither a copy to roll back to nor one to diff against is
         // needed. Copying the tree's changed path and freeing the old one cost 15% of
         // such a command's instructions.
-        if command.ops.count == 1, let kind = command.ops[0]["op"], kind != "restore", kind != "load" {
-            let op: Operation
-            do throws(NavError) { op = try Operation(json: command.ops[0]) } catch { return failed(error, command.ops[0], index: 0) }
-            if op.action.editsOneStackAtomically {
-                let result: OpResult
-                do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
-                guard result == .applied else { return unchanged(command, client: client, results: [result]) }
-                guard let edit = ctx.edit, let diff = StateDiff(edit: edit, in: document.state) else {
-                    preconditionFailure("\(op.action.name.rawValue) applied without a stack edit to patch from")
-                }
-                return commit(command, client: client, sender: sender, results: [result], diff: diff, ctx)
+        // (An op that does not decode, `restore` and `load` among them, takes the general
+        // path below, which names the error.)
+        if command.ops.count == 1, let op = try? Operation(json: command.ops[0]), op.action.editsOneStackAtomically {
+            let result: OpResult
+            do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
+            guard result == .applied else { return unchanged(command, client: client, results: [result]) }
+            guard let edit = ctx.edit, let diff = StateDiff(edit: edit, in: document.state) else {
+                preconditionFailure("\(op.action.name.rawValue) applied without a stack edit to patch from")
             }
+            return commit(command, client: client, sender: sender, results: [result], diff: diff, ctx)
         }
 
         var working = document
@@ -218,10 +216,8 @@ public struct Sequencer: Sendable {
         let patch = Patch(rev: rev, by: client, cmd: command.id, ops: diff.ops)
         idempotency.remember(client: client, ack, command: command)
         log.append(patch)
-        var entry = HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
-                                 results: results, label: command.label, patch: patch.ops)
-        entry.nextID = document.nextID
-        history.record(consume entry) { document.state }
+        history.record(HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
+                                    results: results, label: command.label, patch: patch.ops, nextID: document.nextID)) { document.state }
         return .applied(ack, patch)
     }
 
