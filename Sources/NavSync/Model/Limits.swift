@@ -22,4 +22,19 @@ public enum OpResult: String, Sendable, Equatable {
     case noop
     /// Named an entry, coordinator or alert that is gone now.
     case superseded
+
+    /// `[self]`, one array shared by every ack of a one-op command (most commands):
+    /// an ack's results are kept by the idempotency table and history, so a fresh array
+    /// per command was an allocation and a free.
+    var alone: [OpResult] {
+        switch self {
+        case .applied: Self.appliedAlone
+        case .noop: Self.noopAlone
+        case .superseded: Self.supersededAlone
+        }
+    }
+
+    private static let appliedAlone: [OpResult] = [.applied]
+    private static let noopAlone: [OpResult] = [.noop]
+    private static let supersededAlone: [OpResult] = [.superseded]
 }

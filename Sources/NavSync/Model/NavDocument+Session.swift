@@ -8,7 +8,7 @@ extension NavDocument {
             guard let p = try routelessTarget(.restart, at) else { preconditionFailure("the root is always on the path") }
             let fresh = makeCoordinator(state[p].type)
             state.modify(p) { $0 = fresh }
-            ctx.changed.append(state.key(of: p))
+            ctx.noteChanged(state.key(of: p))
             return .applied
 
         case .update(_, let patch):
@@ -30,7 +30,7 @@ extension NavDocument {
                 throw NavError(.tooLarge, "data of \(state[p].entries[index].id) would be \(size) bytes; at most \(limits.maxDataBytes) are allowed")
             }
             state.modify(p) { $0.entries[index].data = merged }
-            ctx.changed.append(state.key(of: p))
+            ctx.noteChanged(state.key(of: p))
             return .applied
 
         case .open(let url):
@@ -56,7 +56,7 @@ extension NavDocument {
                 throw NavError(.busy, "alert \(shown.id) (\"\(shown.title)\") is shown; answer it first")
             }
             state.alert = Alert(id: allocate(), title: spec.title, message: spec.message, buttons: spec.buttons)
-            ctx.changed.append(.alert)
+            ctx.noteChanged(.alert)
             return .applied
 
         case .respond(_, let button):
@@ -65,13 +65,14 @@ extension NavDocument {
                 throw NavError(.badParams, "alert \(alert.id) has no button '\(button)' (it has \(alert.buttons.map(\.id).joined(separator: ", ")))")
             }
             state.alert = nil
-            ctx.changed.append(.alert)
+            ctx.noteChanged(.alert)
             return .applied
 
         case .reset:
             state = NavState(root: makeCoordinator(flow.root))
             ctx.didReset = true
-            ctx.changed.append(contentsOf: [.root, .alert])
+            ctx.noteChanged(.root)
+            ctx.noteChanged(.alert)
             return .applied
 
         default:

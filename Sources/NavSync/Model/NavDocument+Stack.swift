@@ -65,7 +65,7 @@ extension NavDocument {
             let root = makeEntry(route, of: owner, params: try route.validate(params: item.params),
                                  presentation: owner.kind == .stack ? .root : nil, hints: item.hints)
             state.modify(p) { $0.entries = [root] }
-            ctx.changed.append(state.key(of: p))
+            ctx.noteChanged(state.key(of: p))
             return .applied
 
         case .setStack(let items):
@@ -86,7 +86,7 @@ extension NavDocument {
                 entries.append(makeEntry(route, of: owner, params: params, presentation: presentation, hints: item.hints))
             }
             state.modify(p) { $0.entries = entries }
-            ctx.changed.append(state.key(of: p))
+            ctx.noteChanged(state.key(of: p))
             return .applied
 
         default:
@@ -105,7 +105,7 @@ extension NavDocument {
             throw NavError(.invalidOp, "\(owner.type) already holds \(limits.maxStackDepth) entries, the most a stack may")
         }
         let entry = makeEntry(route, of: spec, params: params, presentation: presentation(route.presentation), hints: item.hints)
-        ctx.changed.append(state.modifyKeyed(p) { $0.entries.append(entry) })
+        ctx.noteChanged(state.modifyKeyed(p) { $0.entries.append(entry) })
         ctx.edit = .pushed(p)
         return .applied
     }
@@ -114,7 +114,7 @@ extension NavDocument {
     private mutating func truncate(_ p: CoordinatorPath, to count: Int, of current: Int, _ ctx: inout CommandContext) -> OpResult {
         guard count < current else { return .noop }
         var removed: [Entry] = []
-        ctx.changed.append(state.modifyKeyed(p) {
+        ctx.noteChanged(state.modifyKeyed(p) {
             removed = Array($0.entries[count...])
             $0.entries.removeSubrange(count...)
         })

@@ -56,7 +56,7 @@ extension NavDocument {
                 $0.entries = tabs
                 $0.selected = selected
             }
-            ctx.changed.append(state.key(of: p))
+            ctx.noteChanged(state.key(of: p))
             return .applied
 
         case .appendTab(let item), .insertTab(let item, _):
@@ -75,7 +75,7 @@ extension NavDocument {
             }
             let tab = makeEntry(item.route, of: owner.type, params: params, presentation: nil, hints: item.hints)
             state.modify(p) { $0.entries.insert(tab, at: index) }
-            ctx.changed.append(state.key(of: p))
+            ctx.noteChanged(state.key(of: p))
             return .applied
 
         case .removeFirst(let route), .removeLast(let route):
@@ -93,7 +93,7 @@ extension NavDocument {
     private mutating func select(_ id: EntryID, in p: CoordinatorPath, _ ctx: inout CommandContext) -> OpResult {
         guard state[p].selected != id else { return .noop }
         state.modify(p) { $0.selected = id }
-        ctx.changed.append(state.key(of: p))
+        ctx.noteChanged(state.key(of: p))
         return .applied
     }
 
@@ -107,7 +107,7 @@ extension NavDocument {
             let removed = $0.entries.remove(at: index)
             if $0.selected == removed.id { $0.selected = $0.entries[0].id }
         }
-        ctx.changed.append(state.key(of: p))
+        ctx.noteChanged(state.key(of: p))
         return .applied
     }
 }

@@ -7,7 +7,21 @@ public struct CommandContext: Sendable {
     public let firstID: Int
     /// Coordinators an applied operation targeted: they change at this revision. A key
     /// may be listed more than once (a list, not a set: most commands change one).
-    public internal(set) var changed: [CoordinatorKey] = []
+    public var changed: [CoordinatorKey] { firstChanged.map { [$0] + moreChanged } ?? [] }
+    /// `changed`, the first key held inline: most commands change one coordinator, and
+    /// an array for it was an allocation per command.
+    private var firstChanged: CoordinatorKey?
+    private var moreChanged: [CoordinatorKey] = []
+
+    mutating func noteChanged(_ key: CoordinatorKey) {
+        if firstChanged == nil { firstChanged = key } else { moreChanged.append(key) }
+    }
+
+    func forEachChanged(_ body: (CoordinatorKey) -> Void) {
+        guard let firstChanged else { return }
+        body(firstChanged)
+        moreChanged.forEach(body)
+    }
     /// The stack edit the last push or cut (pop, popTo, dismiss…) made. For a command of
     /// that one operation the sequencer writes the patch from it instead of walking both
     /// trees; `open` clears it, as its link may run more than one.

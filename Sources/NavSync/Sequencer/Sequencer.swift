@@ -155,11 +155,11 @@ public struct Sequencer: Sendable {
         if command.ops.count == 1, let op = try? Operation(json: command.ops[0]), op.action.editsOneStackAtomically {
             let result: OpResult
             do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
-            guard result == .applied else { return unchanged(command, client: client, results: [result]) }
+            guard result == .applied else { return unchanged(command, client: client, results: result.alone) }
             guard let edit = ctx.edit, let diff = StateDiff(edit: edit, in: document.state) else {
                 preconditionFailure("\(op.action.name.rawValue) applied without a stack edit to patch from")
             }
-            return commit(command, client: client, sender: sender, results: [result], diff: diff, ctx)
+            return commit(command, client: client, sender: sender, results: result.alone, diff: diff, ctx)
         }
 
         var working = document
@@ -269,10 +269,11 @@ public struct Sequencer: Sendable {
 
     /// Marks every coordinator of the new state (and the alert) changed at this revision.
     private static func changeWhole(_ state: NavState, _ ctx: inout CommandContext) {
-        ctx.changed.append(contentsOf: [.root, .alert])
+        ctx.noteChanged(.root)
+        ctx.noteChanged(.alert)
         func mark(_ c: Coordinator, _ ctx: inout CommandContext) {
             for e in c.entries {
-                if let child = e.coordinator { ctx.changed.append(.entry(e.id)); mark(child, &ctx) }
+                if let child = e.coordinator { ctx.noteChanged(.entry(e.id)); mark(child, &ctx) }
             }
         }
         mark(state.root, &ctx)
@@ -320,7 +321,7 @@ public struct Sequencer: Sendable {
 
     /// Conflict bookkeeping for the revision just made.
     private mutating func record(_ diff: StateDiff, _ ctx: CommandContext, allocated: Range<Int>) {
-        for key in ctx.changed { lastChanged[key] = rev }
+        ctx.forEachChanged { lastChanged[$0] = rev }
         for key in diff.created { lastChanged[key] = rev }
         // Ids a restore brought back are live again (ids first handed out in this command
         // never left before).
