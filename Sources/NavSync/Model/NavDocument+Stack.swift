@@ -5,58 +5,74 @@ extension NavDocument {
                              _ ctx: inout CommandContext) throws(NavError) -> OpResult {
         let name = action.name
         switch action {
+        // Each case reads what it needs of the stack and lets go of it before changing
+        // it: a copy of the stack held during the change makes the change copy the list.
         case .route(let item):
-            return try push(item, at: try targetCoordinator(name, routes: CollectionOfOne(item.route), at), &ctx) { $0 ?? .push }
+            let stack = StackAt(try targetCoordinator(name, routes: CollectionOfOne(item.route), at))
+            return try push(item, at: stack, &ctx) { $0 ?? .push }
 
         case .present(let item, let style):
-            return try push(item, at: try targetCoordinator(name, routes: CollectionOfOne(item.route), at), &ctx) { declared in
+            let stack = StackAt(try targetCoordinator(name, routes: CollectionOfOne(item.route), at))
+            return try push(item, at: stack, &ctx) { declared in
                 style ?? (declared?.isModal == true ? declared! : .sheet)
             }
 
         case .pop(let count, nil):
-            guard let (p, c) = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
-            guard count < c.entries.count else {
-                throw NavError(.invalidOp, "cannot pop \(count) from \(c.type): it holds \(c.entries.count) (the root entry stays)")
+            guard let stack = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }).map(StackAt.init) else {
+                throw noStack(name)
             }
-            return truncate(p, to: c.entries.count - count, of: c.entries.count, &ctx)
+            guard count < stack.count else {
+                throw NavError(.invalidOp, "cannot pop \(count) from \(stack.type): it holds \(stack.count) (the root entry stays)")
+            }
+            return truncate(stack.path, to: stack.count - count, of: stack.count, &ctx)
 
         case .pop(_, .some), .popTo:
             guard case .live(let p, let index)? = entry else { return .superseded }
-            let c = state[p]
-            guard c.kind == .stack else { throw wrongKind(name, c) }
-            if name == .pop {
+            let (keep, current) = try reading(p) { c throws(NavError) in
+                guard c.kind == .stack else { throw wrongKind(name, c) }
+                guard name == .pop else { return (index + 1, c.entries.count) }
                 guard index > 0 else { throw NavError(.invalidOp, "\(c.entries[0].id) is the root entry of \(c.type); it cannot be popped") }
-                return truncate(p, to: index, of: c.entries.count, &ctx)
+                return (index, c.entries.count)
             }
-            return truncate(p, to: index + 1, of: c.entries.count, &ctx)
+            return truncate(p, to: keep, of: current, &ctx)
 
         case .popToRoot:
-            guard let (p, c) = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }) else { throw noStack(name) }
-            return truncate(p, to: 1, of: c.entries.count, &ctx)
+            guard let stack = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }).map(StackAt.init) else {
+                throw noStack(name)
+            }
+            return truncate(stack.path, to: 1, of: stack.count, &ctx)
 
         case .popToFirst(let route), .popToLast(let route):
             let p = try target(name, route: route, at)
-            let entries = state[p].entries
-            let found = name == .popToFirst ? entries.firstIndex { $0.route == route } : entries.lastIndex { $0.route == route }
+            let (found, current) = try reading(p) { c in
+                (name == .popToFirst ? c.entries.firstIndex { $0.route == route } : c.entries.lastIndex { $0.route == route }, c.entries.count)
+            }
             guard let index = found else { return .noop }
-            return truncate(p, to: index + 1, of: entries.count, &ctx)
+            return truncate(p, to: index + 1, of: current, &ctx)
 
         case .popBefore(let route):
             let p = try target(name, route: route, at)
-            let c = state[p]
-            guard let index = c.entries.firstIndex(where: { $0.route == route }) else { return .noop }
-            guard index > 0 else {
-                throw NavError(.invalidOp, "the first '\(route)' of \(c.type) is its root entry; nothing can be popped before it")
+            let (found, current) = try reading(p) { c throws(NavError) -> (Int?, Int) in
+                guard let index = c.entries.firstIndex(where: { $0.route == route }) else { return (nil, 0) }
+                guard index > 0 else {
+                    throw NavError(.invalidOp, "the first '\(route)' of \(c.type) is its root entry; nothing can be popped before it")
+                }
+                return (index, c.entries.count)
             }
-            return truncate(p, to: index, of: c.entries.count, &ctx)
+            guard let index = found else { return .noop }
+            return truncate(p, to: index, of: current, &ctx)
 
         case .dismiss(let all):
             let hasModal = { (c: Coordinator) in c.entries.contains { $0.presentation?.isModal == true } }
-            guard let (p, c) = try routelessTargetCoordinator(name, at, prefer: hasModal), hasModal(c) else { return .noop }
-            let entries = c.entries
-            let index = all ? entries.firstIndex { $0.presentation?.isModal == true }!
-                            : entries.lastIndex { $0.presentation?.isModal == true }!
-            return truncate(p, to: index, of: entries.count, &ctx)
+            let found = try routelessTargetCoordinator(name, at, prefer: hasModal).flatMap { t -> (CoordinatorPath, Int, Int)? in
+                guard hasModal(t.coordinator) else { return nil }
+                let entries = t.coordinator.entries
+                let index = all ? entries.firstIndex { $0.presentation?.isModal == true }!
+                                : entries.lastIndex { $0.presentation?.isModal == true }!
+                return (t.path, index, entries.count)
+            }
+            guard let (p, index, current) = found else { return .noop }
+            return truncate(p, to: index, of: current, &ctx)
 
         case .setRoot(let item):
             let p = try target(name, route: item.route, at)
@@ -94,19 +110,37 @@ extension NavDocument {
         }
     }
 
+    /// What a stack operation needs of its stack: not the stack itself, which must not
+    /// be held while it is changed.
+    private struct StackAt {
+        var path: CoordinatorPath
+        var type: String
+        var count: Int
+
+        init(_ found: (path: CoordinatorPath, coordinator: Coordinator)) {
+            path = found.path
+            type = found.coordinator.type
+            count = found.coordinator.entries.count
+        }
+    }
+
+    /// `body` with the coordinator at `p`, which is let go of when it returns.
+    private func reading<R>(_ p: CoordinatorPath, _ body: (Coordinator) throws(NavError) -> R) throws(NavError) -> R {
+        try body(state[p])
+    }
+
     /// `presentation` gives the entry's from the one its route declares.
-    private mutating func push(_ item: Operation.OpenItem, at target: (path: CoordinatorPath, coordinator: Coordinator),
-                               _ ctx: inout CommandContext, presentation: (Presentation?) -> Presentation) throws(NavError) -> OpResult {
-        let (p, owner) = target
-        let spec = flow.spec(owner.type)
+    private mutating func push(_ item: Operation.OpenItem, at stack: StackAt, _ ctx: inout CommandContext,
+                               presentation: (Presentation?) -> Presentation) throws(NavError) -> OpResult {
+        let spec = flow.spec(stack.type)
         let route = spec.route(item.route)!
         let params = try route.validate(params: item.params)
-        guard owner.entries.count < limits.maxStackDepth else {
-            throw NavError(.invalidOp, "\(owner.type) already holds \(limits.maxStackDepth) entries, the most a stack may")
+        guard stack.count < limits.maxStackDepth else {
+            throw NavError(.invalidOp, "\(stack.type) already holds \(limits.maxStackDepth) entries, the most a stack may")
         }
         let entry = makeEntry(route, of: spec, params: params, presentation: presentation(route.presentation), hints: item.hints)
-        ctx.noteChanged(state.modifyKeyed(p) { $0.entries.append(entry) })
-        ctx.edit = .pushed(p)
+        ctx.noteChanged(state.modifyKeyed(stack.path) { $0.entries.append(entry) })
+        ctx.edit = .pushed(stack.path)
         return .applied
     }
 
@@ -114,9 +148,12 @@ extension NavDocument {
     private mutating func truncate(_ p: CoordinatorPath, to count: Int, of current: Int, _ ctx: inout CommandContext) -> OpResult {
         guard count < current else { return .noop }
         var removed: [Entry] = []
-        ctx.noteChanged(state.modifyKeyed(p) {
-            removed = Array($0.entries[count...])
-            $0.entries.removeSubrange(count...)
+        ctx.noteChanged(state.modifyKeyed(p) { c in
+            // Copied out one by one, not through a slice: a slice shares the stack's
+            // storage, so the removal would copy the stack (and the next push grow it).
+            removed.reserveCapacity(c.entries.count - count)
+            for i in count..<c.entries.count { removed.append(c.entries[i]) }
+            c.entries.removeLast(c.entries.count - count)
         })
         ctx.edit = .cut(p, to: count, removed: removed)
         return .applied
