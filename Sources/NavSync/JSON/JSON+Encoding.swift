@@ -72,9 +72,19 @@ extension JSON {
         var s = s
         s.withUTF8 { bytes in
             var start = 0
-            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
-                start = i + 1
+            var i = 0
+            while i < bytes.count {
+                // Eight bytes at a time while none needs an escape (most strings have none).
+                if i + 8 <= bytes.count,
+                   !needsEscape(UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self)) {
+                    i += 8
+                    continue
+                }
+                let byte = bytes[i]
+                i += 1
+                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<(i - 1)]))
+                start = i
                 switch byte {
                 case 0x22: out.append(contentsOf: [92, 34])
                 case 0x5C: out.append(contentsOf: [92, 92])
@@ -89,6 +99,17 @@ extension JSON {
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of the eight bytes is a control character, `"` or `\` (exact: the
+    /// has-less and has-zero bit tricks on the whole word).
+    @inline(__always) static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- 0x20 &* ones) & ~word & highs
+        let quote = word ^ (0x22 &* ones)
+        let backslash = word ^ (0x5C &* ones)
+        return (control | ((quote &- ones) & ~quote & highs) | ((backslash &- ones) & ~backslash & highs)) != 0
     }
 }
 

@@ -3,6 +3,46 @@ import Testing
 
 @Suite("JSON bridge and encoder")
 struct JSONTests {
+    /// Strings are escaped eight bytes at a time where nothing needs it: every byte that
+    /// does is found at every offset and length, as a byte-by-byte escaper finds it.
+    @Test func stringsEscapeAsByteByByte() throws {
+        func reference(_ s: String) -> [UInt8] {
+            var out: [UInt8] = [34]
+            for b in s.utf8 {
+                switch b {
+                case 0x22: out += [92, 34]
+                case 0x5C: out += [92, 92]
+                case 0x0A: out += Array("\\n".utf8)
+                case 0x0D: out += Array("\\r".utf8)
+                case 0x09: out += Array("\\t".utf8)
+                case 0x08: out += Array("\\b".utf8)
+                case 0x0C: out += Array("\\f".utf8)
+                case ..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out += Array("\\u00".utf8) + [hex[Int(b >> 4)], hex[Int(b & 15)]]
+                default: out.append(b)
+                }
+            }
+            return out + [34]
+        }
+        let specials: [String] = ["\"", "\\", "\n", "\u{0}", "\u{1f}", "\u{7f}", " ", "!", "#", "[", "]", "é", "€", "😀", "\u{20}", "~"]
+        var checked = 0
+        for length in 0..<24 {
+            for at in 0..<max(length, 1) {
+                for special in specials {
+                    var chars = Array(repeating: "a", count: length)
+                    if length > 0 { chars[at] = special }
+                    let s = chars.joined()
+                    let encoded = JSON.string(s).encoded()
+                    #expect(encoded == reference(s), "\(s.debugDescription)")
+                    #expect(try JSON.parse(encoded) == .string(s))
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked > 4000)
+    }
+
     @Test func parsesEveryKindOfValue() throws {
         let v = try JSON.parse(#"{"a":[1,-2,2.5,"x\ny",null,true,false],"b":{"c":{}},"u":"\u00e9\u0000"}"#)
         #expect(v["a"] == [1, -2, 2.5, "x\ny", nil, true, false])
