@@ -22,9 +22,10 @@ public struct CommandContext: Sendable {
         body(firstChanged)
         moreChanged.forEach(body)
     }
-    /// The stack edit the last push or cut (pop, popTo, dismiss…) made. For a command of
-    /// that one operation the sequencer writes the patch from it instead of walking both
-    /// trees; `open` clears it, as its link may run more than one.
+    /// The stack edit the last push or cut (pop, popTo, dismiss…) made. A command of that
+    /// one operation runs in place, and the sequencer writes its patch from the edit
+    /// (there is no old tree to diff against); `open` clears it, as its link may run
+    /// more than one.
     var edit: StackEdit?
     /// Whether a `reset` applied: everything changes at this revision.
     public internal(set) var didReset = false

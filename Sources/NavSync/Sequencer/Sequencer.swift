@@ -182,8 +182,8 @@ public struct Sequencer: Sendable {
         }
 
         guard results.contains(.applied) else { return unchanged(command, client: client, results: results) }
-        let diff = (command.ops.count == 1 ? ctx.edit.flatMap { StateDiff(edit: $0, in: working.state) } : nil)
-            ?? StateDiff(from: document.state, to: working.state)
+        // (A lone stack edit took the path above: here the two trees are diffed.)
+        let diff = StateDiff(from: document.state, to: working.state)
         document = working
         return commit(command, client: client, sender: sender, results: results, diff: diff, ctx)
     }
