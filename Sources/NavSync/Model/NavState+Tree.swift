@@ -50,13 +50,8 @@ extension NavState {
 
     /// Changes the coordinator at `path` in place.
     mutating func modify<R, E: Error>(_ path: CoordinatorPath, _ body: (inout Coordinator) throws(E) -> R) throws(E) -> R {
-        try Self.modify(&root, path[...], body)
-    }
-
-    private static func modify<R, E: Error>(_ c: inout Coordinator, _ path: ArraySlice<Int>,
-                                            _ body: (inout Coordinator) throws(E) -> R) throws(E) -> R {
-        guard let first = path.first else { return try body(&c) }
-        return try modify(&c.entries[first].coordinator!, path.dropFirst(), body)
+        var key = CoordinatorKey.root
+        return try Self.modify(&root, path[...], &key, body)
     }
 
     /// The same, also giving the coordinator's key, read on the way down (not by a
@@ -67,11 +62,11 @@ extension NavState {
         return key
     }
 
-    private static func modify(_ c: inout Coordinator, _ path: ArraySlice<Int>, _ key: inout CoordinatorKey,
-                               _ body: (inout Coordinator) -> Void) {
-        guard let first = path.first else { return body(&c) }
+    private static func modify<R, E: Error>(_ c: inout Coordinator, _ path: ArraySlice<Int>, _ key: inout CoordinatorKey,
+                                            _ body: (inout Coordinator) throws(E) -> R) throws(E) -> R {
+        guard let first = path.first else { return try body(&c) }
         if path.count == 1 { key = .entry(c.entries[first].id) }
-        modify(&c.entries[first].coordinator!, path.dropFirst(), &key, body)
+        return try modify(&c.entries[first].coordinator!, path.dropFirst(), &key, body)
     }
 
     public func key(of path: CoordinatorPath) -> CoordinatorKey {
