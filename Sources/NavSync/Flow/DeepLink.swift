@@ -8,12 +8,14 @@ extension Flow {
         guard let link = links.first(where: { $0.matches(parsed.segments) }) else {
             throw NavError(.notFound, "no link of flow '\(name)' matches '\(url)'")
         }
-        // Path captures win over query items; of repeated query items the first wins.
-        var captures: [String: String] = [:]
-        for (key, value) in parsed.query where captures[key] == nil { captures[key] = value }
+        // Path captures win over query items; of repeated query items the first wins:
+        // a name is looked up in this order. (A link has a handful: a list, no hashing.)
+        var captures: [(name: String, value: String)] = []
+        captures.reserveCapacity(link.segments.count + parsed.query.count)
         for (segment, value) in zip(link.segments, parsed.segments) {
-            if case .capture(let name) = segment { captures[name] = value }
+            if case .capture(let name) = segment { captures.append((name, value)) }
         }
+        for item in parsed.query { captures.append(item) }
         var ops = link.compiled
         for i in ops.indices where !link.captureTypes[i].isEmpty {
             do throws(NavError) { try ops[i].fill(captures, types: link.captureTypes[i]) } catch {
@@ -46,10 +48,13 @@ extension Operation {
     /// Replaces whole-string `":name"` param values with the capture converted to the
     /// param's type (`types`, from the link), in the op's item or items; a param whose
     /// capture is absent is left out.
-    mutating func fill(_ captures: [String: String], types: [Link.CaptureType]) throws(NavError) {
+    mutating func fill(_ captures: [(name: String, value: String)], types: [Link.CaptureType]) throws(NavError) {
         func fill(_ item: inout OpenItem, _ index: Int?) throws(NavError) {
             for slot in types where slot.item == index {
-                guard let captured = captures[slot.capture] else { item.params[slot.key] = nil; continue }
+                guard let captured = captures.first(where: { $0.name == slot.capture })?.value else {
+                    item.params[slot.key] = nil
+                    continue
+                }
                 guard let converted = slot.type.convert(capture: captured) else {
                     throw NavError(.badParams, "capture ':\(slot.capture)' = '\(captured)' is not a valid \(slot.type.base.rawValue) for param '\(slot.key)'")
                 }

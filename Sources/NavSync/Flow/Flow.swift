@@ -13,6 +13,8 @@ public struct Flow: Sendable {
         let root: String
         let coordinators: [String: CoordinatorSpec]
         let specs: NameTable<CoordinatorSpec>
+        /// For each type, the types a coordinator of it can hold at or below it.
+        let reach: NameTable<[String]>
         let coordinatorOrder: [String]
         let links: [Link]
         let source: JSON
@@ -23,6 +25,17 @@ public struct Flow: Sendable {
             self.root = root
             self.coordinators = coordinators
             specs = NameTable(coordinators)
+            reach = NameTable(coordinators.mapValues { spec in
+                var found = [spec.name]
+                var i = 0
+                while i < found.count {
+                    for route in coordinators[found[i]]!.routes.values {
+                        if let opens = route.coordinator, !found.contains(opens) { found.append(opens) }
+                    }
+                    i += 1
+                }
+                return found
+            })
             self.coordinatorOrder = coordinatorOrder
             self.links = links
             self.source = source
@@ -77,6 +90,10 @@ public final class CoordinatorSpec: Sendable {
     public let routeOrder: [String]
     /// The routes of `initial`, item for item (a new coordinator is made of them).
     let initialRoutes: [RouteSpec]
+    /// `initial`, item for item: for a route that opens no coordinator, the entry it
+    /// makes (id aside), whose fields every new coordinator of this type shares until
+    /// one of them changes its entry; nil for a route that opens one.
+    let initialLeaves: [Entry?]
     private let routeTable: NameTable<RouteSpec>
 
     init(name: String, kind: CoordinatorKind, initial: [RouteRef], routes: [String: RouteSpec], routeOrder: [String]) {
@@ -87,6 +104,11 @@ public final class CoordinatorSpec: Sendable {
         routeTable = NameTable(routes)
         self.routeOrder = routeOrder
         initialRoutes = initial.map { routes[$0.route]! }
+        initialLeaves = zip(initial, initialRoutes).map { ref, route in
+            route.coordinator != nil ? nil
+                : Entry(id: EntryID(0), route: route.name, params: ref.params, presentation: kind == .stack ? .root : nil,
+                        tab: kind == .tabs ? route.tab : nil)
+        }
     }
 }
 
@@ -281,6 +303,12 @@ struct NameTable<Value: Sendable>: Sendable {
 extension Flow {
     /// The coordinator type of the given name. Only valid names reach this.
     public func spec(_ type: String) -> CoordinatorSpec { fields.specs[type]! }
+
+    /// Whether a coordinator of type `inner` can be on the tree at or below one of type
+    /// `outer`: the types the routes of `outer` open, and theirs, and so on.
+    func canHold(_ inner: String, atOrBelow outer: String) -> Bool {
+        fields.reach[outer]?.contains(inner) ?? true
+    }
 
     /// Types that declare `route`, in declaration order.
     public func types(declaring route: String) -> [CoordinatorSpec] {

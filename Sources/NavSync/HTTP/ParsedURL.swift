@@ -34,20 +34,40 @@ public struct ParsedURL: Sendable, Equatable {
             }
         }
         var segments: [String] = []
-        for part in b[start..<pathEnd].split(separator: UInt8(ascii: "/")) {
-            guard let decoded = percentDecode(part) else { return nil }
+        let pathOK = forEachPart(of: b[start..<pathEnd], separatedBy: UInt8(ascii: "/")) { part in
+            guard let decoded = percentDecode(part) else { return false }
             segments.append(decoded)
+            return true
         }
+        guard pathOK else { return nil }
         var query: [(String, String)] = []
         if pathEnd < end {
-            for item in b[(pathEnd + 1)..<end].split(separator: UInt8(ascii: "&")) {
+            let queryOK = forEachPart(of: b[(pathEnd + 1)..<end], separatedBy: UInt8(ascii: "&")) { item in
                 let eq = item.firstIndex(of: UInt8(ascii: "=")) ?? item.endIndex
                 guard let key = percentDecode(item[..<eq]),
-                      let value = percentDecode(eq < item.endIndex ? item[(eq + 1)...] : item[eq...]) else { return nil }
+                      let value = percentDecode(eq < item.endIndex ? item[(eq + 1)...] : item[eq...]) else { return false }
                 query.append((key, value))
+                return true
             }
+            guard queryOK else { return nil }
         }
         return (segments, query)
+    }
+
+    /// Calls `body` with each non-empty part between separators, in order, until it
+    /// answers false (then false). No array of parts is made.
+    private static func forEachPart(of s: Slice<UnsafeBufferPointer<UInt8>>, separatedBy separator: UInt8,
+                                    _ body: (Slice<UnsafeBufferPointer<UInt8>>) -> Bool) -> Bool {
+        var partStart = s.startIndex
+        var i = s.startIndex
+        while i < s.endIndex {   // (`s.indices` is generic code in the standard library here)
+            if s[i] == separator {
+                if i > partStart, !body(s[partStart..<i]) { return false }
+                partStart = i + 1
+            }
+            i += 1
+        }
+        return s.endIndex <= partStart || body(s[partStart..<s.endIndex])
     }
 
     /// Where the first `://` before `end` starts, if anywhere.

@@ -92,7 +92,8 @@ extension NavDocument {
             if state.alert?.id == id { return .failed(NavError(.invalidOp, "'at': \(id) is the alert, not a coordinator")) }
             if wasAllocated(id) { return .gone(id) }
         }
-        let paths = state.paths(ofType: at)
+        let flow = flow
+        let paths = state.paths(ofType: at) { flow.canHold(at, atOrBelow: $0) }
         switch paths.count {
         case 1: return .coordinator(paths[0])
         case 0:

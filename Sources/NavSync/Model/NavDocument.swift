@@ -46,10 +46,10 @@ public struct NavDocument: Sendable {
     /// The same, with the specs looked up already.
     mutating func makeEntry(_ route: RouteSpec, of owner: CoordinatorSpec, params: JSONObject,
                             presentation: Presentation?, hints: JSONObject?) -> Entry {
-        var entry = Entry(id: allocate(), route: route.name, params: params, presentation: presentation,
-                          tab: owner.kind == .tabs ? route.tab : nil, hints: hints)
-        if let child = route.coordinator { entry.coordinator = makeCoordinator(child) }
-        return entry
+        let id = allocate()    // before the child's: pre-order
+        return Entry(id: id, route: route.name, params: params, presentation: presentation,
+                     tab: owner.kind == .tabs ? route.tab : nil, hints: hints,
+                     coordinator: route.coordinator.map { makeCoordinator($0) })
     }
 
     /// A coordinator of `type` in its initial state.
@@ -58,8 +58,13 @@ public struct NavDocument: Sendable {
         let spec = flow.spec(type)
         var c = Coordinator(type: type, kind: spec.kind, entries: [])
         c.entries.reserveCapacity(spec.initial.count)
-        for (ref, route) in zip(spec.initial, spec.initialRoutes) {
-            c.entries.append(makeEntry(route, of: spec, params: ref.params, presentation: spec.kind == .stack ? .root : nil, hints: nil))
+        for i in spec.initial.indices {
+            if let leaf = spec.initialLeaves[i] {
+                c.entries.append(Entry(id: allocate(), sharingFieldsOf: leaf))
+            } else {
+                c.entries.append(makeEntry(spec.initialRoutes[i], of: spec, params: spec.initial[i].params,
+                                           presentation: spec.kind == .stack ? .root : nil, hints: nil))
+            }
         }
         if spec.kind == .tabs { c.selected = c.entries[0].id }
         return c

@@ -141,12 +141,16 @@ extension NavState {
     }
 
     /// Paths of every coordinator of the given type, anywhere on the tree.
-    public func paths(ofType type: String) -> [CoordinatorPath] {
+    /// `mayHold(t)`: whether a coordinator of type `t` can have one of `type` at or below
+    /// it (a walk skips the subtrees that cannot).
+    public func paths(ofType type: String, mayHold: (String) -> Bool = { _ in true }) -> [CoordinatorPath] {
         var found: [CoordinatorPath] = []
         var path: CoordinatorPath = []
+        path.reserveCapacity(8)
         func walk(_ c: Coordinator) {
             if c.type == type { found.append(path) }
-            for i in c.entries.indices where c.entries[i].coordinator != nil {
+            for i in c.entries.indices {
+                guard let childType = c.entries[i].coordinator?.type, mayHold(childType) else { continue }
                 path.append(i)
                 walk(c.entries[i].coordinator!)
                 path.removeLast()

@@ -35,7 +35,9 @@ public struct Coordinator: Sendable, Equatable {
 ///
 /// A value with its fields in one shared, copy-on-write box: copying an entry (the
 /// diff's walk, copying a list of entries when a command changes it) is one retain,
-/// not one per field, and an entry no command touched is recognised by its box.
+/// not one per field, and an entry no command touched is recognised by its box. (The
+/// entries a new coordinator starts with share their route's box, made once per flow,
+/// until one of them changes.)
 public struct Entry: Sendable, Equatable {
     public var id: EntryID
     private var fields: Fields
@@ -45,6 +47,12 @@ public struct Entry: Sendable, Equatable {
         self.id = id
         fields = Fields(route: route, params: params, presentation: presentation, tab: tab, hints: hints, data: data,
                         coordinator: coordinator)
+    }
+
+    /// An entry with `template`'s fields, shared until either changes them.
+    init(id: EntryID, sharingFieldsOf template: Entry) {
+        self.id = id
+        fields = template.fields
     }
 
     public var route: String {

@@ -222,6 +222,27 @@ struct FlowTests {
         }
     }
 
+    /// `at` by type walks only into coordinators that can hold that type: what each
+    /// type holds follows the routes that open coordinators, all the way down.
+    @Test func typesHoldWhatTheirRoutesOpen() throws {
+        let flow = Flow.demo
+        for type in flow.coordinatorOrder { #expect(flow.canHold(type, atOrBelow: "App") && flow.canHold(type, atOrBelow: type)) }
+        #expect(flow.canHold("Checkout", atOrBelow: "Home") && flow.canHold("Settings", atOrBelow: "Profile"))
+        #expect(!flow.canHold("Search", atOrBelow: "Home") && !flow.canHold("Home", atOrBelow: "Settings"))
+        #expect(!flow.canHold("Checkout", atOrBelow: "Search") && !flow.canHold("Nope", atOrBelow: "App"))
+        // Through a route that is not initial, and round a cycle.
+        let text = Self.shopText.replacingFirst(#""about": {}"#, with: #""about": { "coordinator": "Settings" }"#)
+        let cyclic = try Flow.load(bytes: Array(text.utf8))
+        #expect(cyclic.canHold("Settings", atOrBelow: "Settings"))
+        // `at` by type still finds the one coordinator wherever it is, and counts them.
+        var h = Harness.onMain()
+        h.ok(["op": "select", "route": "profile"], ["op": "present", "route": "settings"])
+        h.ok(["op": "push", "at": "Settings", "route": "about"])
+        #expect(h.stack("Settings") == ["main", "about"])
+        h.ok(["op": "select", "route": "home"], ["op": "present", "route": "settings"])
+        h.fails(.invalidOp, ["op": "push", "at": "Settings", "route": "about"])
+    }
+
     @Test func paramTypes() {
         let int = ParamType("int")!
         #expect(int.accepts(3) && !int.accepts(3.0) && !int.accepts(true) && !int.accepts("3"))

@@ -452,6 +452,41 @@ struct LinkAndAlertTests {
         #expect(ParsedURL("://x") == nil, "an empty scheme")
         #expect(ParsedURL("/p?a=1=2")!.query.map { "\($0.0)=\($0.1)" } == ["a=1=2"])
         #expect(ParsedURL("/p?#frag")?.query.isEmpty == true)
+        // Empty parts between separators are dropped, at either end and in a row.
+        #expect(ParsedURL("//a//b/")?.segments == ["a", "b"])
+        #expect(ParsedURL("/")?.segments == [] && ParsedURL("")?.segments == [])
+        #expect(ParsedURL("a")?.segments == ["a"], "a last part without a separator after it")
+        #expect(ParsedURL("/a?&&x=1&&y=2&")!.query.map { "\($0.0)=\($0.1)" } == ["x=1", "y=2"])
+        #expect(ParsedURL("/a?x=1&y=%zz") == nil, "a bad escape in a later query item")
+        #expect(ParsedURL("/a/%zz/b") == nil, "a bad escape in a middle segment")
+    }
+
+    /// Path captures win over query items of the same name; of repeated query items
+    /// the first wins; a capture named nowhere leaves its param out.
+    @Test func linkCapturesAreLookedUpInOrder() {
+        var h = Harness()
+        h.ok(["op": "open", "url": "/search/shoes?q=boots&inStock=true&inStock=false"])
+        let top = h.entries("Search").last
+        #expect(top?.params == ["q": "shoes", "inStock": true])
+        h.ok(["op": "open", "url": "/product/3?id=4&note=a&note=b"])
+        #expect(h.entries("Home").last?.params == ["id": 3, "note": "a"])
+        h.ok(["op": "open", "url": "/product/5"])
+        #expect(h.entries("Home").last?.params == ["id": 5])
+    }
+
+    /// A new coordinator's first entries share their fields with every other made from
+    /// the same route until one changes: a change to one is seen nowhere else.
+    @Test func initialEntriesChangeAlone() {
+        var h = Harness.onMain()
+        let home = h.entries("Home")[0].id
+        h.ok(["op": "update", "entry": .string(home.description), "data": ["seen": true]])
+        h.ok(["op": "setRoot", "at": "App", "route": "main"])
+        #expect(h.entries("Home").count == 1 && h.entries("Home")[0].data == nil && h.entries("Home")[0].id != home)
+        let again = h.entries("Home")[0].id
+        h.ok(["op": "setRoot", "at": "App", "route": "main"])
+        h.ok(["op": "update", "entry": .string(h.entries("Home")[0].id.description), "data": ["n": 1]])
+        #expect(h.entries("Home")[0].data == ["n": 1] && h.entries("Home")[0].id != again)
+        #expect(h.entries("Search")[0].data == nil && h.entries("Search")[0].route == "query")
     }
 
     @Test func alertAnsweredTwiceFirstWins() {
