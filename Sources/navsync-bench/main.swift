@@ -52,14 +52,12 @@ let workloads: [Workload] = [
 func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecond: Double, patchBytes: Double) {
     var seq = Sequencer(flow: .demo, epoch: "bench", historyCapacity: history)
     _ = seq.submit(Command(id: .int(-1), ops: [["op": "setRoot", "route": "main"]]), client: "bench")
-    // Commands are built up front, last first: the figure is the core's, not the
-    // benchmark's. Each is moved out of the list (not copied: a retain and a release
-    // of each of its fields) and handed to `submit`.
-    var prepared = (0..<count).reversed().map { Command(id: .int(Int64($0)), ops: w.ops($0)) }
+    // Commands are built up front: the figure is the core's, not the benchmark's.
+    let prepared = (0..<count).map { Command(id: .int(Int64($0)), ops: w.ops($0)) }
     var bytes = 0
     var applied = 0
     let elapsed = ContinuousClock().measure {
-        while let command = prepared.popLast() {
+        for command in prepared {
             guard case .applied(_, let patch) = seq.submit(command, client: "bench") else { continue }
             applied += 1
             if encode { bytes += ServerMessage.patch(session: "bench", patch).bytes().count }
