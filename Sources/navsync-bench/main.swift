@@ -2,7 +2,11 @@
 import Glibc
 // Prints figures; asserts nothing. Run in release mode:
 //
-//     swift run -c release navsync-bench [--commands N]
+//     swift run -c release navsync-bench [--commands N] [--rounds R]
+//
+// Each workload runs R rounds (plain and encoded alternating) and prints the median
+// and the best round: on a shared machine the median is the fair figure, and the best
+// is the nearest to the core's own speed (noise only ever slows a round down).
 //
 // Each workload runs on the demo flow through `Sequencer.submit`, which is everything
 // a session does per command except the network: decode the ops, resolve, apply on a
@@ -15,14 +19,16 @@ import NavSync
 var commands = 200_000
 var only: String?
 var history = 10_000
+var rounds = 5
 var args = CommandLine.arguments.dropFirst()
 while let arg = args.popFirst() {
     switch arg {
     case "--commands": commands = Int(args.popFirst() ?? "") ?? commands
     case "--only": only = args.popFirst()
     case "--history": history = Int(args.popFirst() ?? "") ?? history
+    case "--rounds": rounds = max(1, Int(args.popFirst() ?? "") ?? rounds)
     case "-h", "--help":
-        print("usage: navsync-bench [--commands N] [--only WORKLOAD-PREFIX] [--history N]   (defaults 200000, all, 10000 as navsyncd; build with -c release)")
+        print("usage: navsync-bench [--commands N] [--rounds R] [--only WORKLOAD-PREFIX] [--history N]   (defaults 200000, 5, all, 10000 as navsyncd; build with -c release)")
         exit(0)
     default:
         print("navsync-bench: unknown argument '\(arg)' (try --help)")
@@ -70,13 +76,23 @@ func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecon
 #if DEBUG
 print("warning: debug build; figures are meaningless. Use: swift run -c release navsync-bench")
 #endif
-print("navsync-bench: \(commands) commands per workload, demo flow, one core, history of \(history) revisions")
-print("workload                         commands/s   +encode cmds/s   patch msg bytes/cmd")
+print("navsync-bench: \(commands) commands per workload and round, \(rounds) rounds, demo flow, one core, history of \(history) revisions")
+print("workload                         commands/s median   best   +encode median    best   patch msg bytes/cmd")
 for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
-    let plain = measure(w, count: commands, encode: false, history: history)
-    let encoded = measure(w, count: commands, encode: true, history: history)
+    var plain: [Double] = [], encoded: [Double] = []
+    var patchBytes = 0.0
+    for _ in 0..<rounds {
+        plain.append(measure(w, count: commands, encode: false, history: history).perSecond)
+        let e = measure(w, count: commands, encode: true, history: history)
+        encoded.append(e.perSecond)
+        patchBytes = e.patchBytes
+    }
+    plain.sort()
+    encoded.sort()
     let name = w.name.padding(toLength: 32, withPad: " ", startingAt: 0)
-    print("\(name) \(String(Int(plain.perSecond)).leftPad(10))   \(String(Int(encoded.perSecond)).leftPad(14))   \(format1(encoded.patchBytes).leftPad(19))")
+    let figures = [plain[plain.count / 2], plain.last!, encoded[encoded.count / 2], encoded.last!]
+        .map { String(Int($0)).leftPad(8) }
+    print("\(name)        \(figures[0]) \(figures[1])        \(figures[2]) \(figures[3])   \(format1(patchBytes).leftPad(19))")
 }
 
 /// History (DESIGN.md section 15): the state of random revisions of a full history,

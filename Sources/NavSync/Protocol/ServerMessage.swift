@@ -114,11 +114,14 @@ public enum ServerMessage: Sendable, Equatable {
         out.append(ascii: #","by":"#)
         JSON.writeString(patch.by, into: &out)
         out.append(ascii: #","cmd":"#)
-        patch.cmd.json.write(into: &out)
+        switch patch.cmd {
+        case .int(let n): out.append(decimal: n)
+        case .string(let s): JSON.writeString(s, into: &out)
+        }
         out.append(ascii: #","ops":["#)
-        for (i, op) in patch.ops.enumerated() {
+        for i in patch.ops.indices {    // by index: each op written in place, not copied
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            op.write(into: &out)
+            patch.ops[i].write(into: &out)
         }
         out.append(ascii: "]}")
         return out.finish()
