@@ -33,15 +33,19 @@ extension JSON {
                 item.write(into: &out, sortedKeys: sortedKeys)
             }
             out.append(UInt8(ascii: "]"))
-        case .object(let object):
-            out.append(UInt8(ascii: "{"))
-            if sortedKeys && object.count > 1 {
-                Self.writeMembers(object.sorted { $0.key < $1.key }, into: &out, sortedKeys: true)
-            } else {
-                Self.writeMembers(object, into: &out, sortedKeys: sortedKeys)
-            }
-            out.append(UInt8(ascii: "}"))
+        case .object(let object): Self.writeObject(object, into: &out, sortedKeys: sortedKeys)
         }
+    }
+
+    /// `JSON.object(object).write(into:)`, without wrapping the object first.
+    static func writeObject(_ object: JSONObject, into out: inout ByteWriter, sortedKeys: Bool = false) {
+        out.append(UInt8(ascii: "{"))
+        if sortedKeys && object.count > 1 {
+            writeMembers(object.sorted { $0.key < $1.key }, into: &out, sortedKeys: true)
+        } else {
+            writeMembers(object, into: &out, sortedKeys: sortedKeys)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     private static func writeMembers<Members: Sequence<(key: String, value: JSON)>>(_ members: Members, into out: inout ByteWriter, sortedKeys: Bool) {
@@ -70,36 +74,42 @@ extension JSON {
     static func writeString(_ s: String, into out: inout ByteWriter) {
         out.append(UInt8(ascii: "\""))
         var s = s
-        s.withUTF8 { bytes in
-            var start = 0
-            var i = 0
-            while i < bytes.count {
-                // Eight bytes at a time while none needs an escape (most strings have none).
-                if i + 8 <= bytes.count,
-                   !needsEscape(UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self)) {
-                    i += 8
-                    continue
-                }
-                let byte = bytes[i]
-                i += 1
-                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<(i - 1)]))
-                start = i
-                switch byte {
-                case 0x22: out.append(contentsOf: [92, 34])
-                case 0x5C: out.append(contentsOf: [92, 92])
-                case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-                case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-                case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-                case 0x08: out.append(contentsOf: [92, UInt8(ascii: "b")])
-                case 0x0C: out.append(contentsOf: [92, UInt8(ascii: "f")])
-                default: out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-                }
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
-        }
+        s.withUTF8 { writeEscaped($0, into: &out) }
         out.append(UInt8(ascii: "\""))
     }
+
+    /// Eight bytes at a time while none needs an escape (most strings have none), then
+    /// byte by byte to the next that does or to the end.
+    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout ByteWriter) {
+        guard let p = bytes.baseAddress else { return }
+        let n = bytes.count
+        var start = 0
+        var i = 0
+        while true {
+            while i + 8 <= n, !needsEscape(UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)) { i += 8 }
+            while i < n, !needsEscape(p[i]) { i += 1 }
+            guard i < n else { break }
+            out.append(contentsOf: UnsafeBufferPointer(start: p + start, count: i - start))
+            switch p[i] {
+            case 0x22: out.append(ascii: #"\""#)
+            case 0x5C: out.append(ascii: #"\\"#)
+            case 0x0A: out.append(ascii: #"\n"#)
+            case 0x0D: out.append(ascii: #"\r"#)
+            case 0x09: out.append(ascii: #"\t"#)
+            case 0x08: out.append(ascii: #"\b"#)
+            case 0x0C: out.append(ascii: #"\f"#)
+            default:
+                out.append(ascii: #"\u00"#)
+                out.append(hex[Int(p[i] >> 4)])
+                out.append(hex[Int(p[i] & 15)])
+            }
+            i += 1
+            start = i
+        }
+        out.append(contentsOf: UnsafeBufferPointer(start: p + start, count: n - start))
+    }
+
+    @inline(__always) static func needsEscape(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x22 || byte == 0x5C }
 
     /// Whether any of the eight bytes is a control character, `"` or `\` (exact: the
     /// has-less and has-zero bit tricks on the whole word).
@@ -185,8 +195,11 @@ struct ByteWriter: ~Copyable {
 
     /// Text that needs no escaping, as its bytes.
     mutating func append(contentsOf text: String.UTF8View) {
-        var text = String(text)
-        text.withUTF8 { append(contentsOf: $0) }
+        // In place when stored as UTF-8 (all but bridged strings); otherwise through a copy.
+        if text.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil {
+            var text = String(text)
+            text.withUTF8 { append(contentsOf: $0) }
+        }
     }
 
     /// ASCII text known when compiling (keys, punctuation).
@@ -194,7 +207,22 @@ struct ByteWriter: ~Copyable {
         append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    mutating func append<Integer: BinaryInteger>(decimal n: Integer) { withDecimal(n) { append(contentsOf: $0) } }
+    /// The decimal digits of `n`, with a minus sign when negative, written in place.
+    mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
+        var magnitude = UInt64(n.magnitude)
+        var length = n < 0 ? 2 : 1
+        var rest = magnitude
+        while rest >= 10 { rest /= 10; length += 1 }
+        if count + length > capacity { grow(toFit: length) }
+        var at = count + length
+        repeat {
+            at -= 1
+            base[at] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        if n < 0 { base[count] = UInt8(ascii: "-") }
+        count += length
+    }
 }
 
 extension JSON: CustomStringConvertible {

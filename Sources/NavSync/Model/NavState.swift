@@ -204,7 +204,7 @@ extension Entry {
         out.append(ascii: #"","route":"#)
         JSON.writeString(route, into: &out)
         out.append(ascii: #","params":"#)
-        JSON.object(params).write(into: &out)
+        JSON.writeObject(params, into: &out)
         if let presentation {
             out.append(ascii: #","presentation":""#)
             out.append(contentsOf: presentation.rawValue.utf8)
@@ -216,11 +216,11 @@ extension Entry {
         }
         if let hints {
             out.append(ascii: #","hints":"#)
-            JSON.object(hints).write(into: &out)
+            JSON.writeObject(hints, into: &out)
         }
         if let data {
             out.append(ascii: #","data":"#)
-            JSON.object(data).write(into: &out)
+            JSON.writeObject(data, into: &out)
         }
         if let coordinator {
             out.append(ascii: #","coordinator":"#)

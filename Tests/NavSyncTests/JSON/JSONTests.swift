@@ -41,6 +41,21 @@ struct JSONTests {
             }
         }
         #expect(checked > 4000)
+        // Two of them in one string, at every pair of places: the scan goes on after an
+        // escape, by words and by bytes again.
+        for length in 2..<20 {
+            for at in 0..<length {
+                for at2 in 0..<length where at2 != at {
+                    for (special, special2) in [("\"", "\n"), ("\\", "\u{1}"), ("é", "\""), ("\u{0}", "\u{1f}")] {
+                        var chars = Array(repeating: "a", count: length)
+                        chars[at] = special
+                        chars[at2] = special2
+                        let s = chars.joined()
+                        #expect(JSON.string(s).encoded() == reference(s), "\(s.debugDescription)")
+                    }
+                }
+            }
+        }
     }
 
     @Test func parsesEveryKindOfValue() throws {
