@@ -155,14 +155,33 @@ extension Array<UInt8> {
 struct ByteWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
+    /// Whether `base` is this writer's to free (not the caller's scratch memory).
+    private var owned: Bool
     private(set) var count = 0
 
     init(capacity: Int = 256) {
         self.capacity = max(capacity, 16)
         base = .allocate(capacity: self.capacity)
+        owned = true
     }
 
-    deinit { base.deallocate() }
+    private init(scratch: UnsafeMutableBufferPointer<UInt8>) {
+        base = scratch.baseAddress!
+        capacity = scratch.count
+        owned = false
+    }
+
+    /// The bytes `body` writes, into a buffer on the stack until it is full: a message
+    /// of up to `stackBytes` costs one allocation, the array handed back.
+    static func bytes(stackBytes: Int = 512, _ body: (inout ByteWriter) -> Void) -> [UInt8] {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: stackBytes) { scratch in
+            var out = ByteWriter(scratch: scratch)
+            body(&out)
+            return out.finish()
+        }
+    }
+
+    deinit { if owned { base.deallocate() } }
 
     /// The bytes written.
     consuming func finish() -> [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
@@ -172,9 +191,10 @@ struct ByteWriter: ~Copyable {
         while newCapacity < count + extra { newCapacity *= 2 }
         let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
         bigger.initialize(from: base, count: count)
-        base.deallocate()
+        if owned { base.deallocate() }
         base = bigger
         capacity = newCapacity
+        owned = true
     }
 
     @inline(__always) mutating func append(_ byte: UInt8) {

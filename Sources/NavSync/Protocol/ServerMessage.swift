@@ -104,7 +104,10 @@ public enum ServerMessage: Sendable, Equatable {
 
     /// A `patch` message, in the key order of `json(id:)`.
     static func bytes(session: String, _ patch: Patch) -> [UInt8] {
-        var out = ByteWriter(capacity: 256)
+        ByteWriter.bytes { write(session: session, patch, into: &$0) }
+    }
+
+    private static func write(session: String, _ patch: Patch, into out: inout ByteWriter) {
         out.append(ascii: #"{"type":"patch","session":"#)
         JSON.writeString(session, into: &out)
         out.append(ascii: #","rev":"#)
@@ -124,12 +127,14 @@ public enum ServerMessage: Sendable, Equatable {
             patch.ops[i].write(into: &out)
         }
         out.append(ascii: "]}")
-        return out.finish()
     }
 
     /// An `ack` message, in the key order of `json(id:)` (whose `id` is the command's).
     static func bytes(session: String, _ ack: Ack) -> [UInt8] {
-        var out = ByteWriter(capacity: 96)
+        ByteWriter.bytes { write(session: session, ack, into: &$0) }
+    }
+
+    private static func write(session: String, _ ack: Ack, into out: inout ByteWriter) {
         out.append(ascii: #"{"type":"ack","id":"#)
         ack.id.json.write(into: &out)
         out.append(ascii: #","session":"#)
@@ -146,7 +151,6 @@ public enum ServerMessage: Sendable, Equatable {
         out.append(UInt8(ascii: "]"))
         if ack.duplicate { out.append(ascii: #","duplicate":true"#) }
         out.append(UInt8(ascii: "}"))
-        return out.finish()
     }
 
     public enum CatchUp: Sendable, Equatable {
