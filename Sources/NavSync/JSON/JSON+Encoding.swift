@@ -123,20 +123,22 @@ extension JSON {
     }
 }
 
-/// The decimal digits of `n`, with a minus sign when negative, handed to `body` from a
-/// buffer on the stack: numbers are written without making a `String` of them.
-func withDecimal<Integer: BinaryInteger, R>(_ n: Integer, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+/// Writes the decimal digits of `n`, with a minus sign when negative, at `p` (room for
+/// 20 bytes) and returns how many: numbers are written without making a `String`.
+@inline(__always)
+func writeDecimal<Integer: BinaryInteger>(_ n: Integer, at p: UnsafeMutablePointer<UInt8>) -> Int {
     var magnitude = UInt64(n.magnitude)
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { digits in
-        var i = digits.count
-        repeat {
-            i -= 1
-            digits[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
-        } while magnitude > 0
-        if n < 0 { i -= 1; digits[i] = UInt8(ascii: "-") }
-        return body(UnsafeBufferPointer(rebasing: digits[i...]))
-    }
+    var length = n < 0 ? 2 : 1
+    var rest = magnitude
+    while rest >= 10 { rest /= 10; length += 1 }
+    var at = length
+    repeat {
+        at -= 1
+        p[at] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+        magnitude /= 10
+    } while magnitude > 0
+    if n < 0 { p[0] = UInt8(ascii: "-") }
+    return length
 }
 
 /// The diff's JSON Pointer is an array of bytes, cut back along its walk.
@@ -146,7 +148,11 @@ extension Array<UInt8> {
         append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    mutating func append<Integer: BinaryInteger>(decimal n: Integer) { withDecimal(n) { append(contentsOf: $0) } }
+    mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            append(contentsOf: UnsafeBufferPointer(start: digits.baseAddress!, count: writeDecimal(n, at: digits.baseAddress!)))
+        }
+    }
 }
 
 /// The encoders' output: bytes appended to one growing buffer, handed over as an array
@@ -229,19 +235,8 @@ struct ByteWriter: ~Copyable {
 
     /// The decimal digits of `n`, with a minus sign when negative, written in place.
     mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
-        var magnitude = UInt64(n.magnitude)
-        var length = n < 0 ? 2 : 1
-        var rest = magnitude
-        while rest >= 10 { rest /= 10; length += 1 }
-        if count + length > capacity { grow(toFit: length) }
-        var at = count + length
-        repeat {
-            at -= 1
-            base[at] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
-        } while magnitude > 0
-        if n < 0 { base[count] = UInt8(ascii: "-") }
-        count += length
+        if count + 20 > capacity { grow(toFit: 20) }
+        count += writeDecimal(n, at: base + count)
     }
 }
 

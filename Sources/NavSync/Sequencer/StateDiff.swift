@@ -85,10 +85,7 @@ public struct StateDiff: Sendable {
         }
 
         mutating func put(_ n: Int) {
-            withDecimal(n) { digits in
-                (buffer.baseAddress! + count).update(from: digits.baseAddress!, count: digits.count)
-                count += digits.count
-            }
+            count += writeDecimal(n, at: buffer.baseAddress! + count)
         }
 
         /// The pointer so far with `last` appended, as a string; the buffer is left as it was.
