@@ -106,10 +106,19 @@ public final class CoordinatorSpec: Sendable {
         initialRoutes = initial.map { routes[$0.route]! }
         initialLeaves = zip(initial, initialRoutes).map { ref, route in
             route.coordinator != nil ? nil
-                : Entry(id: EntryID(0), route: route.name, params: ref.params, presentation: kind == .stack ? .root : nil,
-                        tab: kind == .tabs ? route.tab : nil)
+                : Entry(id: EntryID(0), route: route.name, params: ref.params, presentation: kind.firstPresentation,
+                        tab: kind.tab(of: route))
         }
     }
+}
+
+extension CoordinatorKind {
+    /// How the first entry of a coordinator of this kind is presented: `root` in a
+    /// stack, not at all elsewhere.
+    var firstPresentation: Presentation? { self == .stack ? .root : nil }
+
+    /// The tab item an entry of `route` carries here: the route's own, in a tab bar only.
+    func tab(of route: RouteSpec) -> JSON? { self == .tabs ? route.tab : nil }
 }
 
 extension CoordinatorSpec {

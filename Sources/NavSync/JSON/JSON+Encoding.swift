@@ -4,9 +4,7 @@
 extension JSON {
     /// Compact UTF-8 bytes; keys in insertion order, or sorted with `sortedKeys`.
     public func encoded(sortedKeys: Bool = false) -> [UInt8] {
-        var out = ByteWriter(capacity: 128)
-        write(into: &out, sortedKeys: sortedKeys)
-        return out.finish()
+        ByteWriter.bytes { write(into: &$0, sortedKeys: sortedKeys) }
     }
 
     /// Compact JSON text.

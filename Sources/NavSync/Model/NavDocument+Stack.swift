@@ -79,7 +79,7 @@ extension NavDocument {
             let owner = flow.spec(state[p].type)
             let route = owner.route(item.route)!
             let root = makeEntry(route, of: owner, params: try route.validate(params: item.params),
-                                 presentation: owner.kind == .stack ? .root : nil, hints: item.hints)
+                                 presentation: owner.kind.firstPresentation, hints: item.hints)
             state.modify(p) { $0.entries = [root] }
             ctx.noteChanged(state.key(of: p))
             return .applied

@@ -48,7 +48,7 @@ public struct NavDocument: Sendable {
                             presentation: Presentation?, hints: JSONObject?) -> Entry {
         let id = allocate()    // before the child's: pre-order
         return Entry(id: id, route: route.name, params: params, presentation: presentation,
-                     tab: owner.kind == .tabs ? route.tab : nil, hints: hints,
+                     tab: owner.kind.tab(of: route), hints: hints,
                      coordinator: route.coordinator.map { makeCoordinator($0) })
     }
 
@@ -63,7 +63,7 @@ public struct NavDocument: Sendable {
                 c.entries.append(Entry(id: allocate(), sharingFieldsOf: leaf))
             } else {
                 c.entries.append(makeEntry(spec.initialRoutes[i], of: spec, params: spec.initial[i].params,
-                                           presentation: spec.kind == .stack ? .root : nil, hints: nil))
+                                           presentation: spec.kind.firstPresentation, hints: nil))
             }
         }
         if spec.kind == .tabs { c.selected = c.entries[0].id }

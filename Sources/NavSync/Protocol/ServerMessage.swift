@@ -117,10 +117,7 @@ public enum ServerMessage: Sendable, Equatable {
         out.append(ascii: #","by":"#)
         JSON.writeString(patch.by, into: &out)
         out.append(ascii: #","cmd":"#)
-        switch patch.cmd {
-        case .int(let n): out.append(decimal: n)
-        case .string(let s): JSON.writeString(s, into: &out)
-        }
+        patch.cmd.write(into: &out)
         out.append(ascii: #","ops":["#)
         for i in patch.ops.indices {    // by index: each op written in place, not copied
             if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -136,7 +133,7 @@ public enum ServerMessage: Sendable, Equatable {
 
     private static func write(session: String, _ ack: Ack, into out: inout ByteWriter) {
         out.append(ascii: #"{"type":"ack","id":"#)
-        ack.id.json.write(into: &out)
+        ack.id.write(into: &out)
         out.append(ascii: #","session":"#)
         JSON.writeString(session, into: &out)
         out.append(ascii: #","rev":"#)
@@ -298,5 +295,15 @@ public struct ProtocolLimits: Sendable, Equatable {
     public var json: JSON {
         ["maxMessage": .int(Int64(maxMessage)), "maxOps": .int(Int64(model.maxOps)),
          "maxStackDepth": .int(Int64(model.maxStackDepth)), "maxTabs": .int(Int64(model.maxTabs))]
+    }
+}
+
+extension CommandID {
+    /// `json.write(into:)`, without making the JSON value.
+    func write(into out: inout ByteWriter) {
+        switch self {
+        case .int(let n): out.append(decimal: n)
+        case .string(let s): JSON.writeString(s, into: &out)
+        }
     }
 }

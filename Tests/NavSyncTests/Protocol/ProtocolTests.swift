@@ -149,6 +149,24 @@ struct ProtocolTests {
         }
     }
 
+    /// Messages are written into a buffer on the stack and moved to the heap when they
+    /// outgrow it: at every length around that size, mid-string and mid-escape, the bytes
+    /// are the object's and read back to it.
+    @Test func messagesLongerThanTheStackBufferComeOutWhole() throws {
+        for length in stride(from: 380, through: 620, by: 1) {
+            let note = String(repeating: "ab\"\\c\né", count: length / 8) + String(repeating: "x", count: length % 8)
+            let entry: JSON = ["id": "e9", "route": "detail", "params": ["id": 4, "note": .string(note)], "presentation": "push"]
+            let message = ServerMessage.patch(session: "s", Patch(rev: 7, by: "c1", cmd: .int(7), ops: [PatchOperation(.add, "/root/stack/1", value: entry)]))
+            let bytes = message.bytes()
+            #expect(bytes == message.json().encoded())
+            #expect(try JSON.parse(bytes) == message.json(), "length \(length)")
+            #expect(try JSON.parse(JSON.string(note).encoded()) == .string(note))
+        }
+        let ack = ServerMessage.ack(session: "demo", Ack(id: .string("k"), rev: 3, results: Array(repeating: .superseded, count: 200)))
+        #expect(ack.bytes().count > 1024 && ack.bytes() == ack.json().encoded())
+        #expect(try JSON.parse(ack.bytes()) == ack.json())
+    }
+
     @Test func clientMessagesRoundTrip() throws {
         let messages: [ClientMessage] = [
             .hello(.init(name: "tv", role: nil, token: "t", client: nil)),
