@@ -37,6 +37,8 @@ extension JSON {
 
     /// `JSON.object(object).write(into:)`, without wrapping the object first.
     static func writeObject(_ object: JSONObject, into out: inout ByteWriter, sortedKeys: Bool = false) {
+        // Most entries' params are empty: no walk for them.
+        guard !object.isEmpty else { out.append(ascii: "{}"); return }
         out.append(UInt8(ascii: "{"))
         if sortedKeys && object.count > 1 {
             writeMembers(object.sorted { $0.key < $1.key }, into: &out, sortedKeys: true)

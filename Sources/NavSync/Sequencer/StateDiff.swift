@@ -247,7 +247,7 @@ public struct StateDiff: Sendable {
         case (nil, let y?):
             emit(.add, "coordinator", .coordinator(y))
             noteAdded(y.entries)
-            created.append(.entry(b.id))
+            Self.append(.entry(b.id), to: &created)
         case (let x?, nil):
             emit(.remove, "coordinator")
             noteRemoved(x.entries)
@@ -280,14 +280,21 @@ public struct StateDiff: Sendable {
     private mutating func noteAdded(_ entries: [Entry]) { for e in entries { noteAdded(e) } }
 
     private mutating func noteRemoved(_ e: Entry) {
-        e.forEachID { removed.append($0) }
+        e.forEachID { Self.append($0, to: &removed) }
     }
 
     private mutating func noteAdded(_ e: Entry) {
-        added.append(e.id)
+        Self.append(e.id, to: &added)
         if let c = e.coordinator {
-            created.append(.entry(e.id))
+            Self.append(.entry(e.id), to: &created)
             noteAdded(c.entries)
         }
+    }
+
+    /// Appends, starting a list at room for 16: a replaced subtree (a deep link's) lists
+    /// a dozen ids, and growing 1, 2, 4, 8, 16 was five allocations per list.
+    private static func append<T>(_ element: T, to list: inout [T]) {
+        if list.count == list.capacity { list.reserveCapacity(Swift.max(16, 2 * list.count)) }
+        list.append(element)
     }
 }
