@@ -13,8 +13,9 @@ public struct Flow: Sendable {
         let root: String
         let coordinators: [String: CoordinatorSpec]
         let specs: NameTable<CoordinatorSpec>
-        /// For each type, the types a coordinator of it can hold at or below it.
-        let reach: NameTable<[String]>
+        /// For each type, the types that can hold a coordinator of it at or below them
+        /// (itself included): where a search for it by type must look.
+        let holders: NameTable<[String]>
         let coordinatorOrder: [String]
         let links: [Link]
         let source: JSON
@@ -25,7 +26,8 @@ public struct Flow: Sendable {
             self.root = root
             self.coordinators = coordinators
             specs = NameTable(coordinators)
-            reach = NameTable(coordinators.mapValues { spec in
+            // What each type reaches through the routes it opens, and theirs; then turned around.
+            let reach = coordinators.mapValues { spec in
                 var found = [spec.name]
                 var i = 0
                 while i < found.count {
@@ -35,6 +37,9 @@ public struct Flow: Sendable {
                     i += 1
                 }
                 return found
+            }
+            holders = NameTable(coordinators.mapValues { spec in
+                coordinators.keys.sorted().filter { reach[$0]?.contains(spec.name) ?? false }
             })
             self.coordinatorOrder = coordinatorOrder
             self.links = links
@@ -316,8 +321,12 @@ extension Flow {
     /// Whether a coordinator of type `inner` can be on the tree at or below one of type
     /// `outer`: the types the routes of `outer` open, and theirs, and so on.
     func canHold(_ inner: String, atOrBelow outer: String) -> Bool {
-        fields.reach[outer]?.contains(inner) ?? true
+        fields.specs[outer] == nil || holders(of: inner).contains(outer)
     }
+
+    /// The types that can hold a coordinator of `type` at or below them (itself
+    /// included); none for a name that is not a type.
+    func holders(of type: String) -> [String] { fields.holders[type] ?? [] }
 
     /// Types that declare `route`, in declaration order.
     public func types(declaring route: String) -> [CoordinatorSpec] {

@@ -92,8 +92,9 @@ extension NavDocument {
             if state.alert?.id == id { return .failed(NavError(.invalidOp, "'at': \(id) is the alert, not a coordinator")) }
             if wasAllocated(id) { return .gone(id) }
         }
-        let flow = flow
-        let paths = state.paths(ofType: at) { flow.canHold(at, atOrBelow: $0) }
+        // Only coordinators of types that can hold one of `at`'s are walked into.
+        let holders = flow.holders(of: at)
+        let paths = holders.isEmpty ? [] : state.paths(ofType: at) { holders.contains($0) }
         switch paths.count {
         case 1: return .coordinator(paths[0])
         case 0:

@@ -150,9 +150,9 @@ extension NavState {
         func walk(_ c: Coordinator) {
             if c.type == type { found.append(path) }
             for i in c.entries.indices {
-                guard let childType = c.entries[i].coordinator?.type, mayHold(childType) else { continue }
+                guard let child = c.entries[i].coordinator, mayHold(child.type) else { continue }
                 path.append(i)
-                walk(c.entries[i].coordinator!)
+                walk(child)
                 path.removeLast()
             }
         }
