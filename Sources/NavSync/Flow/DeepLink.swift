@@ -8,17 +8,19 @@ extension Flow {
         guard let link = links.first(where: { $0.matches(parsed.segments) }) else {
             throw NavError(.notFound, "no link of flow '\(name)' matches '\(url)'")
         }
-        // Path captures win over query items; of repeated query items the first wins:
-        // a name is looked up in this order. (A link has a handful: a list, no hashing.)
-        var captures: [(name: String, value: String)] = []
-        captures.reserveCapacity(link.segments.count + parsed.query.count)
-        for (segment, value) in zip(link.segments, parsed.segments) {
-            if case .capture(let name) = segment { captures.append((name, value)) }
+        // Path captures win over query items; of repeated query items the first wins.
+        // (A link has a handful: looked up where they are, no list or table made.)
+        let segments = link.segments, values = parsed.segments, query = parsed.query
+        func capture(_ name: String) -> String? {
+            for i in values.indices {
+                if case .capture(let n) = segments[i], n == name { return values[i] }
+            }
+            for i in query.indices where query[i].0 == name { return query[i].1 }
+            return nil
         }
-        for item in parsed.query { captures.append(item) }
         var ops = link.compiled
         for i in ops.indices where !link.captureTypes[i].isEmpty {
-            do throws(NavError) { try ops[i].fill(captures, types: link.captureTypes[i]) } catch {
+            do throws(NavError) { try ops[i].fill(capture, types: link.captureTypes[i]) } catch {
                 throw NavError(error.code, "link '\(link.pattern)' op \(i): \(error.message)")
             }
         }
@@ -47,11 +49,11 @@ extension Link {
 extension Operation {
     /// Replaces whole-string `":name"` param values with the capture converted to the
     /// param's type (`types`, from the link), in the op's item or items; a param whose
-    /// capture is absent is left out.
-    mutating func fill(_ captures: [(name: String, value: String)], types: [Link.CaptureType]) throws(NavError) {
+    /// capture is absent (`capture` gives nil) is left out.
+    mutating func fill(_ capture: (String) -> String?, types: [Link.CaptureType]) throws(NavError) {
         func fill(_ item: inout OpenItem, _ index: Int?) throws(NavError) {
             for slot in types where slot.item == index {
-                guard let captured = captures.first(where: { $0.name == slot.capture })?.value else {
+                guard let captured = capture(slot.capture) else {
                     item.params[slot.key] = nil
                     continue
                 }

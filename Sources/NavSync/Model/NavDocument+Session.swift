@@ -39,17 +39,21 @@ extension NavDocument {
             let outer = ctx.conflicts
             ctx.conflicts = nil
             defer { ctx.conflicts = outer }
-            var results: [OpResult] = []
+            // The link's result: applied if any op applied, else superseded if any was.
+            var applied = false, superseded = false
             for (i, op) in ops.enumerated() {
                 do throws(NavError) {
-                    results.append(try apply(op, &ctx))
+                    switch try apply(op, &ctx) {
+                    case .applied: applied = true
+                    case .superseded: superseded = true
+                    case .noop: break
+                    }
                 } catch {
                     throw NavError(error.code, "'\(url)' link op \(i) (\(op.action.name.rawValue)): \(error.message)", rev: error.rev)
                 }
             }
             ctx.edit = nil
-            if results.contains(.applied) { return .applied }
-            return results.contains(.superseded) ? .superseded : .noop
+            return applied ? .applied : superseded ? .superseded : .noop
 
         case .alert(let spec):
             if let shown = state.alert {

@@ -163,18 +163,22 @@ public struct Sequencer: Sendable {
         }
 
         var working = document
+        // A lone op (an `open` most often) gets the shared array of its result, not one of its own.
         var results: [OpResult] = []
-        results.reserveCapacity(command.ops.count)
+        if command.ops.count > 1 { results.reserveCapacity(command.ops.count) }
+        func note(_ result: OpResult) {
+            if command.ops.count == 1 { results = result.alone } else { results.append(result) }
+        }
         for (index, json) in command.ops.enumerated() {
             do throws(NavError) {
                 if json["op"] == "restore" {
                     let (result, journalOp) = try restore(json, into: &working, &ctx, trusted: trusted)
-                    results.append(result)
+                    note(result)
                     journalAs(index, journalOp)
                 } else if json["op"] == "load" {
-                    results.append(try load(json, into: &working, &ctx, sender: sender))
+                    note(try load(json, into: &working, &ctx, sender: sender))
                 } else {
-                    results.append(try working.apply(Operation(json: json), &ctx))
+                    note(try working.apply(Operation(json: json), &ctx))
                 }
             } catch {
                 return failed(error, json, index: index)

@@ -419,6 +419,10 @@ struct LinkAndAlertTests {
         #expect(h.entries("Checkout")[1].params == [:])   // absent capture: param left out
         h.ok(["op": "open", "url": "//login///"])
         #expect(h.json["root"]?["current"]?["route"] == "login")
+        // One result per op of the command, a link's one for all its ops.
+        var m = Harness.onMain()
+        #expect(m.ok(["op": "select", "route": "home"], ["op": "open", "url": "/product/1"]) == [.noop, .applied])
+        #expect(m.ok(["op": "open", "url": "/product/2"], ["op": "pop"], ["op": "select", "route": "home"]) == [.applied, .applied, .noop])
     }
 
     @Test func deepLinkErrors() {
