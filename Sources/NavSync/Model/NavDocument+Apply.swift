@@ -94,16 +94,16 @@ extension NavDocument {
         }
         // Only coordinators of types that can hold one of `at`'s are walked into.
         let holders = flow.holders(of: at)
-        let paths = holders.isEmpty ? [] : state.paths(ofType: at) { holders.contains($0) }
-        switch paths.count {
-        case 1: return .coordinator(paths[0])
+        let (path, count) = holders.isEmpty ? (nil, 0) : state.firstPath(ofType: at) { holders.contains($0) }
+        switch count {
+        case 1: return .coordinator(path!)
         case 0:
             if flow.coordinators[at] != nil {
                 return .failed(NavError(.notFound, "'at': no \(at) coordinator is on the tree"))
             }
             return .failed(NavError(.notFound, "'at': \"\(at)\" is neither \"root\", a live entry id, nor a coordinator type"))
         default:
-            return .failed(NavError(.invalidOp, "'at': \(paths.count) \(at) coordinators are on the tree; name one by entry id"))
+            return .failed(NavError(.invalidOp, "'at': \(count) \(at) coordinators are on the tree; name one by entry id"))
         }
     }
 

@@ -75,8 +75,7 @@ extension NavDocument {
             return truncate(p, to: index, of: current, &ctx)
 
         case .setRoot(let item):
-            let p = try target(name, route: item.route, at)
-            let owner = flow.spec(state[p].type)
+            let (p, owner) = try targetOwner(name, routes: CollectionOfOne(item.route), at)
             let route = owner.route(item.route)!
             let root = makeEntry(route, of: owner, params: try route.validate(params: item.params),
                                  presentation: owner.kind.firstPresentation, hints: item.hints)
@@ -85,8 +84,7 @@ extension NavDocument {
             return .applied
 
         case .setStack(let items):
-            let p = try target(name, routes: items.map(\.route), at)
-            let owner = flow.spec(state[p].type)
+            let (p, owner) = try targetOwner(name, routes: items.lazy.map(\.route), at)
             guard items.count <= limits.maxStackDepth else {
                 throw NavError(.invalidOp, "a stack holds at most \(limits.maxStackDepth) entries; 'routes' has \(items.count)")
             }
@@ -108,6 +106,13 @@ extension NavDocument {
         default:
             preconditionFailure("not a stack operation: \(name)")
         }
+    }
+
+    /// The coordinator `setRoot` / `setStack` replace the entries of, and its type's spec
+    /// (found on the way down, not looked up again; no array of the routes made).
+    private func targetOwner(_ name: OpName, routes: some Collection<String>, _ at: AtTarget) throws(NavError) -> (CoordinatorPath, CoordinatorSpec) {
+        let (path, coordinator) = try targetCoordinator(name, routes: routes, at)
+        return (path, flow.spec(coordinator.type))
     }
 
     /// What a stack operation needs of its stack: not the stack itself, which must not

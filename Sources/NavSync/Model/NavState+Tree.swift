@@ -160,6 +160,30 @@ extension NavState {
         return found
     }
 
+    /// How many coordinators of `type` are on the tree, and the path of the first: what
+    /// `at` by type needs. The path is made only for that one, built while the walk comes
+    /// back up (one allocation; listing every path cost three per lookup).
+    func firstPath(ofType type: String, mayHold: (String) -> Bool) -> (path: CoordinatorPath?, count: Int) {
+        var count = 0
+        var path: CoordinatorPath?   // deepest index first until the walk is done
+        /// Whether the first one is at or below `c`.
+        func walk(_ c: Coordinator, depth: Int) -> Bool {
+            var holdsFirst = false
+            if c.type == type {
+                count += 1
+                if count == 1 { path = []; path!.reserveCapacity(depth); holdsFirst = true }
+            }
+            for i in c.entries.indices {
+                guard let child = c.entries[i].coordinator, mayHold(child.type) else { continue }
+                if walk(child, depth: depth + 1) { path!.append(i); holdsFirst = true }
+            }
+            return holdsFirst
+        }
+        _ = walk(root, depth: 0)
+        path?.reverse()
+        return (path, count)
+    }
+
     /// Calls `body` with every entry id and coordinator key on the tree (the alert too).
     public func forEachID(_ body: (EntryID) -> Void) {
         root.forEachID(body)

@@ -241,6 +241,16 @@ struct FlowTests {
         #expect(h.stack("Settings") == ["main", "about"])
         h.ok(["op": "select", "route": "home"], ["op": "present", "route": "settings"])
         h.fails(.invalidOp, ["op": "push", "at": "Settings", "route": "about"])
+        // The walk `at` uses (the first path, built on the way back up, and the count),
+        // pruned by what each type can hold, agrees with listing every path unpruned.
+        h.ok(["op": "select", "route": "cart"], ["op": "route", "route": "checkout"])
+        for type in flow.coordinatorOrder + ["Nope"] {
+            let all = h.state.paths(ofType: type)
+            let holders = flow.holders(of: type)
+            let (first, count) = h.state.firstPath(ofType: type) { holders.contains($0) }
+            #expect(first == all.first && count == all.count, "\(type): \(String(describing: first)) of \(count), listed \(all)")
+        }
+        #expect(h.state.paths(ofType: "Settings").count == 2 && h.state.firstPath(ofType: "Checkout") { _ in true }.path?.count == 3)
     }
 
     @Test func paramTypes() {
