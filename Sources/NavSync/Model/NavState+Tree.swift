@@ -141,16 +141,13 @@ extension NavState {
     }
 
     /// Paths of every coordinator of the given type, anywhere on the tree.
-    /// `mayHold(t)`: whether a coordinator of type `t` can have one of `type` at or below
-    /// it (a walk skips the subtrees that cannot).
-    public func paths(ofType type: String, mayHold: (String) -> Bool = { _ in true }) -> [CoordinatorPath] {
+    public func paths(ofType type: String) -> [CoordinatorPath] {
         var found: [CoordinatorPath] = []
         var path: CoordinatorPath = []
-        path.reserveCapacity(8)
         func walk(_ c: Coordinator) {
             if c.type == type { found.append(path) }
             for i in c.entries.indices {
-                guard let child = c.entries[i].coordinator, mayHold(child.type) else { continue }
+                guard let child = c.entries[i].coordinator else { continue }
                 path.append(i)
                 walk(child)
                 path.removeLast()
@@ -161,8 +158,10 @@ extension NavState {
     }
 
     /// How many coordinators of `type` are on the tree, and the path of the first: what
-    /// `at` by type needs. The path is made only for that one, built while the walk comes
-    /// back up (one allocation; listing every path cost three per lookup).
+    /// `at` by type needs. `mayHold(t)`: whether a coordinator of type `t` can have one of
+    /// `type` at or below it (the walk skips the subtrees that cannot). The path is made
+    /// only for the first, built while the walk comes back up (one allocation; listing
+    /// every path cost three per lookup).
     func firstPath(ofType type: String, mayHold: (String) -> Bool) -> (path: CoordinatorPath?, count: Int) {
         var count = 0
         var path: CoordinatorPath?   // deepest index first until the walk is done
