@@ -73,8 +73,12 @@ extension JSON {
     /// Runs of bytes that need no escape are copied whole.
     static func writeString(_ s: String, into out: inout ByteWriter) {
         out.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { writeEscaped($0, into: &out) }
+        // The string's own bytes, read in place (no copy of the string to make them
+        // contiguous: every string the server holds is native UTF-8 already).
+        if s.utf8.withContiguousStorageIfAvailable({ writeEscaped($0, into: &out) }) == nil {
+            var copy = s
+            copy.withUTF8 { writeEscaped($0, into: &out) }
+        }
         out.append(UInt8(ascii: "\""))
     }
 
