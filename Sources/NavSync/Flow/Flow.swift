@@ -38,9 +38,8 @@ public struct Flow: Sendable {
                 }
                 return found
             }
-            holders = NameTable(coordinators.mapValues { spec in
-                coordinators.keys.sorted().filter { reach[$0]?.contains(spec.name) ?? false }
-            })
+            let names = coordinators.keys.sorted()
+            holders = NameTable(coordinators.mapValues { spec in names.filter { reach[$0]!.contains(spec.name) } })
             self.coordinatorOrder = coordinatorOrder
             self.links = links
             self.source = source
@@ -318,14 +317,9 @@ extension Flow {
     /// The coordinator type of the given name. Only valid names reach this.
     public func spec(_ type: String) -> CoordinatorSpec { fields.specs[type]! }
 
-    /// Whether a coordinator of type `inner` can be on the tree at or below one of type
-    /// `outer`: the types the routes of `outer` open, and theirs, and so on.
-    func canHold(_ inner: String, atOrBelow outer: String) -> Bool {
-        fields.specs[outer] == nil || holders(of: inner).contains(outer)
-    }
-
     /// The types that can hold a coordinator of `type` at or below them (itself
-    /// included); none for a name that is not a type.
+    /// included): those whose routes open it, or open one whose routes do, and so on.
+    /// None for a name that is not a type.
     func holders(of type: String) -> [String] { fields.holders[type] ?? [] }
 
     /// Types that declare `route`, in declaration order.
