@@ -30,6 +30,21 @@ def headless_chromium(window="1100,760"):
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
+def click(driver, selector, timeout=8):
+    """Clicks the element matching the CSS selector, found again if the page replaced it
+    between finding and clicking (a list re-rendered as revisions arrive). True once clicked."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    def attempt(d):
+        try:
+            d.find_element(By.CSS_SELECTOR, selector).click()
+            return True
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False
+    return wait(driver, attempt, timeout)
+
+
 def wait(driver, fn, timeout=8):
     """Polls fn(driver) every 50 ms until it is true (True) or the timeout passes (False)."""
     from selenium.webdriver.support.ui import WebDriverWait

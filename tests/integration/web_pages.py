@@ -11,7 +11,7 @@ import time
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
-from checks import check, finish, headless_chromium, wait
+from checks import check, click, finish, headless_chromium, wait
 
 HTTP, WS, NAVCLIENT, OUT, RESTART = sys.argv[1:6]
 SESSION = "web-" + str(os.getpid())
@@ -164,7 +164,8 @@ try:
     live_rev = int(rev(a))
     target = live_rev - 3
     past = api(f"/api/sessions/{SESSION}?rev={target}")
-    a.find_element(By.CSS_SELECTOR, f"[data-history-rev='{target}']").click()
+    # (The timeline re-renders on every revision: a row found may be replaced before the click.)
+    check("a revision of the timeline can be chosen", click(a, f"[data-history-rev='{target}']"))
     shows = lambda d: d.find_element(By.ID, "phone").get_attribute("data-shows")
     check("choosing a revision shows it read-only, with a banner", wait(a, lambda d: shows(d) == "historic"
           and f"Revision {target}" in d.find_element(By.ID, "historic").text and d.find_element(By.ID, "live").is_displayed()))
@@ -178,7 +179,7 @@ try:
     a.find_element(By.ID, "restore").click()
     check("Restore brings it back for everyone, ids included", wait(b, lambda d: int(rev(d)) == live_rev + 2) and
           api(f"/api/sessions/{SESSION}")["state"] == past["state"] and wait(a, lambda d: shows(d) == "live"))
-    a.find_element(By.CSS_SELECTOR, f"[data-history-rev='{target}']").click()
+    check("and chosen again after the restore", click(a, f"[data-history-rev='{target}']"))
     wait(a, lambda d: shows(d) == "historic")
     a.find_element(By.ID, "live").click()
     check("Back to live returns to the live view", wait(a, lambda d: shows(d) == "live" and d.find_element(By.ID, "historic").get_attribute("hidden") is not None))
