@@ -28,6 +28,8 @@ public final class Connection {
     /// Queued and in-flight output.
     @exclusivity(unchecked) private var output = OutputQueue()
     @exclusivity(unchecked) var isQueuedForFlush = false
+    /// On the server's list of connections flushed first (`Server.flushFirst`).
+    @exclusivity(unchecked) var isAnswered = false
     /// `--max-queue`, read once: the send path touches nothing but this connection.
     private let maxQueueBytes: Int
 
@@ -83,6 +85,14 @@ public final class Connection {
     /// A text message, framed.
     @discardableResult
     public func sendText(_ bytes: [UInt8]) -> Bool { send(OutgoingBuffer(frame: .text, bytes)) }
+
+    /// What is queued here is written ahead of the other connections' output this
+    /// iteration: for a direct answer (a command's ack), so that its sender does not wait
+    /// behind the writes of the broadcast the command made (a thousand members are a
+    /// thousand writes), and a client pipelining commands sends its next ones sooner.
+    public func writeFirst() {
+        if isQueuedForFlush { server.flushFirst(self) }
+    }
 
     /// Starts the WebSocket close handshake (or ends an HTTP connection).
     public func close(code: UInt16, reason: String) {

@@ -39,6 +39,9 @@ public final class Server {
     /// Appended per connection per loop iteration: exclusivity checked statically only
     /// (see `Connection.output`).
     @exclusivity(unchecked) private var flushList: [Connection] = []
+    /// Connections answered directly this iteration (a command's ack): written before the
+    /// rest of `flushList`, so a sender does not wait behind a broadcast's writes.
+    @exclusivity(unchecked) private var answeredList: [Connection] = []
     private var nextConnectionID = 1
     public private(set) var shuttingDown = false
     /// Timers applications asked for (`every`), closed at shutdown.
@@ -232,13 +235,27 @@ public final class Server {
         flushList.append(connection)
     }
 
-    /// Once per loop iteration, before it blocks: every connection with queued output writes it.
+    /// Writes `connection` first in this iteration's flush (`Connection.writeFirst`).
+    func flushFirst(_ connection: Connection) {
+        guard !connection.isAnswered else { return }
+        connection.isAnswered = true
+        answeredList.append(connection)
+    }
+
+    /// Once per loop iteration, before it blocks: every connection with queued output
+    /// writes it, those answered directly first.
     private func flushAll() {
         application.beforeSleep(on: self)
         guard !flushList.isEmpty else { return }
+        let first = answeredList
+        answeredList.removeAll(keepingCapacity: true)
+        for connection in first {
+            connection.isAnswered = false
+            if connection.isQueuedForFlush { connection.flush() }
+        }
         let list = flushList
         flushList.removeAll(keepingCapacity: true)
-        for connection in list { connection.flush() }
+        for connection in list where connection.isQueuedForFlush { connection.flush() }
     }
 
     private func tickAll() {

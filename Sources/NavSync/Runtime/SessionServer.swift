@@ -65,14 +65,17 @@ public final class SessionServer: ServerApplication {
                 cluster?.perform(request)
             case .send(let to, let message, let id):
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
-                if !connection.sendText(message.bytes(id: id)) { connection.abort(.overflow) }
+                if !connection.sendText(message.bytes(id: id)) { connection.abort(.overflow); continue }
+                connection.writeFirst()
             case .broadcast(let session, let message, let members):
                 if let server { broadcast(message, to: members, of: session, on: server) }
             case .answer(let c, let request, let message, let id):
                 var response: HTTPResponse
                 if case .error(let e) = message { response = Self.error(e, id: id) } else { response = .json(200, message.json()) }
                 if case .ack(_, let ack) = message, ack.duplicate { response.headers.append(("Idempotent-Replayed", "true")) }
-                server?.connections[c]?.answer(request, with: response)
+                guard let connection = server?.connections[c] else { continue }
+                connection.answer(request, with: response)
+                connection.writeFirst()
             case .close(let c, let code, let reason):
                 server?.connections[c]?.close(code: code, reason: reason)
             case .log(let level, let line):

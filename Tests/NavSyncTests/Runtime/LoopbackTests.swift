@@ -200,4 +200,52 @@ struct LoopbackTests {
         #expect(a.closeCode() == .some(1001))
         #expect(b.closeCode() == .some(1001))
     }
+
+    /// A direct answer is written ahead of a broadcast: the application below sends a
+    /// frame to every connection, the one that asked last (it connected last, so it is
+    /// last in the order output was queued), then answers it with `writeFirst`. libuv
+    /// reports writes done in the order they were made, and the application tells the
+    /// asker that order. Without `writeFirst` the asker would be written last.
+    @Test func aDirectAnswerIsWrittenBeforeABroadcast() throws {
+        let server = try TestServer(application: { AnswerFirstApplication() })
+        defer { server.stop() }
+        let members = try (0..<4).map { _ in try RawClient(port: server.port) }
+        for m in members { m.upgrade() }
+        let asker = try RawClient(port: server.port)
+        asker.upgrade()
+        asker.sendFrame(.text, Array("go".utf8))
+        for m in members { #expect(m.next() == WebSocketDecoder.Event.text(Array("broadcast".utf8))) }
+        #expect(asker.next() == .text(Array("broadcast".utf8)))
+        #expect(asker.next() == .text(Array("answer".utf8)))
+        guard case .text(let order)? = asker.next() else { Issue.record("no write order came"); return }
+        let written = String(decoding: order, as: UTF8.self).split(separator: " ")
+        #expect(written.count == 5)
+        #expect(written.first == "asker", "written in the order \(written)")
+    }
+}
+
+/// Broadcasts to every connection on "go", answers the asker first, then tells it in
+/// which order the connections' writes were done.
+private final class AnswerFirstApplication: ServerApplication {
+    private var open: [Connection] = []
+    private var asker: Connection?
+    private var drained: [String] = []
+
+    func respond(to request: HTTPRequest, on connection: Connection) -> HTTPResponse? { .text(404, "") }
+    func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) { open.append(connection) }
+    func received(binary: [UInt8], from connection: Connection) {}
+
+    func received(text: [UInt8], from connection: Connection) {
+        asker = connection
+        let frame = OutgoingBuffer(frame: .text, Array("broadcast".utf8))
+        for c in open { c.send(frame) }
+        connection.sendText(Array("answer".utf8))
+        connection.writeFirst()
+    }
+
+    func drained(_ connection: Connection) {
+        guard let asker, drained.count < open.count else { return }
+        drained.append(connection === asker ? "asker" : "member")
+        if drained.count == open.count { asker.sendText(Array(drained.joined(separator: " ").utf8)) }
+    }
 }
