@@ -152,15 +152,12 @@ extension NavDocument {
     /// Keeps the first `count` entries of the stack at `p`, which holds `current`.
     private mutating func truncate(_ p: CoordinatorPath, to count: Int, of current: Int, _ ctx: inout CommandContext) -> OpResult {
         guard count < current else { return .noop }
-        var removed: [Entry] = []
+        var removed = SmallList<EntryID>()
         ctx.noteChanged(state.modifyKeyed(p) { c in
-            // Copied out one by one, not through a slice: a slice shares the stack's
-            // storage, so the removal would copy the stack (and the next push grow it).
-            removed.reserveCapacity(c.entries.count - count)
-            for i in count..<c.entries.count { removed.append(c.entries[i]) }
+            for i in (count..<c.entries.count).reversed() { c.entries[i].forEachID { removed.append($0) } }
             c.entries.removeLast(c.entries.count - count)
         })
-        ctx.edit = .cut(p, to: count, removed: removed)
+        ctx.edit = .cut(p, to: count, from: current, removed: removed)
         return .applied
     }
 

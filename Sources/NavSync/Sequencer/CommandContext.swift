@@ -7,21 +7,12 @@ public struct CommandContext: Sendable {
     public let firstID: Int
     /// Coordinators an applied operation targeted: they change at this revision. A key
     /// may be listed more than once (a list, not a set: most commands change one).
-    public var changed: [CoordinatorKey] { firstChanged.map { [$0] + moreChanged } ?? [] }
-    /// `changed`, the first key held inline: most commands change one coordinator, and
-    /// an array for it was an allocation per command.
-    private var firstChanged: CoordinatorKey?
-    private var moreChanged: [CoordinatorKey] = []
+    public var changed: [CoordinatorKey] { Array(changedKeys) }
+    private var changedKeys = SmallList<CoordinatorKey>()
 
-    mutating func noteChanged(_ key: CoordinatorKey) {
-        if firstChanged == nil { firstChanged = key } else { moreChanged.append(key) }
-    }
+    mutating func noteChanged(_ key: CoordinatorKey) { changedKeys.append(key) }
 
-    func forEachChanged(_ body: (CoordinatorKey) -> Void) {
-        guard let firstChanged else { return }
-        body(firstChanged)
-        moreChanged.forEach(body)
-    }
+    func forEachChanged(_ body: (CoordinatorKey) -> Void) { changedKeys.forEach(body) }
     /// The stack edit the last push or cut (pop, popTo, dismiss…) made. A command of that
     /// one operation runs in place, and the sequencer writes its patch from the edit
     /// (there is no old tree to diff against); `open` clears it, as its link may run
@@ -75,8 +66,9 @@ public struct ConflictGuard: Sendable {
 enum StackEdit: Sendable, Equatable {
     /// An entry appended to the stack at this path.
     case pushed(CoordinatorPath)
-    /// The stack at this path cut to its first `count` entries; `removed` are the
-    /// entries cut off, bottom first (the patch and bookkeeping need them, and the
-    /// document they were in is changed in place).
-    case cut(CoordinatorPath, to: Int, removed: [Entry])
+    /// The stack at this path cut from `from` entries to its first `to`; `removed` are
+    /// the ids that left, each cut entry's with its subtree's, the top entry's first (the
+    /// order of the patch's `remove` ops). The ids, not the entries: the entries are let
+    /// go where they are cut, and a lone pop keeps no list.
+    case cut(CoordinatorPath, to: Int, from: Int, removed: SmallList<EntryID>)
 }

@@ -326,10 +326,12 @@ public struct Sequencer: Sendable {
     /// Conflict bookkeeping for the revision just made.
     private mutating func record(_ diff: StateDiff, _ ctx: CommandContext, allocated: Range<Int>) {
         ctx.forEachChanged { lastChanged[$0] = rev }
-        for key in diff.created { lastChanged[key] = rev }
+        diff.created.forEach { lastChanged[$0] = rev }
         // Ids a restore brought back are live again (ids first handed out in this command
         // never left before).
-        for id in diff.added where id.number < allocated.lowerBound && removedAt[id] != nil { removedAt[id] = nil }
+        diff.added.forEach { id in
+            if id.number < allocated.lowerBound && removedAt[id] != nil { removedAt[id] = nil }
+        }
         // Allocated and gone again within this command (a push popped by a later op);
         // not the ids a `load` skipped, which were never allocated.
         let skipped = ctx.skipped ?? allocated.upperBound..<allocated.upperBound
@@ -339,7 +341,7 @@ public struct Sequencer: Sendable {
             guard !diff.added.contains(EntryID(n)) else { continue }
             noteRemoved(EntryID(n))
         }
-        for id in diff.removed { noteRemoved(id) }
+        diff.removed.forEach { noteRemoved($0) }
         if removedAt.count > removedCapacity { forgetOldRemovals() }
     }
 
@@ -353,15 +355,26 @@ public struct Sequencer: Sendable {
 
     /// Forgets the oldest records down to half the capacity; the horizon moves up to the
     /// newest revision forgotten, and the other records of that revision go with it.
+    /// The records kept are put in a new table, with room for the capacity: deleting
+    /// half of a full table one key at a time (each delete moves the keys after it) and
+    /// growing it again cost more than the rest of the bookkeeping of the commands between.
     private mutating func forgetOldRemovals() {
+        func isCurrent(_ record: (id: EntryID, rev: Int)) -> Bool { removedAt[record.id] == record.rev }
         var head = 0
-        while head < removals.count, removedAt.count > removedCapacity / 2 || removals[head].rev <= removedHorizon {
-            let (id, r) = removals[head]
+        var left = removedAt.count
+        var horizon = removedHorizon
+        while head < removals.count, left > removedCapacity / 2 || removals[head].rev <= horizon {
+            if isCurrent(removals[head]) {
+                left -= 1
+                horizon = max(horizon, removals[head].rev)
+            }
             head += 1
-            guard let record = removedAt.index(forKey: id), removedAt[record].value == r else { continue }
-            removedAt.remove(at: record)
-            removedHorizon = max(removedHorizon, r)
         }
+        var kept: [EntryID: Int] = [:]
+        kept.reserveCapacity(removedCapacity + 1)
+        for record in removals[head...] where isCurrent(record) { kept[record.id] = record.rev }
+        removedAt = kept
+        removedHorizon = horizon
         removals.removeFirst(head)
     }
 

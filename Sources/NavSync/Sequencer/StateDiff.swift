@@ -9,11 +9,11 @@
 public struct StateDiff: Sendable {
     public private(set) var ops: [PatchOperation] = []
     /// Every id that was on the old tree and is not on the new one, subtrees included.
-    public private(set) var removed: [EntryID] = []
+    public private(set) var removed = SmallList<EntryID>()
     /// Every id on the new tree that was not on the old one.
-    public private(set) var added: [EntryID] = []
+    public private(set) var added = SmallList<EntryID>()
     /// Coordinators opened by added entries: they are created at this revision.
-    public private(set) var created: [CoordinatorKey] = []
+    public private(set) var created = SmallList<CoordinatorKey>()
     /// The JSON Pointer of the walk's position, as bytes: extended going down and cut
     /// back coming up, made into a string only for an op. Building a path string per
     /// level visited cost more than the rest of the walk.
@@ -37,7 +37,7 @@ public struct StateDiff: Sendable {
     init?(edit: StackEdit, in new: NavState) {
         let p: CoordinatorPath
         switch edit {
-        case .pushed(let at), .cut(let at, _, _): p = at
+        case .pushed(let at), .cut(let at, _, _, _): p = at
         }
         // The stack's JSON Pointer is written into a buffer on the stack (most commands
         // come here: the walk's growing byte array cost more than the rest of the diff).
@@ -61,11 +61,11 @@ public struct StateDiff: Sendable {
                 let index = c.entries.count - 1
                 ops.append(PatchOperation(.add, pointer.string(ending: index), payload: .entry(c.entries[index])))
                 noteAdded(c.entries[index])
-            case .cut(_, let count, let cut):
-                for j in cut.indices.reversed() {
-                    ops.append(PatchOperation(.remove, pointer.string(ending: count + j), payload: nil))
-                    noteRemoved(cut[j])
+            case .cut(_, let count, let from, let ids):
+                for i in (count..<from).reversed() {
+                    ops.append(PatchOperation(.remove, pointer.string(ending: i), payload: nil))
                 }
+                removed = ids
             }
             return true
         }
@@ -247,7 +247,7 @@ public struct StateDiff: Sendable {
         case (nil, let y?):
             emit(.add, "coordinator", .coordinator(y))
             noteAdded(y.entries)
-            Self.append(.entry(b.id), to: &created)
+            created.append(.entry(b.id))
         case (let x?, nil):
             emit(.remove, "coordinator")
             noteRemoved(x.entries)
@@ -280,21 +280,14 @@ public struct StateDiff: Sendable {
     private mutating func noteAdded(_ entries: [Entry]) { for e in entries { noteAdded(e) } }
 
     private mutating func noteRemoved(_ e: Entry) {
-        e.forEachID { Self.append($0, to: &removed) }
+        e.forEachID { removed.append($0) }
     }
 
     private mutating func noteAdded(_ e: Entry) {
-        Self.append(e.id, to: &added)
+        added.append(e.id)
         if let c = e.coordinator {
-            Self.append(.entry(e.id), to: &created)
+            created.append(.entry(e.id))
             noteAdded(c.entries)
         }
-    }
-
-    /// Appends, starting a list at room for 16: a replaced subtree (a deep link's) lists
-    /// a dozen ids, and growing 1, 2, 4, 8, 16 was five allocations per list.
-    private static func append<T>(_ element: T, to list: inout [T]) {
-        if list.count == list.capacity { list.reserveCapacity(Swift.max(16, 2 * list.count)) }
-        list.append(element)
     }
 }

@@ -118,7 +118,7 @@ struct StateDiffTests {
                     #expect(ctx.edit != nil, "\(json) applied without an edit")
                     // The changed coordinator's key, read on the way down, is the one `key(of:)` finds.
                     switch ctx.edit {
-                    case .pushed(let p)?, .cut(let p, _, _)?: #expect(ctx.changed == [working.state.key(of: p)], "\(json)")
+                    case .pushed(let p)?, .cut(let p, _, _, _)?: #expect(ctx.changed == [working.state.key(of: p)], "\(json)")
                     case nil: break
                     }
                     applied += 1
