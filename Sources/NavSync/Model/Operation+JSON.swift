@@ -15,8 +15,8 @@ extension Operation {
             throw NavError(.invalidOp, "unknown operation '\(wire)'")
         }
         var fields = Fields(object: object)
-        at = try fields.optionalString("at")
-        action = try Self.decodeAction(name, &fields)
+        let at = try fields.optionalString("at")
+        self.init(try Self.decodeAction(name, &fields), at: at)
     }
 
     private static func decodeAction(_ name: OpName, _ f: inout Fields) throws(NavError) -> Action {
