@@ -203,11 +203,21 @@ public struct ParamType: Sendable, Equatable, CustomStringConvertible {
         switch base {
         case .string: return .string(capture)
         case .int:
-            // Bytes, not characters: a capture is checked on every opening of its link.
-            let sign = capture.utf8.first == UInt8(ascii: "+") || capture.utf8.first == UInt8(ascii: "-")
-            let digits = capture.utf8.dropFirst(sign ? 1 : 0)
-            guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-                  let value = Int64(capture.utf8.first == UInt8(ascii: "+") ? String(capture.dropFirst()) : capture) else { return nil }
+            // Bytes, not characters, read once: a capture is converted on every opening of
+            // its link (`Int64(String)` cost more than the rest of the conversion).
+            let negative = capture.utf8.first == UInt8(ascii: "-")
+            let digits = capture.utf8.dropFirst(negative || capture.utf8.first == UInt8(ascii: "+") ? 1 : 0)
+            guard !digits.isEmpty else { return nil }
+            var value: Int64 = 0
+            for byte in digits {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                let digit = Int64(byte - UInt8(ascii: "0"))
+                // Negatives are built downwards, so Int64.min fits.
+                let (shifted, o1) = value.multipliedReportingOverflow(by: 10)
+                let (next, o2) = negative ? shifted.subtractingReportingOverflow(digit) : shifted.addingReportingOverflow(digit)
+                guard !o1, !o2 else { return nil }
+                value = next
+            }
             return .int(value)
         case .number:
             let numeric: (UInt8) -> Bool = { byte in

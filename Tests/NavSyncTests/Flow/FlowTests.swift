@@ -263,6 +263,9 @@ struct FlowTests {
         #expect(int.convert(capture: "-42") == -42 && int.convert(capture: "+7") == 7)
         #expect(int.convert(capture: "4.5") == nil && int.convert(capture: "") == nil && int.convert(capture: "1e3") == nil)
         #expect(int.convert(capture: "-") == nil && int.convert(capture: "٣") == nil && number.convert(capture: "٣") == nil, "ASCII digits only")
+        #expect(int.convert(capture: "9223372036854775807") == .int(.max) && int.convert(capture: "-9223372036854775808") == .int(.min))
+        #expect(int.convert(capture: "9223372036854775808") == nil && int.convert(capture: "-9223372036854775809") == nil, "out of range")
+        #expect(int.convert(capture: "+-1") == nil && int.convert(capture: "1-") == nil && int.convert(capture: "007") == 7)
         #expect(number.convert(capture: "42") == 42 && number.convert(capture: "4.5") == 4.5)
         #expect(number.convert(capture: "inf") == nil && number.convert(capture: "nan") == nil)
         let bool = ParamType("bool")!

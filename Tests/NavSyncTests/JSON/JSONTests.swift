@@ -74,6 +74,20 @@ struct JSONTests {
         for n: Int64 in [0, 7, -7, 9, 10, 99, 100, 1_000_000, -1_000_001, Int64.max, Int64.min + 1] {
             #expect(JSON.int(n).encodedString() == String(n))
         }
+        // Every length, odd and even (the writer puts two digits per step), both signs.
+        var power: Int64 = 1
+        for _ in 0..<19 {
+            for n in [power - 1, power, power + 1, 5 * power, power &* 10 - 1] where n >= 0 {
+                #expect(JSON.int(n).encodedString() == String(n))
+                #expect(JSON.int(-n).encodedString() == String(-n))
+            }
+            power = power.multipliedReportingOverflow(by: 10).partialValue
+        }
+        var rng = SeededRandom(seed: 13)
+        for _ in 0..<2000 {
+            let n = Int64(bitPattern: rng.next()) >> Int64(rng.next() % 63)
+            #expect(JSON.int(n).encodedString() == String(n))
+        }
         // Past the writer's first buffer: it grows and keeps every byte.
         let long = String(repeating: "ab\"c", count: 3000)
         #expect(try JSON.parse(JSON.array([.string(long), .int(1)]).encoded()) == .array([.string(long), .int(1)]))
