@@ -87,7 +87,7 @@ extension NavDocument {
                 guard e.coordinator != nil else {
                     return .failed(NavError(.invalidOp, "'at': \(id) (route '\(e.route)') opens no coordinator"))
                 }
-                return .coordinator(path + [index])
+                return .coordinator(path.appending(index))
             }
             if state.alert?.id == id { return .failed(NavError(.invalidOp, "'at': \(id) is the alert, not a coordinator")) }
             if wasAllocated(id) { return .gone(id) }

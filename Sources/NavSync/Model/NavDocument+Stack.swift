@@ -145,7 +145,7 @@ extension NavDocument {
         }
         let entry = makeEntry(route, of: spec, params: params, presentation: presentation(route.presentation), hints: item.hints)
         ctx.noteChanged(state.modifyKeyed(stack.path) { $0.entries.append(entry) })
-        ctx.edit = .pushed(stack.path)
+        ctx.edit = .pushed(stack.path, to: stack.count + 1)
         return .applied
     }
 

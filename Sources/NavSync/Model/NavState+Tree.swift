@@ -1,10 +1,5 @@
 /// Addressing inside the tree: coordinator paths, the active path, finding entries.
 
-/// Where a coordinator sits: the entry indices to follow from the root coordinator
-/// (`[]` is the root; `[0, 2]` is the coordinator of entry 2 of the coordinator of
-/// root entry 0).
-public typealias CoordinatorPath = [Int]
-
 /// A coordinator's stable name for conflict bookkeeping: the root, the id of the entry
 /// that opened it, or the alert (DESIGN.md Appendix A, "Conflicts").
 public enum CoordinatorKey: Sendable, Hashable, CustomStringConvertible {
@@ -51,22 +46,24 @@ extension NavState {
     /// Changes the coordinator at `path` in place.
     mutating func modify<R, E: Error>(_ path: CoordinatorPath, _ body: (inout Coordinator) throws(E) -> R) throws(E) -> R {
         var key = CoordinatorKey.root
-        return try Self.modify(&root, path[...], &key, body)
+        return try Self.modify(&root, path, from: 0, &key, body)
     }
 
     /// The same, also giving the coordinator's key, read on the way down (not by a
     /// second walk, `key(of:)`).
     mutating func modifyKeyed(_ path: CoordinatorPath, _ body: (inout Coordinator) -> Void) -> CoordinatorKey {
         var key = CoordinatorKey.root
-        Self.modify(&root, path[...], &key, body)
+        Self.modify(&root, path, from: 0, &key, body)
         return key
     }
 
-    private static func modify<R, E: Error>(_ c: inout Coordinator, _ path: ArraySlice<Int>, _ key: inout CoordinatorKey,
+    /// Down the path from `level`, changing each coordinator on the way in place.
+    private static func modify<R, E: Error>(_ c: inout Coordinator, _ path: CoordinatorPath, from level: Int, _ key: inout CoordinatorKey,
                                             _ body: (inout Coordinator) throws(E) -> R) throws(E) -> R {
-        guard let first = path.first else { return try body(&c) }
-        if path.count == 1 { key = .entry(c.entries[first].id) }
-        return try modify(&c.entries[first].coordinator!, path.dropFirst(), &key, body)
+        guard level < path.count else { return try body(&c) }
+        let i = path[level]
+        if level == path.count - 1 { key = .entry(c.entries[i].id) }
+        return try modify(&c.entries[i].coordinator!, path, from: level + 1, &key, body)
     }
 
     public func key(of path: CoordinatorPath) -> CoordinatorKey {
@@ -102,7 +99,6 @@ extension NavState {
     /// The same, with the coordinator found (the walk has it at hand: no second walk).
     func deepestActiveCoordinator(where matches: (Coordinator) -> Bool) -> (path: CoordinatorPath, coordinator: Coordinator)? {
         var path: CoordinatorPath = []
-        path.reserveCapacity(8)
         var found: (depth: Int, coordinator: Coordinator)? = matches(root) ? (0, root) : nil
         var c = root
         while let i = c.visibleIndex, let child = c.entries[i].coordinator {
@@ -160,8 +156,8 @@ extension NavState {
     /// How many coordinators of `type` are on the tree, and the path of the first: what
     /// `at` by type needs. `mayHold(t)`: whether a coordinator of type `t` can have one of
     /// `type` at or below it (the walk skips the subtrees that cannot). The path is made
-    /// only for the first, built while the walk comes back up (one allocation; listing
-    /// every path cost three per lookup).
+    /// only for the first, built while the walk comes back up (listing every path cost
+    /// three allocations per lookup).
     func firstPath(ofType type: String, mayHold: (String) -> Bool) -> (path: CoordinatorPath?, count: Int) {
         var count = 0
         var path: CoordinatorPath?   // deepest index first until the walk is done
@@ -170,7 +166,7 @@ extension NavState {
             var holdsFirst = false
             if c.type == type {
                 count += 1
-                if count == 1 { path = []; path!.reserveCapacity(depth); holdsFirst = true }
+                if count == 1 { path = []; holdsFirst = true }
             }
             for i in c.entries.indices {
                 guard let child = c.entries[i].coordinator, mayHold(child.type) else { continue }

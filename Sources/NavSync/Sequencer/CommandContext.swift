@@ -62,13 +62,27 @@ public struct ConflictGuard: Sendable {
     }
 }
 
-/// One change to one stack, as an operation made it.
-enum StackEdit: Sendable, Equatable {
-    /// An entry appended to the stack at this path.
-    case pushed(CoordinatorPath)
-    /// The stack at this path cut from `from` entries to its first `to`; `removed` are
-    /// the ids that left, each cut entry's with its subtree's, the top entry's first (the
-    /// order of the patch's `remove` ops). The ids, not the entries: the entries are let
-    /// go where they are cut, and a lone pop keeps no list.
-    case cut(CoordinatorPath, to: Int, from: Int, removed: SmallList<EntryID>)
+/// One change to one stack, as an operation made it: an entry pushed, or the stack cut.
+/// (A struct, not an enum with payloads: copying such an enum went through its value
+/// witnesses, a call per field, on every push and pop.)
+struct StackEdit: Sendable, Equatable {
+    /// The stack's coordinator.
+    var path: CoordinatorPath
+    /// The stack's length after the edit and before it: one more after a push.
+    var count: Int
+    var previousCount: Int
+    /// For a cut: the ids that left, each cut entry's with its subtree's, the top
+    /// entry's first (the order of the patch's `remove` ops). The ids, not the entries:
+    /// the entries are let go where they are cut, and a lone pop keeps no list.
+    var removed = SmallList<EntryID>()
+
+    var isPush: Bool { count > previousCount }
+
+    static func pushed(_ path: CoordinatorPath, to count: Int) -> StackEdit {
+        StackEdit(path: path, count: count, previousCount: count - 1)
+    }
+
+    static func cut(_ path: CoordinatorPath, to count: Int, from previousCount: Int, removed: SmallList<EntryID>) -> StackEdit {
+        StackEdit(path: path, count: count, previousCount: previousCount, removed: removed)
+    }
 }

@@ -34,11 +34,8 @@ public struct StateDiff: Sendable {
     /// the end, a cut one `remove` per entry from the end), at the cost of the path's
     /// length; `new` is the state after the edit (the one before is not needed). Nil for
     /// an edit of a list that is not a stack.
-    init?(edit: StackEdit, in new: NavState) {
-        let p: CoordinatorPath
-        switch edit {
-        case .pushed(let at), .cut(let at, _, _, _): p = at
-        }
+    init?(edit: borrowing StackEdit, in new: NavState) {
+        let p = edit.path
         // The stack's JSON Pointer is written into a buffer on the stack (most commands
         // come here: the walk's growing byte array cost more than the rest of the diff).
         let written: Bool = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 48 + 48 * p.count) { buffer in
@@ -56,16 +53,15 @@ public struct StateDiff: Sendable {
             }
             guard c.kind == .stack else { return false }
             pointer.put("/stack/")
-            switch edit {
-            case .pushed:
+            if edit.isPush {
                 let index = c.entries.count - 1
                 ops.append(PatchOperation(.add, pointer.string(ending: index), payload: .entry(c.entries[index])))
                 noteAdded(c.entries[index])
-            case .cut(_, let count, let from, let ids):
-                for i in (count..<from).reversed() {
+            } else {
+                for i in (edit.count..<edit.previousCount).reversed() {
                     ops.append(PatchOperation(.remove, pointer.string(ending: i), payload: nil))
                 }
-                removed = ids
+                removed = edit.removed
             }
             return true
         }
