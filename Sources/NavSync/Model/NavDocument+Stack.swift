@@ -152,7 +152,7 @@ extension NavDocument {
     /// Keeps the first `count` entries of the stack at `p`, which holds `current`.
     private mutating func truncate(_ p: CoordinatorPath, to count: Int, of current: Int, _ ctx: inout CommandContext) -> OpResult {
         guard count < current else { return .noop }
-        var removed = SmallList<EntryID>()
+        var removed = EntryIDList()
         ctx.noteChanged(state.modifyKeyed(p) { c in
             for i in (count..<c.entries.count).reversed() { c.entries[i].forEachID { removed.append($0) } }
             c.entries.removeLast(c.entries.count - count)

@@ -8,7 +8,7 @@ public struct CommandContext: Sendable {
     /// Coordinators an applied operation targeted: they change at this revision. A key
     /// may be listed more than once (a list, not a set: most commands change one).
     public var changed: [CoordinatorKey] { Array(changedKeys) }
-    private var changedKeys = SmallList<CoordinatorKey>()
+    private var changedKeys = KeyList()
 
     mutating func noteChanged(_ key: CoordinatorKey) { changedKeys.append(key) }
 
@@ -74,7 +74,7 @@ struct StackEdit: Sendable, Equatable {
     /// For a cut: the ids that left, each cut entry's with its subtree's, the top
     /// entry's first (the order of the patch's `remove` ops). The ids, not the entries:
     /// the entries are let go where they are cut, and a lone pop keeps no list.
-    var removed = SmallList<EntryID>()
+    var removed = EntryIDList()
 
     var isPush: Bool { count > previousCount }
 
@@ -82,7 +82,7 @@ struct StackEdit: Sendable, Equatable {
         StackEdit(path: path, count: count, previousCount: count - 1)
     }
 
-    static func cut(_ path: CoordinatorPath, to count: Int, from previousCount: Int, removed: SmallList<EntryID>) -> StackEdit {
+    static func cut(_ path: CoordinatorPath, to count: Int, from previousCount: Int, removed: EntryIDList) -> StackEdit {
         StackEdit(path: path, count: count, previousCount: previousCount, removed: removed)
     }
 }

@@ -9,11 +9,11 @@
 public struct StateDiff: Sendable {
     public private(set) var ops: [PatchOperation] = []
     /// Every id that was on the old tree and is not on the new one, subtrees included.
-    public private(set) var removed = SmallList<EntryID>()
+    private(set) var removed = EntryIDList()
     /// Every id on the new tree that was not on the old one.
-    public private(set) var added = SmallList<EntryID>()
+    private(set) var added = EntryIDList()
     /// Coordinators opened by added entries: they are created at this revision.
-    public private(set) var created = SmallList<CoordinatorKey>()
+    private(set) var created = KeyList()
     /// The JSON Pointer of the walk's position, as bytes: extended going down and cut
     /// back coming up, made into a string only for an op. Building a path string per
     /// level visited cost more than the rest of the walk.
