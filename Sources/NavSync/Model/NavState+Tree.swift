@@ -162,7 +162,7 @@ extension NavState {
         var count = 0
         var path: CoordinatorPath?   // deepest index first until the walk is done
         /// Whether the first one is at or below `c`.
-        func walk(_ c: Coordinator, depth: Int) -> Bool {
+        func walk(_ c: Coordinator) -> Bool {
             var holdsFirst = false
             if c.type == type {
                 count += 1
@@ -170,11 +170,11 @@ extension NavState {
             }
             for i in c.entries.indices {
                 guard let child = c.entries[i].coordinator, mayHold(child.type) else { continue }
-                if walk(child, depth: depth + 1) { path!.append(i); holdsFirst = true }
+                if walk(child) { path!.append(i); holdsFirst = true }
             }
             return holdsFirst
         }
-        _ = walk(root, depth: 0)
+        _ = walk(root)
         path?.reverse()
         return (path, count)
     }

@@ -34,7 +34,7 @@ public struct StateDiff: Sendable {
     /// the end, a cut one `remove` per entry from the end), at the cost of the path's
     /// length; `new` is the state after the edit (the one before is not needed). Nil for
     /// an edit of a list that is not a stack.
-    init?(edit: borrowing StackEdit, in new: NavState) {
+    init?(edit: StackEdit, in new: NavState) {
         let p = edit.path
         // The stack's JSON Pointer is written into a buffer on the stack (most commands
         // come here: the walk's growing byte array cost more than the rest of the diff).
