@@ -26,7 +26,7 @@ extension Sequencer {
             "nextID": .int(Int64(document.nextID)),
             "state": state.json,
             "lastChanged": .object(JSONObject(lastChanged.sorted { key($0.key) < key($1.key) }.map { (key($0.key), .int(Int64($0.value))) })),
-            "removedAt": .object(JSONObject(removedAt.sorted { $0.key < $1.key }.map { ($0.key.description, .int(Int64($0.value))) })),
+            "removedAt": .object(JSONObject(removedAt.records.map { ($0.id.description, .int(Int64($0.rev))) })),
             "removedHorizon": .int(Int64(removedHorizon)),
             "idempotency": .object(idem),
             // The patch log, so a client that reconnects after a restart with since/epoch
@@ -59,7 +59,6 @@ extension Sequencer {
         } else {
             history = History(capacity: historyCapacity, start: Int(rev), state: historyCapacity > 0 ? stateJSON : .null, nextID: Int(next))
         }
-        removedHorizon = Int(horizon)
         for (k, v) in snapshot["lastChanged"]?.objectValue ?? [:] {
             guard let r = v.intValue else { throw SnapshotError("lastChanged.\(k) is not a revision") }
             switch k {
@@ -70,11 +69,12 @@ extension Sequencer {
                 lastChanged[.entry(id)] = Int(r)
             }
         }
+        var removals: [(id: EntryID, rev: Int)] = []
         for (k, v) in snapshot["removedAt"]?.objectValue ?? [:] {
-            guard let id = EntryID(k), let r = v.intValue else { throw SnapshotError("removedAt has a bad entry '\(k)'") }
-            removedAt[id] = Int(r)
+            guard let id = EntryID(k), let r = v.intValue, r > 0 else { throw SnapshotError("removedAt has a bad entry '\(k)'") }
+            removals.append((id, Int(r)))
         }
-        orderRemovals()
+        removedAt = RemovalTable(capacity: removedCapacity, horizon: Int(horizon), records: removals)
         for (client, list) in snapshot["idempotency"]?.objectValue ?? [:] {
             for a in list.arrayValue ?? [] {
                 guard let ack = Ack(json: a) else { throw SnapshotError("idempotency.\(client) has a bad ack") }

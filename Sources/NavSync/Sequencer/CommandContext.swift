@@ -39,9 +39,7 @@ public struct ConflictGuard: Sendable {
     public var base: Int
     public var rev: Int
     public var lastChanged: [CoordinatorKey: Int]
-    public var removedAt: [EntryID: Int]
-    /// Removals at or before this revision were forgotten (see `Sequencer`).
-    public var removedHorizon: Int
+    public var removedAt: RemovalTable
 
     func check(_ touched: [CoordinatorKey], gone: [EntryID], firstID: Int, describe: (CoordinatorKey) -> String) throws(NavError) {
         for key in touched {
@@ -55,8 +53,8 @@ public struct ConflictGuard: Sendable {
                 throw NavError(.conflict, "\(id) was removed at revision \(removed), after base \(base)", rev: rev)
             }
             // Forgotten: it left at or before the horizon; a base older than that may not have seen it go.
-            if removedAt[id] == nil, base < removedHorizon {
-                throw NavError(.conflict, "\(id) was removed at or before revision \(removedHorizon), and base \(base) is older", rev: rev)
+            if removedAt[id] == nil, base < removedAt.horizon {
+                throw NavError(.conflict, "\(id) was removed at or before revision \(removedAt.horizon), and base \(base) is older", rev: rev)
             }
         }
     }

@@ -12,14 +12,10 @@ public struct Sequencer: Sendable {
     /// Revision at which each live coordinator last changed (Appendix A, "Conflicts").
     public internal(set) var lastChanged: [CoordinatorKey: Int] = [:]
     /// Revision at which each gone id left the tree, for the newest `removedCapacity`.
-    public internal(set) var removedAt: [EntryID: Int] = [:]
+    public internal(set) var removedAt = RemovalTable()
     /// Removals at or before this revision are forgotten; a gone id without a record
     /// left at or before it.
-    public internal(set) var removedHorizon = 0
-    /// The records of `removedAt` in the order they were made, which is revision order,
-    /// so the oldest are forgotten without sorting. One whose id was revived or removed
-    /// again since is stale and skipped.
-    private var removals: [(id: EntryID, rev: Int)] = []
+    public var removedHorizon: Int { removedAt.horizon }
     public internal(set) var idempotency: IdempotencyTable
     public internal(set) var log: PatchLog
     /// The last revisions, with who made them and their states (section 15).
@@ -27,7 +23,10 @@ public struct Sequencer: Sendable {
 
     /// Removal records kept; older ones fold into `removedHorizon`. Bounds memory for
     /// sessions that run for millions of commands.
-    public var removedCapacity = 65_536
+    public var removedCapacity: Int {
+        get { removedAt.capacity }
+        set { removedAt.capacity = newValue }
+    }
 
     public init(flow: Flow, epoch: String, limits: ModelLimits = ModelLimits(),
                 idempotencyCapacity: Int = 1024, logCapacity: Int = 1024, historyCapacity: Int = 10_000) {
@@ -140,8 +139,7 @@ public struct Sequencer: Sendable {
         }
         var guardRev: ConflictGuard?
         if command.onConflict == .reject, let base = command.base {
-            guardRev = ConflictGuard(base: base, rev: rev, lastChanged: lastChanged, removedAt: removedAt,
-                                     removedHorizon: removedHorizon)
+            guardRev = ConflictGuard(base: base, rev: rev, lastChanged: lastChanged, removedAt: removedAt)
         }
 
         var ctx = CommandContext(conflicts: guardRev, firstID: document.nextID, refused: refused)
@@ -330,7 +328,7 @@ public struct Sequencer: Sendable {
         // Ids a restore brought back are live again (ids first handed out in this command
         // never left before).
         diff.added.forEach { id in
-            if id.number < allocated.lowerBound && removedAt[id] != nil { removedAt[id] = nil }
+            if id.number < allocated.lowerBound { removedAt.revive(id) }
         }
         // Allocated and gone again within this command (a push popped by a later op);
         // not the ids a `load` skipped, which were never allocated.
@@ -342,45 +340,12 @@ public struct Sequencer: Sendable {
             noteRemoved(EntryID(n))
         }
         diff.removed.forEach { noteRemoved($0) }
-        if removedAt.count > removedCapacity { forgetOldRemovals() }
+        removedAt.forgetIfFull()
     }
 
     private mutating func noteRemoved(_ id: EntryID) {
-        removedAt[id] = rev
-        removals.append((id, rev))
+        removedAt.note(id, removedAt: rev)
         lastChanged[.entry(id)] = nil
-        // Stale records pile up when ids are revived (restore) rather than forgotten.
-        if removals.count > 2 * max(removedCapacity, 1024) { removals.removeAll { removedAt[$0.id] != $0.rev } }
-    }
-
-    /// Forgets the oldest records down to half the capacity; the horizon moves up to the
-    /// newest revision forgotten, and the other records of that revision go with it.
-    /// The records kept are put in a new table, with room for the capacity: deleting
-    /// half of a full table one key at a time (each delete moves the keys after it) and
-    /// growing it again cost more than the rest of the bookkeeping of the commands between.
-    private mutating func forgetOldRemovals() {
-        func isCurrent(_ record: (id: EntryID, rev: Int)) -> Bool { removedAt[record.id] == record.rev }
-        var head = 0
-        var left = removedAt.count
-        var horizon = removedHorizon
-        while head < removals.count, left > removedCapacity / 2 || removals[head].rev <= horizon {
-            if isCurrent(removals[head]) {
-                left -= 1
-                horizon = max(horizon, removals[head].rev)
-            }
-            head += 1
-        }
-        var kept: [EntryID: Int] = [:]
-        kept.reserveCapacity(removedCapacity + 1)
-        for record in removals[head...] where isCurrent(record) { kept[record.id] = record.rev }
-        removedAt = kept
-        removedHorizon = horizon
-        removals.removeFirst(head)
-    }
-
-    /// After `removedAt` was set whole (a snapshot): its records in revision order.
-    mutating func orderRemovals() {
-        removals = removedAt.map { ($0.key, $0.value) }.sorted { $0.rev < $1.rev }
     }
 }
 

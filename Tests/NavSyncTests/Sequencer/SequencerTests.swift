@@ -209,7 +209,7 @@ struct SequencerTests {
         #expect(seq.removedAt.count <= 8)
         #expect(seq.removedHorizon > 2)
         // The newest removals are the ones kept: every record is newer than the horizon.
-        #expect(seq.removedAt.values.allSatisfy { $0 > seq.removedHorizon } && seq.removedAt.values.contains(seq.rev))
+        #expect(seq.removedAt.records.allSatisfy { $0.rev > seq.removedHorizon } && seq.removedAt.records.contains { $0.rev == seq.rev })
         guard case .failed(let e) = seq.submit(["id": 99, "ops": [["op": "pop", "from": .string(victim)]], "base": 1, "onConflict": "reject"], client: "c") else {
             Issue.record(); return
         }
@@ -245,6 +245,6 @@ struct SequencerTests {
             _ = back.submit(["id": .int(Int64(i)), "ops": [["op": "setStack", "at": "Home", "routes": ["list", "list"]]]], client: "c")
         }
         #expect(back.removedAt.count <= 8 && back.removedHorizon > 0)
-        #expect(back.removedAt.values.allSatisfy { $0 > back.removedHorizon } && back.removedAt.values.contains(back.rev))
+        #expect(back.removedAt.records.allSatisfy { $0.rev > back.removedHorizon } && back.removedAt.records.contains { $0.rev == back.rev })
     }
 }

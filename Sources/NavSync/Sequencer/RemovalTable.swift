@@ -1,0 +1,130 @@
+/// When each gone id left the tree (DESIGN.md section 5): the revision of the newest
+/// `capacity` removals, for `onConflict: "reject"` and `superseded`. Older records are
+/// forgotten oldest first, and `horizon` says up to which revision: an id without a
+/// record that is gone left at or before it.
+///
+/// Ids are numbered by the server in order, and the ids that leave are mostly the recent
+/// ones, so records live in an array indexed by id number from `low` up, a window that
+/// slides up as ids are handed out; the few records of ids below it (an entry that lived
+/// a long time, or one left behind by a slide) are kept in a dictionary. A hash table of
+/// tens of thousands of records was 13% of a deep link's time: each of the link's ~25
+/// removals landed somewhere cold in it, and so did forgetting.
+public struct RemovalTable: Sendable, Equatable {
+    /// Records kept; past it, the oldest half is forgotten. Bounds the memory of a
+    /// session that runs for millions of commands.
+    public var capacity: Int
+    /// Removals at or before this revision are forgotten.
+    public private(set) var horizon = 0
+    /// Records held.
+    public private(set) var count = 0
+    /// The id number of `slots[0]`.
+    private var low = 0
+    /// Slot `i`: the revision id `low + i` left at; 0 for none (a removal is never at
+    /// revision 0, the initial state).
+    private var slots: [Int] = []
+    /// Records of ids below `low`.
+    private var far: [EntryID: Int] = [:]
+    /// Records in the order they were made, which is revision order, so the oldest are
+    /// forgotten without sorting. One whose id was revived or removed again since is
+    /// stale and skipped.
+    private var order: [(id: EntryID, rev: Int)] = []
+
+    public init(capacity: Int = 65_536) { self.capacity = capacity }
+
+    /// Records as a snapshot kept them.
+    public init(capacity: Int = 65_536, horizon: Int, records: [(id: EntryID, rev: Int)]) {
+        self.init(capacity: capacity)
+        self.horizon = horizon
+        for r in records.sorted(by: { $0.rev < $1.rev }) { note(r.id, removedAt: r.rev) }
+    }
+
+    /// The revision `id` left at, if it is recorded.
+    public subscript(id: EntryID) -> Int? {
+        let i = id.number &- low
+        guard i >= 0 else { return far[id] }
+        return i < slots.count && slots[i] != 0 ? slots[i] : nil
+    }
+
+    /// Every record, by id.
+    public var records: [(id: EntryID, rev: Int)] {
+        var list = far.map { (id: $0.key, rev: $0.value) }.sorted { $0.id < $1.id }
+        for (i, rev) in slots.enumerated() where rev != 0 { list.append((EntryID(low + i), rev)) }
+        return list
+    }
+
+    /// The same records (capacity and horizon aside).
+    public static func == (a: RemovalTable, b: RemovalTable) -> Bool {
+        a.count == b.count && a.records.elementsEqual(b.records) { $0.id == $1.id && $0.rev == $1.rev }
+    }
+
+    /// Records that `id` left the tree at `rev` (after any record it had).
+    public mutating func note(_ id: EntryID, removedAt rev: Int) {
+        precondition(rev > 0, "a removal is made by a revision after the initial state")
+        set(id, rev)
+        order.append((id, rev))
+        // Stale records pile up when ids are revived (restore) rather than forgotten.
+        if order.count > 2 * max(capacity, 1024) {
+            let table = self
+            order.removeAll { table[$0.id] != $0.rev }
+        }
+    }
+
+    /// `id` is live again (a restore brought it back): it has no record.
+    public mutating func revive(_ id: EntryID) {
+        let i = id.number &- low
+        if i < 0 {
+            if far.removeValue(forKey: id) != nil { count -= 1 }
+        } else if i < slots.count, slots[i] != 0 {
+            slots[i] = 0
+            count -= 1
+        }
+    }
+
+    /// Past the capacity, forgets the oldest records down to half of it; the horizon
+    /// moves up to the newest revision forgotten, and the other records of that revision
+    /// go with it.
+    public mutating func forgetIfFull() {
+        guard count > capacity else { return }
+        var head = 0
+        while head < order.count, count > capacity / 2 || order[head].rev <= horizon {
+            let (id, rev) = order[head]
+            if self[id] == rev {
+                revive(id)
+                horizon = max(horizon, rev)
+            }
+            head += 1
+        }
+        order.removeFirst(head)
+    }
+
+    /// How far above `low` the window reaches before it slides.
+    private var window: Int { 2 * max(capacity, 1024) }
+
+    private mutating func set(_ id: EntryID, _ rev: Int) {
+        var i = id.number &- low
+        if i < 0 {
+            if far.updateValue(rev, forKey: id) == nil { count += 1 }
+            return
+        }
+        if i >= slots.count {
+            if i >= window {
+                // Keep the upper half; past a gap of ids never handed out (a `load`
+                // skipped them), start the window at this id.
+                let end = low + slots.count
+                slide(to: id.number - end >= window / 2 ? id.number : id.number - window / 2)
+                i = id.number - low
+            }
+            if i >= slots.count { slots.append(contentsOf: repeatElement(0, count: i + 1 - slots.count)) }
+        }
+        if slots[i] == 0 { count += 1 }
+        slots[i] = rev
+    }
+
+    /// Moves the window's bottom up to `newLow`; the records of the ids it leaves go to `far`.
+    private mutating func slide(to newLow: Int) {
+        let gone = min(newLow - low, slots.count)
+        for i in 0..<gone where slots[i] != 0 { far[EntryID(low + i)] = slots[i] }
+        slots.removeFirst(gone)
+        low = newLow
+    }
+}
