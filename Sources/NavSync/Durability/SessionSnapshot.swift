@@ -25,7 +25,7 @@ extension Sequencer {
             "rev": .int(Int64(rev)),
             "nextID": .int(Int64(document.nextID)),
             "state": state.json,
-            "lastChanged": .object(JSONObject(lastChanged.sorted { key($0.key) < key($1.key) }.map { (key($0.key), .int(Int64($0.value))) })),
+            "lastChanged": .object(JSONObject(lastChanged.records.sorted { key($0.key) < key($1.key) }.map { (key($0.key), .int(Int64($0.rev))) })),
             "removedAt": .object(JSONObject(removedAt.records.map { ($0.id.description, .int(Int64($0.rev))) })),
             "removedHorizon": .int(Int64(removedHorizon)),
             "idempotency": .object(idem),
@@ -71,7 +71,7 @@ extension Sequencer {
         }
         var removals: [(id: EntryID, rev: Int)] = []
         for (k, v) in snapshot["removedAt"]?.objectValue ?? [:] {
-            guard let id = EntryID(k), let r = v.intValue, r > 0 else { throw SnapshotError("removedAt has a bad entry '\(k)'") }
+            guard let id = EntryID(k), let r = v.intValue else { throw SnapshotError("removedAt has a bad entry '\(k)'") }
             removals.append((id, Int(r)))
         }
         removedAt = RemovalTable(capacity: removedCapacity, horizon: Int(horizon), records: removals)

@@ -38,7 +38,7 @@ public struct CommandContext: Sendable {
 public struct ConflictGuard: Sendable {
     public var base: Int
     public var rev: Int
-    public var lastChanged: [CoordinatorKey: Int]
+    public var lastChanged: ChangeTable
     public var removedAt: RemovalTable
 
     func check(_ touched: [CoordinatorKey], gone: [EntryID], firstID: Int, describe: (CoordinatorKey) -> String) throws(NavError) {

@@ -4,32 +4,31 @@
 /// record that is gone left at or before it.
 ///
 /// Ids are numbered by the server in order, and the ids that leave are mostly the recent
-/// ones, so records live in an array indexed by id number from `low` up, a window that
-/// slides up as ids are handed out; the few records of ids below it (an entry that lived
-/// a long time, or one left behind by a slide) are kept in a dictionary. A hash table of
-/// tens of thousands of records was 13% of a deep link's time: each of the link's ~25
-/// removals landed somewhere cold in it, and so did forgetting.
+/// ones, so records live in an array indexed by id number over the newest ids
+/// (`IDRevisions`); the few records of ids below it (an entry that lived a long time)
+/// are kept in a dictionary. A hash table of tens of thousands of records was 13% of a
+/// deep link's time: each of the link's ~25 removals landed somewhere cold in it, and so
+/// did forgetting.
 public struct RemovalTable: Sendable, Equatable {
     /// Records kept; past it, the oldest half is forgotten. Bounds the memory of a
     /// session that runs for millions of commands.
-    public var capacity: Int
+    public var capacity: Int {
+        didSet { revisions.window = 2 * max(capacity, 1024) }
+    }
     /// Removals at or before this revision are forgotten.
     public private(set) var horizon = 0
     /// Records held.
-    public private(set) var count = 0
-    /// The id number of `slots[0]`.
-    private var low = 0
-    /// Slot `i`: the revision id `low + i` left at; 0 for none (a removal is never at
-    /// revision 0, the initial state).
-    private var slots: [Int] = []
-    /// Records of ids below `low`.
-    private var far: [EntryID: Int] = [:]
+    public var count: Int { revisions.count }
+    private var revisions: IDRevisions
     /// Records in the order they were made, which is revision order, so the oldest are
     /// forgotten without sorting. One whose id was revived or removed again since is
     /// stale and skipped.
     private var order: [(id: EntryID, rev: Int)] = []
 
-    public init(capacity: Int = 65_536) { self.capacity = capacity }
+    public init(capacity: Int = 65_536) {
+        self.capacity = capacity
+        revisions = IDRevisions(window: 2 * max(capacity, 1024))
+    }
 
     /// Records as a snapshot kept them.
     public init(capacity: Int = 65_536, horizon: Int, records: [(id: EntryID, rev: Int)]) {
@@ -39,18 +38,10 @@ public struct RemovalTable: Sendable, Equatable {
     }
 
     /// The revision `id` left at, if it is recorded.
-    public subscript(id: EntryID) -> Int? {
-        let i = id.number &- low
-        guard i >= 0 else { return far[id] }
-        return i < slots.count && slots[i] != 0 ? slots[i] : nil
-    }
+    public subscript(id: EntryID) -> Int? { revisions[id] }
 
     /// Every record, by id.
-    public var records: [(id: EntryID, rev: Int)] {
-        var list = far.map { (id: $0.key, rev: $0.value) }.sorted { $0.id < $1.id }
-        for (i, rev) in slots.enumerated() where rev != 0 { list.append((EntryID(low + i), rev)) }
-        return list
-    }
+    public var records: [(id: EntryID, rev: Int)] { revisions.records }
 
     /// The same records (capacity and horizon aside).
     public static func == (a: RemovalTable, b: RemovalTable) -> Bool {
@@ -59,8 +50,7 @@ public struct RemovalTable: Sendable, Equatable {
 
     /// Records that `id` left the tree at `rev` (after any record it had).
     public mutating func note(_ id: EntryID, removedAt rev: Int) {
-        precondition(rev > 0, "a removal is made by a revision after the initial state")
-        set(id, rev)
+        revisions[id] = rev
         order.append((id, rev))
         // Stale records pile up when ids are revived (restore) rather than forgotten.
         if order.count > 2 * max(capacity, 1024) {
@@ -70,15 +60,7 @@ public struct RemovalTable: Sendable, Equatable {
     }
 
     /// `id` is live again (a restore brought it back): it has no record.
-    public mutating func revive(_ id: EntryID) {
-        let i = id.number &- low
-        if i < 0 {
-            if far.removeValue(forKey: id) != nil { count -= 1 }
-        } else if i < slots.count, slots[i] != 0 {
-            slots[i] = 0
-            count -= 1
-        }
-    }
+    public mutating func revive(_ id: EntryID) { revisions[id] = nil }
 
     /// Past the capacity, forgets the oldest records down to half of it; the horizon
     /// moves up to the newest revision forgotten, and the other records of that revision
@@ -96,35 +78,109 @@ public struct RemovalTable: Sendable, Equatable {
         }
         order.removeFirst(head)
     }
+}
 
+/// One revision per entry id, for the ids of a session (which the server numbers in
+/// order, and of which the recent ones are the busy ones): an array indexed by id number
+/// from `low` up, a window that slides up as higher ids come, and a dictionary for the
+/// ids below it.
+struct IDRevisions: Sendable {
     /// How far above `low` the window reaches before it slides.
-    private var window: Int { 2 * max(capacity, 1024) }
+    var window: Int
+    /// Ids with a revision.
+    private(set) var count = 0
+    /// The id number of `slots[0]`.
+    private var low = 0
+    /// Slot `i`: the revision of id `low + i`, stored plus one: 0 for none.
+    private var slots: [Int] = []
+    /// The revisions of ids below `low`.
+    private var far: [EntryID: Int] = [:]
 
-    private mutating func set(_ id: EntryID, _ rev: Int) {
-        var i = id.number &- low
-        if i < 0 {
-            if far.updateValue(rev, forKey: id) == nil { count += 1 }
-            return
+    init(window: Int) { self.window = window }
+
+    subscript(id: EntryID) -> Int? {
+        get {
+            let i = id.number &- low
+            guard i >= 0 else { return far[id] }
+            return i < slots.count && slots[i] != 0 ? slots[i] - 1 : nil
         }
-        if i >= slots.count {
-            if i >= window {
-                // Keep the upper half; past a gap of ids never handed out (a `load`
-                // skipped them), start the window at this id.
-                let end = low + slots.count
-                slide(to: id.number - end >= window / 2 ? id.number : id.number - window / 2)
-                i = id.number - low
+        set {
+            var i = id.number &- low
+            if i < 0 {
+                let had = newValue.map { far.updateValue($0, forKey: id) } ?? far.removeValue(forKey: id)
+                count += (newValue == nil ? 0 : 1) - (had == nil ? 0 : 1)
+                return
             }
-            if i >= slots.count { slots.append(contentsOf: repeatElement(0, count: i + 1 - slots.count)) }
+            if i >= slots.count {
+                guard newValue != nil else { return }
+                if i >= window {
+                    // Keep the upper half; past a gap of ids never handed out (a `load`
+                    // skipped them), start the window at this id.
+                    let end = low + slots.count
+                    slide(to: id.number - end >= window / 2 ? id.number : id.number - window / 2)
+                    i = id.number - low
+                }
+                if i >= slots.count { slots.append(contentsOf: repeatElement(0, count: i + 1 - slots.count)) }
+            }
+            count += (newValue == nil ? 0 : 1) - (slots[i] == 0 ? 0 : 1)
+            slots[i] = newValue.map { $0 + 1 } ?? 0
         }
-        if slots[i] == 0 { count += 1 }
-        slots[i] = rev
     }
 
-    /// Moves the window's bottom up to `newLow`; the records of the ids it leaves go to `far`.
+    /// Every id with its revision, by id.
+    var records: [(id: EntryID, rev: Int)] {
+        var list = far.map { (id: $0.key, rev: $0.value) }.sorted { $0.id < $1.id }
+        for (i, slot) in slots.enumerated() where slot != 0 { list.append((EntryID(low + i), slot - 1)) }
+        return list
+    }
+
+    /// Moves the window's bottom up to `newLow`; the revisions of the ids it leaves go to `far`.
     private mutating func slide(to newLow: Int) {
         let gone = min(newLow - low, slots.count)
-        for i in 0..<gone where slots[i] != 0 { far[EntryID(low + i)] = slots[i] }
+        for i in 0..<gone where slots[i] != 0 { far[EntryID(low + i)] = slots[i] - 1 }
         slots.removeFirst(gone)
         low = newLow
+    }
+}
+
+/// The revision at which each live coordinator last changed (Appendix A, "Conflicts"):
+/// the root's, the alert's, and each coordinator opened by an entry, by the entry's id
+/// (`IDRevisions`: a deep link creates and removes a handful of coordinators, and a
+/// hash table's inserts and deletes were 3% of it).
+public struct ChangeTable: Sendable, Equatable {
+    private var root: Int?
+    private var alert: Int?
+    private var entries = IDRevisions(window: 4096)
+
+    public init() {}
+
+    public subscript(key: CoordinatorKey) -> Int? {
+        get {
+            switch key {
+            case .root: root
+            case .alert: alert
+            case .entry(let id): entries[id]
+            }
+        }
+        set {
+            switch key {
+            case .root: root = newValue
+            case .alert: alert = newValue
+            case .entry(let id): entries[id] = newValue
+            }
+        }
+    }
+
+    /// Every key with its revision: root, alert, then entries by id.
+    public var records: [(key: CoordinatorKey, rev: Int)] {
+        var list: [(key: CoordinatorKey, rev: Int)] = []
+        if let root { list.append((.root, root)) }
+        if let alert { list.append((.alert, alert)) }
+        return list + entries.records.map { (.entry($0.id), $0.rev) }
+    }
+
+    public static func == (a: ChangeTable, b: ChangeTable) -> Bool {
+        a.root == b.root && a.alert == b.alert && a.entries.count == b.entries.count
+            && a.entries.records.elementsEqual(b.entries.records) { $0.id == $1.id && $0.rev == $1.rev }
     }
 }

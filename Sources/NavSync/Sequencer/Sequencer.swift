@@ -10,7 +10,7 @@ public struct Sequencer: Sendable {
     /// The current revision; 0 is the flow's initial state.
     public internal(set) var rev = 0
     /// Revision at which each live coordinator last changed (Appendix A, "Conflicts").
-    public internal(set) var lastChanged: [CoordinatorKey: Int] = [:]
+    public internal(set) var lastChanged = ChangeTable()
     /// Revision at which each gone id left the tree, for the newest `removedCapacity`.
     public internal(set) var removedAt = RemovalTable()
     /// Removals at or before this revision are forgotten; a gone id without a record

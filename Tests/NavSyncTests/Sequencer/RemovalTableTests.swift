@@ -90,4 +90,29 @@ struct RemovalTableTests {
         #expect(table.records.map(\.rev) == [7, 8] && table.horizon == 5)
         #expect(table[EntryID(3)] == nil && table[EntryID(9)] == nil && table[EntryID(70_000)] == 7)
     }
+
+    /// The change table keeps root, alert and entry keys apart, forgets a cleared one,
+    /// and finds every entry key after its window has slid past it (ids far apart).
+    @Test func changeTableKeepsEveryKey() {
+        var table = ChangeTable()
+        var model: [CoordinatorKey: Int] = [:]
+        var rng = SeededRandom(seed: 5)
+        var keys: [CoordinatorKey] = [.root, .alert]
+        for rev in 0..<5000 {
+            let key: CoordinatorKey = Int.random(in: 0..<4, using: &rng) == 0
+                ? keys.randomElement(using: &rng)!
+                : .entry(EntryID(rev * Int.random(in: 1...3, using: &rng)))
+            keys.append(key)
+            let value: Int? = Int.random(in: 0..<5, using: &rng) == 0 ? nil : rev
+            table[key] = value
+            model[key] = value
+        }
+        for key in keys { #expect(table[key] == model[key], "\(key)") }
+        #expect(table.records.count == model.count && table.records.allSatisfy { model[$0.key] == $0.rev })
+        var copy = ChangeTable()
+        for (key, rev) in model { copy[key] = rev }
+        #expect(copy == table)
+        copy[.root] = nil
+        #expect(copy != table)
+    }
 }

@@ -35,6 +35,42 @@ struct SequencerTests {
         for n: Int64 in [6, 10, Int64.max, -4] { #expect(mixed.ack(client: "m", id: .int(n)) == nil, "\(n)") }
     }
 
+    /// Ids as clients send them (mostly rising integers; strings, integers out of order
+    /// and resends now and then), checked against two generations of dictionaries: the
+    /// table finds and lists exactly what they hold.
+    @Test func idempotencyFindsWhatTwoGenerationsOfDictionariesHold() {
+        let capacity = 16
+        var rng = SeededRandom(seed: 13)
+        var table = IdempotencyTable(capacity: capacity)
+        var current: [CommandID: Int] = [:], previous: [CommandID: Int] = [:]
+        var currentOrder: [CommandID] = [], previousOrder: [CommandID] = []
+        var next: Int64 = 0
+        var seen: [CommandID] = []
+        for rev in 0..<2000 {
+            let id: CommandID = switch Int.random(in: 0..<10, using: &rng) {
+            case 0: .string("s\(Int.random(in: 0..<40, using: &rng))")
+            case 1: .int(Int64.random(in: -50...next, using: &rng))
+            case 2 where !seen.isEmpty: seen.randomElement(using: &rng)!
+            default: .int({ next += Int64.random(in: 1...3, using: &rng); return next }())
+            }
+            seen.append(id)
+            table.remember(client: "c", Ack(id: id, rev: rev, results: [.applied]), fingerprint: nil)
+            if current.updateValue(rev, forKey: id) == nil {
+                currentOrder.append(id)
+                if currentOrder.count >= capacity {
+                    (previous, previousOrder) = (current, currentOrder)
+                    (current, currentOrder) = ([:], [])
+                }
+            }
+            for probe in seen.suffix(40) + [.int(next + 1), .string("never")] {
+                #expect(table.ack(client: "c", id: probe)?.rev == (current[probe] ?? previous[probe]), "\(probe) after \(rev)")
+            }
+            let listed = table.entries.first!.acks.map(\.ack.rev)
+            let expected = previousOrder.compactMap { current[$0] == nil ? previous[$0] : nil } + currentOrder.map { current[$0]! }
+            #expect(listed == expected)
+        }
+    }
+
     @Test func doubleBackPopsOnce() {
         var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 1]], ["op": "push", "route": "detail", "params": ["id": 2]])
