@@ -1,8 +1,8 @@
 import Testing
 @testable import NavSync
 
-@Suite("Removal table")
-struct RemovalTableTests {
+@Suite("Conflict records")
+struct ConflictRecordsTests {
     /// What the table must behave like: a dictionary of records, and a list of them in
     /// the order made, from which the oldest are forgotten down to half the capacity
     /// (with the other records of the newest revision forgotten).

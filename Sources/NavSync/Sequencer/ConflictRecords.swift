@@ -120,7 +120,9 @@ struct IDRevisions: Sendable {
                     slide(to: id.number - end >= window / 2 ? id.number : id.number - window / 2)
                     i = id.number - low
                 }
-                if i >= slots.count { slots.append(contentsOf: repeatElement(0, count: i + 1 - slots.count)) }
+                // One at a time: `append(contentsOf: repeatElement(…))` took the generic
+                // path, some 450 instructions for the dozen new ids of a deep link.
+                while slots.count <= i { slots.append(0) }
             }
             count += (newValue == nil ? 0 : 1) - (slots[i] == 0 ? 0 : 1)
             slots[i] = newValue.map { $0 + 1 } ?? 0
