@@ -31,7 +31,7 @@ extension Sequencer {
             "idempotency": .object(idem),
             // The patch log, so a client that reconnects after a restart with since/epoch
             // still gets patches, not a snapshot, when the log covers it.
-            "log": .array(log.patches.map(\.json)),
+            "log": .array(recentPatches.map(\.json)),
             // History (section 15): what it holds survives compaction and restarts.
             "history": history.snapshot,
         ]
@@ -83,7 +83,7 @@ extension Sequencer {
         }
         for p in snapshot["log"]?.arrayValue ?? [] {
             guard let patch = Patch(json: p) else { throw SnapshotError("the patch log has a bad patch") }
-            log.append(patch)
+            if !log.isCovered(by: history) { log.append(patch) }
         }
     }
 

@@ -17,6 +17,8 @@ public struct Sequencer: Sendable {
     /// left at or before it.
     public var removedHorizon: Int { removedAt.horizon }
     public internal(set) var idempotency: IdempotencyTable
+    /// The patches members catch up with, when history does not hold them (see
+    /// `patches(since:)`).
     public internal(set) var log: PatchLog
     /// The last revisions, with who made them and their states (section 15).
     public internal(set) var history: History
@@ -39,6 +41,24 @@ public struct Sequencer: Sendable {
 
     public var state: NavState { document.state }
 
+    /// The patches after revision `since`, in order, for a member catching up (DESIGN.md
+    /// section 6): at most the patch log's capacity of them; nil when they are no longer
+    /// held (the member gets the state instead). History holds them whenever it keeps at
+    /// least that many revisions (the default: 10,000 against 1,024), and then the log
+    /// keeps none: a second ring of the same patches cost 6% of a push/pop command's
+    /// time, most of it releasing the patch 1,024 revisions old, long out of cache.
+    public func patches(since: Int) -> [Patch]? {
+        guard log.isCovered(by: history) else { return log.patches(since: since, current: rev) }
+        guard since >= 0, since <= rev, rev - since <= log.capacity, since >= history.earliest else { return nil }
+        return history.entries(after: since).map { Patch(rev: $0.rev, by: $0.client, cmd: $0.cmd, ops: $0.patch) }
+    }
+
+    /// The patches held for catching up, oldest first (a snapshot's `log`).
+    public var recentPatches: [Patch] {
+        guard log.isCovered(by: history) else { return log.patches }
+        return patches(since: max(history.earliest, rev - log.capacity)) ?? []
+    }
+
     /// Cluster mode (section 17): a copy to run commands on before Redis has them. Its
     /// history collects what it records and its patch log starts empty, so running on it
     /// copies neither (the largest tables); `adopt` takes its revisions over.
@@ -58,7 +78,9 @@ public struct Sequencer: Sendable {
         let had = rev
         self = scratch
         history.record(collectedBy: scratch.history)
-        for p in patches where p.rev > had { log.append(p) }
+        if !log.isCovered(by: history) {
+            for p in patches where p.rev > had { log.append(p) }
+        }
         self.history = history
         self.log = log
     }
@@ -217,7 +239,7 @@ public struct Sequencer: Sendable {
         let ack = Ack(id: command.id, rev: rev, results: results)
         let patch = Patch(rev: rev, by: client, cmd: command.id, ops: diff.ops)
         idempotency.remember(client: client, ack, command: command)
-        log.append(patch)
+        if !log.isCovered(by: history) { log.append(patch) }
         history.record(HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
                                     results: results, label: command.label, patch: patch.ops, nextID: document.nextID)) { document.state }
         return .applied(ack, patch)
@@ -349,13 +371,18 @@ public struct Sequencer: Sendable {
     }
 }
 
-/// The last `capacity` patches, for members catching up with `since` (section 6).
+/// The last `capacity` patches, for members catching up with `since` (section 6), when
+/// history does not hold them.
 public struct PatchLog: Sendable {
     public let capacity: Int
     private var ring: [Patch] = []
     private var start = 0
 
     public init(capacity: Int) { self.capacity = max(capacity, 0) }
+
+    /// Whether `history` holds every patch this log would (it keeps at least as many
+    /// revisions, and records them): then the log is not kept.
+    func isCovered(by history: History) -> Bool { capacity > 0 && history.capacity >= capacity }
 
     /// The patches held, oldest first.
     public var patches: [Patch] { ring.count < capacity ? ring : Array(ring[start...] + ring[..<start]) }

@@ -102,7 +102,7 @@ extension Hub {
         case .sync(let name, let since, let epoch):
             guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
             let seq = s.sequencer
-            if epoch == seq.epoch, let patches = seq.log.patches(since: since, current: seq.rev) {
+            if epoch == seq.epoch, let patches = seq.patches(since: since) {
                 for p in patches { reply(.patch(session: name, p)) }
                 return reply(.synced(session: name, rev: seq.rev))
             }
@@ -178,7 +178,7 @@ extension Hub {
         let seq = s.sequencer
         let catchUp: ServerMessage.CatchUp
         var stateBytes: [UInt8]?
-        if let since = j.since, j.epoch == seq.epoch, let patches = seq.log.patches(since: since, current: seq.rev) {
+        if let since = j.since, j.epoch == seq.epoch, let patches = seq.patches(since: since) {
             catchUp = .patches(patches)
         } else {
             let state = sessions[j.session]!.joinedState()

@@ -216,21 +216,33 @@ struct SequencerTests {
         let outcome = seq.submit(["id": 1, "ops": [["op": "dismiss"], ["op": "dismiss", "all": true]]], client: "c")
         #expect(outcome == .unchanged(Ack(id: .int(1), rev: 0, results: [.noop, .noop])))
         #expect(seq.rev == 0)
-        #expect(seq.log.patches(since: 0, current: 0) == [])
+        #expect(seq.patches(since: 0) == [])
     }
 
-    @Test func patchLogGivesTheMissedPatchesInOrder() {
-        var seq = Sequencer(flow: .demo, epoch: "e", logCapacity: 8)
+    /// From history (which holds them by default) or, with history shorter than the
+    /// log, from the log: the same patches, at most the log's capacity of them.
+    @Test(arguments: [10_000, 0, 5])
+    func patchLogGivesTheMissedPatchesInOrder(history: Int) {
+        var seq = Sequencer(flow: .demo, epoch: "e", logCapacity: 8, historyCapacity: history)
         _ = seq.submit(["id": 0, "ops": [["op": "setRoot", "route": "main"]]], client: "c")
+        var broadcast: [Patch] = []
         for i in 1...20 {
-            _ = seq.submit(["id": .int(Int64(i)), "ops": [["op": "update", "data": ["n": .int(Int64(i))]]]], client: "c")
+            if case .applied(_, let patch) = seq.submit(["id": .int(Int64(i)), "ops": [["op": "update", "data": ["n": .int(Int64(i))]]]], client: "c") {
+                broadcast.append(patch)
+            }
         }
-        #expect(seq.rev == 21)
-        #expect(seq.log.patches(since: 21, current: seq.rev) == [])
-        #expect(seq.log.patches(since: 18, current: seq.rev)?.map(\.rev) == [19, 20, 21])
-        #expect(seq.log.patches(since: 13, current: seq.rev)?.map(\.rev) == Array(14...21))
-        #expect(seq.log.patches(since: 12, current: seq.rev) == nil)
-        #expect(seq.log.patches(since: 22, current: seq.rev) == nil)
+        #expect(seq.rev == 21 && broadcast.count == 20)
+        #expect(seq.log.isCovered(by: seq.history) == (history >= 8))
+        // The very patches that were broadcast.
+        #expect(seq.patches(since: 13) == Array(broadcast.suffix(8)))
+        #expect(seq.patches(since: 21) == [])
+        #expect(seq.patches(since: 18)?.map(\.rev) == [19, 20, 21])
+        #expect(seq.patches(since: 13)?.map(\.rev) == Array(14...21))
+        #expect(seq.patches(since: 12) == nil)
+        #expect(seq.patches(since: 22) == nil)
+        #expect(seq.patches(since: -1) == nil)
+        #expect(seq.recentPatches.map(\.rev) == Array(14...21))
+        #expect(seq.patches(since: 20)?.first?.by == "c" && seq.patches(since: 20)?.first?.cmd == .int(20))
     }
 
     @Test func forgottenRemovalsStillConflictForOldBases() {
