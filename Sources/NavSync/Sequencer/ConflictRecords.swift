@@ -13,7 +13,7 @@ public struct RemovalTable: Sendable, Equatable {
     /// Records kept; past it, the oldest half is forgotten. Bounds the memory of a
     /// session that runs for millions of commands.
     public var capacity: Int {
-        didSet { revisions.window = 2 * max(capacity, 1024) }
+        didSet { revisions.window = Self.window(for: capacity) }
     }
     /// Removals at or before this revision are forgotten.
     public private(set) var horizon = 0
@@ -27,8 +27,12 @@ public struct RemovalTable: Sendable, Equatable {
 
     public init(capacity: Int = 65_536) {
         self.capacity = capacity
-        revisions = IDRevisions(window: 2 * max(capacity, 1024))
+        revisions = IDRevisions(window: Self.window(for: capacity))
     }
+
+    /// How many ids the array spans before it slides: twice the records kept, so the
+    /// recent removals are nearly all in it.
+    private static func window(for capacity: Int) -> Int { 2 * max(capacity, 1024) }
 
     /// Records as a snapshot kept them.
     public init(capacity: Int = 65_536, horizon: Int, records: [(id: EntryID, rev: Int)]) {
@@ -44,16 +48,14 @@ public struct RemovalTable: Sendable, Equatable {
     public var records: [(id: EntryID, rev: Int)] { revisions.records }
 
     /// The same records (capacity and horizon aside).
-    public static func == (a: RemovalTable, b: RemovalTable) -> Bool {
-        a.count == b.count && a.records.elementsEqual(b.records) { $0.id == $1.id && $0.rev == $1.rev }
-    }
+    public static func == (a: RemovalTable, b: RemovalTable) -> Bool { a.revisions == b.revisions }
 
     /// Records that `id` left the tree at `rev` (after any record it had).
     public mutating func note(_ id: EntryID, removedAt rev: Int) {
         revisions[id] = rev
         order.append((id, rev))
         // Stale records pile up when ids are revived (restore) rather than forgotten.
-        if order.count > 2 * max(capacity, 1024) {
+        if order.count > Self.window(for: capacity) {
             let table = self
             order.removeAll { table[$0.id] != $0.rev }
         }
@@ -84,7 +86,7 @@ public struct RemovalTable: Sendable, Equatable {
 /// order, and of which the recent ones are the busy ones): an array indexed by id number
 /// from `low` up, a window that slides up as higher ids come, and a dictionary for the
 /// ids below it.
-struct IDRevisions: Sendable {
+struct IDRevisions: Sendable, Equatable {
     /// How far above `low` the window reaches before it slides.
     var window: Int
     /// Ids with a revision.
@@ -136,6 +138,11 @@ struct IDRevisions: Sendable {
         return list
     }
 
+    /// The same ids with the same revisions, wherever each is held.
+    static func == (a: IDRevisions, b: IDRevisions) -> Bool {
+        a.count == b.count && a.records.elementsEqual(b.records) { $0.id == $1.id && $0.rev == $1.rev }
+    }
+
     /// Moves the window's bottom up to `newLow`; the revisions of the ids it leaves go to `far`.
     private mutating func slide(to newLow: Int) {
         let gone = min(newLow - low, slots.count)
@@ -179,10 +186,5 @@ public struct ChangeTable: Sendable, Equatable {
         if let root { list.append((.root, root)) }
         if let alert { list.append((.alert, alert)) }
         return list + entries.records.map { (.entry($0.id), $0.rev) }
-    }
-
-    public static func == (a: ChangeTable, b: ChangeTable) -> Bool {
-        a.root == b.root && a.alert == b.alert && a.entries.count == b.entries.count
-            && a.entries.records.elementsEqual(b.entries.records) { $0.id == $1.id && $0.rev == $1.rev }
     }
 }

@@ -17,9 +17,9 @@ public struct Sequencer: Sendable {
     /// left at or before it.
     public var removedHorizon: Int { removedAt.horizon }
     public internal(set) var idempotency: IdempotencyTable
-    /// The patches members catch up with, when history does not hold them (see
-    /// `patches(since:)`).
-    public internal(set) var log: PatchLog
+    /// The patches members catch up with, when history does not hold them (read them
+    /// through `patches(since:)`, which knows which holds them).
+    var log: PatchLog
     /// The last revisions, with who made them and their states (section 15).
     public internal(set) var history: History
 

@@ -82,6 +82,18 @@ struct DurabilityTests {
         bad["format"] = 1
         bad["state"] = ["root": ["kind": "stack"]]
         #expect(throws: SnapshotError.self) { try Sequencer(restoring: .object(bad), flow: .demo) }
+        // Conflict records that are not ids with revisions.
+        for (field, value) in [("removedAt", ["e3": "x"]), ("removedAt", ["3": 1]), ("lastChanged", ["x7": 1]),
+                               ("lastChanged", ["e2": true])] as [(String, JSON)] {
+            var broken = snap.objectValue!
+            broken[field] = value
+            #expect(throws: SnapshotError.self, "\(field): \(value)") { try Sequencer(restoring: .object(broken), flow: .demo) }
+        }
+        var good = snap.objectValue!
+        good["removedAt"] = ["e3": 1, "e900000": 2]
+        good["removedHorizon"] = 0
+        let restored = try? Sequencer(restoring: .object(good), flow: .demo)
+        #expect(restored?.removedAt[EntryID(900_000)] == 2 && restored?.removedAt[EntryID(3)] == 1)
     }
 
     @Test func replayRefusesAGapOrARecordThatDoesNotApply() throws {

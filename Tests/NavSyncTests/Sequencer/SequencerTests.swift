@@ -233,6 +233,7 @@ struct SequencerTests {
         }
         #expect(seq.rev == 21 && broadcast.count == 20)
         #expect(seq.log.isCovered(by: seq.history) == (history >= 8))
+        #expect(seq.log.patches.isEmpty == (history >= 8), "the log is kept only when history is shorter")
         // The very patches that were broadcast.
         #expect(seq.patches(since: 13) == Array(broadcast.suffix(8)))
         #expect(seq.patches(since: 21) == [])
