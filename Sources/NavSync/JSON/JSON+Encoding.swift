@@ -67,7 +67,7 @@ extension JSON {
         out.append(contentsOf: d.description.utf8)
     }
 
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    private static let hex: StaticString = "0123456789abcdef"
 
     /// RFC 8259 section 7: escape the quote, the backslash and control characters.
     /// Runs of bytes that need no escape are copied whole.
@@ -104,8 +104,8 @@ extension JSON {
             case 0x0C: out.append(ascii: #"\f"#)
             default:
                 out.append(ascii: #"\u00"#)
-                out.append(hex[Int(p[i] >> 4)])
-                out.append(hex[Int(p[i] & 15)])
+                out.append(hex.utf8Start[Int(p[i] >> 4)])
+                out.append(hex.utf8Start[Int(p[i] & 15)])
             }
             i += 1
             start = i
@@ -138,28 +138,29 @@ func writeDecimal<Integer: BinaryInteger>(_ n: Integer, at p: UnsafeMutablePoint
     while rest >= 100 { rest /= 100; length += 2 }
     if rest >= 10 { length += 1 }
     var at = length
-    decimalPairs.withUnsafeBufferPointer { pairs in
-        while magnitude >= 100 {
-            let pair = Int(magnitude % 100) * 2
-            magnitude /= 100
-            at -= 2
-            p[at] = pairs[pair]
-            p[at + 1] = pairs[pair + 1]
-        }
-        if magnitude >= 10 {
-            let pair = Int(magnitude) * 2
-            p[at - 2] = pairs[pair]
-            p[at - 1] = pairs[pair + 1]
-        } else {
-            p[at - 1] = UInt8(ascii: "0") + UInt8(magnitude)
-        }
+    let pairs = decimalPairs.utf8Start
+    while magnitude >= 100 {
+        let pair = Int(magnitude % 100) * 2
+        magnitude /= 100
+        at -= 2
+        p[at] = pairs[pair]
+        p[at + 1] = pairs[pair + 1]
+    }
+    if magnitude >= 10 {
+        let pair = Int(magnitude) * 2
+        p[at - 2] = pairs[pair]
+        p[at - 1] = pairs[pair + 1]
+    } else {
+        p[at - 1] = UInt8(ascii: "0") + UInt8(magnitude)
     }
     if n < 0 { p[0] = UInt8(ascii: "-") }
     return length
 }
 
-/// "00" "01" … "99": the two digits of every number below 100.
-private let decimalPairs: [UInt8] = (0..<100).flatMap { [UInt8(ascii: "0") + UInt8($0 / 10), UInt8(ascii: "0") + UInt8($0 % 10)] }
+/// "00" "01" … "99": the two digits of every number below 100. A literal in read-only
+/// memory: an array built at first use cost a lazy-initialization check and a retain
+/// per number written (most of writing one).
+private let decimalPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
 /// The diff's JSON Pointer is an array of bytes, cut back along its walk.
 extension Array<UInt8> {

@@ -1,26 +1,100 @@
 /// One revision of a session's history (DESIGN.md section 15): who made it, when, with
 /// which command, and the patch it made.
+///
+/// A value with its fields in one shared, copy-on-write box (as `Entry`): recording a
+/// revision hands the entry on a few times, and overwriting the oldest frees it, so a
+/// copy is one retain instead of one per field (eight per copy were some 10% of a
+/// push/pop command).
 public struct HistoryEntry: Sendable, Equatable {
-    public var rev: Int
-    /// Server time, milliseconds since the Unix epoch.
-    public var ts: Int64
-    public var client: String
-    /// The sender's name as members see it.
-    public var name: String
-    public var cmd: CommandID
-    /// The command's operations as sent.
-    public var ops: [JSON]
-    public var results: [OpResult]
-    public var label: String?
-    /// What the revision changed (RFC 6902), as broadcast.
-    public var patch: [PatchOperation]
-    /// The id counter after the revision (for recordings: replay allocates the same ids).
-    public var nextID = 0
+    private var fields: Fields
 
     public init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
                 label: String? = nil, patch: [PatchOperation] = [], nextID: Int = 0) {
-        self.rev = rev; self.ts = ts; self.client = client; self.name = name; self.cmd = cmd
-        self.ops = ops; self.results = results; self.label = label; self.patch = patch; self.nextID = nextID
+        fields = Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results,
+                        label: label, patch: patch, nextID: nextID)
+    }
+
+    public var rev: Int {
+        get { fields.rev }
+        _modify { yield &unique().rev }
+    }
+    /// Server time, milliseconds since the Unix epoch.
+    public var ts: Int64 {
+        get { fields.ts }
+        _modify { yield &unique().ts }
+    }
+    public var client: String {
+        get { fields.client }
+        _modify { yield &unique().client }
+    }
+    /// The sender's name as members see it.
+    public var name: String {
+        get { fields.name }
+        _modify { yield &unique().name }
+    }
+    public var cmd: CommandID {
+        get { fields.cmd }
+        _modify { yield &unique().cmd }
+    }
+    /// The command's operations as sent.
+    public var ops: [JSON] {
+        get { fields.ops }
+        _modify { yield &unique().ops }
+    }
+    public var results: [OpResult] {
+        get { fields.results }
+        _modify { yield &unique().results }
+    }
+    public var label: String? {
+        get { fields.label }
+        _modify { yield &unique().label }
+    }
+    /// What the revision changed (RFC 6902), as broadcast.
+    public var patch: [PatchOperation] {
+        get { fields.patch }
+        _modify { yield &unique().patch }
+    }
+    /// The id counter after the revision (for recordings: replay allocates the same ids).
+    public var nextID: Int {
+        get { fields.nextID }
+        _modify { yield &unique().nextID }
+    }
+
+    private mutating func unique() -> Fields {
+        if !isKnownUniquelyReferenced(&fields) { fields = fields.copy() }
+        return fields
+    }
+
+    public static func == (a: HistoryEntry, b: HistoryEntry) -> Bool {
+        let x = a.fields, y = b.fields
+        return x === y || (x.rev == y.rev && x.ts == y.ts && x.client == y.client && x.name == y.name && x.cmd == y.cmd
+                           && x.ops == y.ops && x.results == y.results && x.label == y.label && x.patch == y.patch
+                           && x.nextID == y.nextID)
+    }
+
+    /// Changed only while its entry holds the sole reference (`unique()`).
+    private final class Fields: @unchecked Sendable {
+        @exclusivity(unchecked) var rev: Int
+        @exclusivity(unchecked) var ts: Int64
+        @exclusivity(unchecked) var client: String
+        @exclusivity(unchecked) var name: String
+        @exclusivity(unchecked) var cmd: CommandID
+        @exclusivity(unchecked) var ops: [JSON]
+        @exclusivity(unchecked) var results: [OpResult]
+        @exclusivity(unchecked) var label: String?
+        @exclusivity(unchecked) var patch: [PatchOperation]
+        @exclusivity(unchecked) var nextID: Int
+
+        init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
+             label: String?, patch: [PatchOperation], nextID: Int) {
+            self.rev = rev; self.ts = ts; self.client = client; self.name = name; self.cmd = cmd
+            self.ops = ops; self.results = results; self.label = label; self.patch = patch; self.nextID = nextID
+        }
+
+        func copy() -> Fields {
+            Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results, label: label,
+                   patch: patch, nextID: nextID)
+        }
     }
 
     /// An entry as `history` sends it (without its patch).

@@ -66,12 +66,12 @@ public struct IdempotencyTable: Sendable {
                 largestInt = n
                 current.rising.append((n, current.acks.count))
             } else if let at = current.position(of: id) {
-                current.acks[at] = entry
+                current.acks[at] = consume entry
                 return
             } else {
                 current.index[id] = current.acks.count
             }
-            current.acks.append(entry)
+            current.acks.append(consume entry)
             if current.acks.count >= capacity {
                 previous = current
                 current = Generation()
@@ -137,7 +137,7 @@ public struct IdempotencyTable: Sendable {
             index[client] = at
         }
         last = (client, at)
-        clients[at].remember(entry, capacity: capacity)
+        clients[at].remember(consume entry, capacity: capacity)
     }
 
     /// Every remembered command, per client, oldest first (for snapshots).

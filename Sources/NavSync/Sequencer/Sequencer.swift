@@ -176,7 +176,7 @@ public struct Sequencer: Sendable {
             let result: OpResult
             do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
             guard result == .applied else { return unchanged(command, client: client, results: result.alone) }
-            guard let edit = ctx.edit, let diff = StateDiff(edit: edit, in: document.state) else {
+            guard let edit = ctx.edit.take(), let diff = StateDiff(edit: edit, in: document.state) else {
                 preconditionFailure("\(op.action.name.rawValue) applied without a stack edit to patch from")
             }
             return commit(command, client: client, sender: sender, results: result.alone, diff: diff, ctx)

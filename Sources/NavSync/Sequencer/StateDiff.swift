@@ -53,11 +53,14 @@ public struct StateDiff: Sendable {
             }
             guard c.kind == .stack else { return false }
             pointer.put("/stack/")
+            // The list is made at its size (appending to the empty one grew it through
+            // the general path, and copied each op in).
             if edit.isPush {
                 let index = c.entries.count - 1
-                ops.append(PatchOperation(.add, pointer.string(ending: index), payload: .entry(c.entries[index])))
+                ops = [PatchOperation(.add, pointer.string(ending: index), payload: .entry(c.entries[index]))]
                 noteAdded(c.entries[index])
             } else {
+                ops.reserveCapacity(edit.previousCount - edit.count)
                 for i in (edit.count..<edit.previousCount).reversed() {
                     ops.append(PatchOperation(.remove, pointer.string(ending: i), payload: nil))
                 }
