@@ -143,6 +143,11 @@ public struct Entry: Sendable, Equatable {
     }
 }
 
+/// Printed as its JSON (the box alone would print as an address).
+extension Entry: CustomStringConvertible {
+    public var description: String { json.encodedString() }
+}
+
 public struct Alert: Sendable, Equatable {
     public var id: EntryID
     public var title: String

@@ -114,6 +114,19 @@ public struct HistoryEntry: Sendable, Equatable {
     }
 }
 
+extension HistoryEntry: CustomStringConvertible {
+    /// The entry whole, as a session snapshot keeps it: `json` with the patch and the id counter.
+    var snapshotJSON: JSON {
+        guard case .object(var o) = json else { return json }
+        o["patch"] = .array(patch.map(\.json))
+        o["nextID"] = .int(Int64(nextID))
+        return .object(o)
+    }
+
+    /// Printed as its snapshot JSON (the box alone would print as an address).
+    public var description: String { snapshotJSON.encodedString() }
+}
+
 /// The last `capacity` revisions of a session: their entries, and the states from
 /// `earliest` to the current revision. Pure; the sequencer records into it.
 ///
@@ -295,12 +308,7 @@ public struct History: Sendable {
         guard capacity > 0 else { return .null }
         return ["start": .int(Int64(start)),
                 "checkpoints": .array(kept.map { ["rev": .int(Int64($0.rev)), "state": $0.state.json, "nextID": .int(Int64($0.nextID))] }),
-                "entries": .array(stride(from: kept.first!.rev + 1, through: rev, by: 1).map(entry).map { e in
-                    guard case .object(var o) = e.json else { return e.json }
-                    o["patch"] = .array(e.patch.map(\.json))
-                    o["nextID"] = .int(Int64(e.nextID))
-                    return .object(o)
-                })]
+                "entries": .array(stride(from: kept.first!.rev + 1, through: rev, by: 1).map { entry($0).snapshotJSON })]
     }
 
     /// History read back from a snapshot taken at revision `rev`; nil when it does not

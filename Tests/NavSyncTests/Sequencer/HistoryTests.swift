@@ -81,6 +81,31 @@ struct HistoryTests {
         #expect(h.newest(label: "six") == 6 && h.newest(label: "nope") == nil)
     }
 
+    /// A history entry keeps its fields in one shared box: a copy changed is a new
+    /// value, and the one history holds (and every other copy) stays as it was.
+    @Test func aHistoryEntryIsAValue() throws {
+        var seq = Sequencer(flow: .demo, epoch: "h")
+        _ = seq.submit(["id": 1, "ops": [["op": "setRoot", "route": "login"]], "label": "in"], client: "a",
+                       sender: .init(name: "phone", ts: 1001))
+        let held = seq.history.page(before: nil, limit: 1)[0]
+        let original = HistoryEntry(rev: held.rev, ts: held.ts, client: held.client, name: held.name, cmd: held.cmd,
+                                    ops: held.ops, results: held.results, label: held.label, patch: held.patch,
+                                    nextID: held.nextID)
+        #expect(held == original && !held.patch.isEmpty)
+        let changes: [(inout HistoryEntry) -> Void] = [
+            { $0.rev = 9 }, { $0.ts = 9 }, { $0.client = "b" }, { $0.name = "tablet" }, { $0.cmd = .int(9) },
+            { $0.ops = [] }, { $0.results = [.noop] }, { $0.label = nil }, { $0.patch = [] }, { $0.nextID = 99 },
+        ]
+        for (i, change) in changes.enumerated() {
+            var copy = held
+            change(&copy)
+            #expect(copy != held, "change \(i) shows on the copy")
+            #expect(held == original, "change \(i) leaves the original as it was")
+        }
+        #expect(seq.history.page(before: nil, limit: 1)[0] == original, "and the entry history holds")
+        #expect(try JSON.parse(original.description) == original.snapshotJSON, "printed as its JSON, not as a box")
+    }
+
     @Test func aCommandThatChangesNothingRecordsNothingAndLabelsAreChecked() {
         var seq = Sequencer(flow: .demo, epoch: "h")
         _ = seq.submit(["id": 1, "ops": [["op": "dismiss"]], "label": "nothing"], client: "a")
