@@ -176,6 +176,7 @@ public struct Sequencer: Sendable {
             let result: OpResult
             do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
             guard result == .applied else { return unchanged(command, client: client, results: result.alone) }
+            // The edit is moved out of the context (nothing reads it there again), not copied.
             guard let edit = ctx.edit.take(), let diff = StateDiff(edit: edit, in: document.state) else {
                 preconditionFailure("\(op.action.name.rawValue) applied without a stack edit to patch from")
             }
