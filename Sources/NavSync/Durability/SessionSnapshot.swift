@@ -81,9 +81,11 @@ extension Sequencer {
                 idempotency.remember(client: client, ack, fingerprint: a["fingerprint"]?.stringValue.flatMap { UInt64($0, radix: 16) })
             }
         }
+        // Checked even when history holds the patches (and the log is not kept).
+        let keepsLog = !log.isCovered(by: history)
         for p in snapshot["log"]?.arrayValue ?? [] {
             guard let patch = Patch(json: p) else { throw SnapshotError("the patch log has a bad patch") }
-            if !log.isCovered(by: history) { log.append(patch) }
+            if keepsLog { log.append(patch) }
         }
     }
 

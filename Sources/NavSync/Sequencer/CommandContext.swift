@@ -26,7 +26,7 @@ public struct CommandContext: Sendable {
     /// every operation that runs, including those a deep link expands to.
     public let refused: [OpName: String]
 
-    @inline(__always)
+    @inline(__always)    // made in place at its call: about 1% of a push/pop command's instructions
     public init(conflicts: ConflictGuard?, firstID: Int, refused: [OpName: String] = [:]) {
         self.conflicts = conflicts
         self.firstID = firstID

@@ -1,101 +1,53 @@
 /// One revision of a session's history (DESIGN.md section 15): who made it, when, with
-/// which command, and the patch it made.
+/// which command, and the patch it made. A record of the past: read-only.
 ///
-/// A value with its fields in one shared, copy-on-write box (as `Entry`): recording a
-/// revision hands the entry on a few times, and overwriting the oldest frees it, so a
-/// copy is one retain instead of one per field (eight per copy were some 10% of a
-/// push/pop command).
+/// Its fields are in one shared box: recording a revision hands the entry on a few
+/// times, and overwriting the oldest frees it, so a copy is one retain instead of one
+/// per field (eight per copy were some 10% of a push/pop command).
 public struct HistoryEntry: Sendable, Equatable {
-    private var fields: Fields
+    private let box: Box
+
+    private struct Fields: Sendable, Equatable {
+        var rev: Int
+        var ts: Int64
+        var client: String
+        var name: String
+        var cmd: CommandID
+        var ops: [JSON]
+        var results: [OpResult]
+        var label: String?
+        var patch: [PatchOperation]
+        var nextID: Int
+    }
+
+    private final class Box: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
 
     public init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
                 label: String? = nil, patch: [PatchOperation] = [], nextID: Int = 0) {
-        fields = Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results,
-                        label: label, patch: patch, nextID: nextID)
+        box = Box(Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results,
+                         label: label, patch: patch, nextID: nextID))
     }
 
-    public var rev: Int {
-        get { fields.rev }
-        _modify { yield &unique().rev }
-    }
+    public var rev: Int { box.fields.rev }
     /// Server time, milliseconds since the Unix epoch.
-    public var ts: Int64 {
-        get { fields.ts }
-        _modify { yield &unique().ts }
-    }
-    public var client: String {
-        get { fields.client }
-        _modify { yield &unique().client }
-    }
+    public var ts: Int64 { box.fields.ts }
+    public var client: String { box.fields.client }
     /// The sender's name as members see it.
-    public var name: String {
-        get { fields.name }
-        _modify { yield &unique().name }
-    }
-    public var cmd: CommandID {
-        get { fields.cmd }
-        _modify { yield &unique().cmd }
-    }
+    public var name: String { box.fields.name }
+    public var cmd: CommandID { box.fields.cmd }
     /// The command's operations as sent.
-    public var ops: [JSON] {
-        get { fields.ops }
-        _modify { yield &unique().ops }
-    }
-    public var results: [OpResult] {
-        get { fields.results }
-        _modify { yield &unique().results }
-    }
-    public var label: String? {
-        get { fields.label }
-        _modify { yield &unique().label }
-    }
+    public var ops: [JSON] { box.fields.ops }
+    public var results: [OpResult] { box.fields.results }
+    public var label: String? { box.fields.label }
     /// What the revision changed (RFC 6902), as broadcast.
-    public var patch: [PatchOperation] {
-        get { fields.patch }
-        _modify { yield &unique().patch }
-    }
+    public var patch: [PatchOperation] { box.fields.patch }
     /// The id counter after the revision (for recordings: replay allocates the same ids).
-    public var nextID: Int {
-        get { fields.nextID }
-        _modify { yield &unique().nextID }
-    }
+    public var nextID: Int { box.fields.nextID }
 
-    private mutating func unique() -> Fields {
-        if !isKnownUniquelyReferenced(&fields) { fields = fields.copy() }
-        return fields
-    }
-
-    public static func == (a: HistoryEntry, b: HistoryEntry) -> Bool {
-        let x = a.fields, y = b.fields
-        return x === y || (x.rev == y.rev && x.ts == y.ts && x.client == y.client && x.name == y.name && x.cmd == y.cmd
-                           && x.ops == y.ops && x.results == y.results && x.label == y.label && x.patch == y.patch
-                           && x.nextID == y.nextID)
-    }
-
-    /// Changed only while its entry holds the sole reference (`unique()`).
-    private final class Fields: @unchecked Sendable {
-        @exclusivity(unchecked) var rev: Int
-        @exclusivity(unchecked) var ts: Int64
-        @exclusivity(unchecked) var client: String
-        @exclusivity(unchecked) var name: String
-        @exclusivity(unchecked) var cmd: CommandID
-        @exclusivity(unchecked) var ops: [JSON]
-        @exclusivity(unchecked) var results: [OpResult]
-        @exclusivity(unchecked) var label: String?
-        @exclusivity(unchecked) var patch: [PatchOperation]
-        @exclusivity(unchecked) var nextID: Int
-
-        init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
-             label: String?, patch: [PatchOperation], nextID: Int) {
-            self.rev = rev; self.ts = ts; self.client = client; self.name = name; self.cmd = cmd
-            self.ops = ops; self.results = results; self.label = label; self.patch = patch; self.nextID = nextID
-        }
-
-        func copy() -> Fields {
-            Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results, label: label,
-                   patch: patch, nextID: nextID)
-        }
-    }
+    public static func == (a: HistoryEntry, b: HistoryEntry) -> Bool { a.box === b.box || a.box.fields == b.box.fields }
 
     /// An entry as `history` sends it (without its patch).
     public init?(json: JSON) {
@@ -121,6 +73,14 @@ extension HistoryEntry: CustomStringConvertible {
         o["patch"] = .array(patch.map(\.json))
         o["nextID"] = .int(Int64(nextID))
         return .object(o)
+    }
+
+    /// An entry as a snapshot keeps it (`snapshotJSON`); nil when a part is missing or bad.
+    init?(snapshotJSON json: JSON) {
+        guard let e = HistoryEntry(json: json), let list = json["patch"]?.arrayValue, let n = json["nextID"]?.intValue,
+              let patch = try? list.map({ try PatchOperation(json: $0) }) else { return nil }
+        self.init(rev: e.rev, ts: e.ts, client: e.client, name: e.name, cmd: e.cmd, ops: e.ops, results: e.results,
+                  label: e.label, patch: patch, nextID: Int(n))
     }
 
     /// Printed as its snapshot JSON (the box alone would print as an address).
@@ -324,10 +284,7 @@ public struct History: Sendable {
         }
         var held: [HistoryEntry] = []
         for e in list {
-            guard var entry = HistoryEntry(json: e), let patch = e["patch"]?.arrayValue, let n = e["nextID"]?.intValue,
-                  let ops = try? patch.map({ try PatchOperation(json: $0) }) else { return nil }
-            entry.patch = ops
-            entry.nextID = Int(n)
+            guard let entry = HistoryEntry(snapshotJSON: e) else { return nil }
             held.append(entry)
         }
         self.rev = held.last?.rev ?? checkpoints.last!.rev

@@ -84,7 +84,9 @@ struct DurabilityTests {
         #expect(throws: SnapshotError.self) { try Sequencer(restoring: .object(bad), flow: .demo) }
         // Conflict records that are not ids with revisions.
         for (field, value) in [("removedAt", ["e3": "x"]), ("removedAt", ["3": 1]), ("lastChanged", ["x7": 1]),
-                               ("lastChanged", ["e2": true])] as [(String, JSON)] {
+                               ("lastChanged", ["e2": true]),
+                               // A bad patch in the log, though history holds the patches by default.
+                               ("log", [["rev": 1, "ops": "x"]])] as [(String, JSON)] {
             var broken = snap.objectValue!
             broken[field] = value
             #expect(throws: SnapshotError.self, "\(field): \(value)") { try Sequencer(restoring: .object(broken), flow: .demo) }

@@ -81,29 +81,28 @@ struct HistoryTests {
         #expect(h.newest(label: "six") == 6 && h.newest(label: "nope") == nil)
     }
 
-    /// A history entry keeps its fields in one shared box: a copy changed is a new
-    /// value, and the one history holds (and every other copy) stays as it was.
-    @Test func aHistoryEntryIsAValue() throws {
+    /// A history entry keeps its fields in one shared box: entries made alike are equal
+    /// whether or not they share it, and one reads back from the form a snapshot keeps
+    /// (and prints as), patch and id counter included; a part missing or bad is refused.
+    @Test func aHistoryEntryComparesByContentAndReadsBackFromItsSnapshotForm() throws {
         var seq = Sequencer(flow: .demo, epoch: "h")
         _ = seq.submit(["id": 1, "ops": [["op": "setRoot", "route": "login"]], "label": "in"], client: "a",
                        sender: .init(name: "phone", ts: 1001))
         let held = seq.history.page(before: nil, limit: 1)[0]
-        let original = HistoryEntry(rev: held.rev, ts: held.ts, client: held.client, name: held.name, cmd: held.cmd,
-                                    ops: held.ops, results: held.results, label: held.label, patch: held.patch,
-                                    nextID: held.nextID)
-        #expect(held == original && !held.patch.isEmpty)
-        let changes: [(inout HistoryEntry) -> Void] = [
-            { $0.rev = 9 }, { $0.ts = 9 }, { $0.client = "b" }, { $0.name = "tablet" }, { $0.cmd = .int(9) },
-            { $0.ops = [] }, { $0.results = [.noop] }, { $0.label = nil }, { $0.patch = [] }, { $0.nextID = 99 },
-        ]
-        for (i, change) in changes.enumerated() {
-            var copy = held
-            change(&copy)
-            #expect(copy != held, "change \(i) shows on the copy")
-            #expect(held == original, "change \(i) leaves the original as it was")
+        let alike = HistoryEntry(rev: held.rev, ts: held.ts, client: held.client, name: held.name, cmd: held.cmd,
+                                 ops: held.ops, results: held.results, label: held.label, patch: held.patch,
+                                 nextID: held.nextID)
+        #expect(held == alike && !held.patch.isEmpty && held.nextID > 1)
+        #expect(held != HistoryEntry(rev: held.rev, ts: held.ts, client: held.client, name: held.name, cmd: held.cmd,
+                                     ops: held.ops, results: held.results, label: held.label, patch: [], nextID: held.nextID))
+        #expect(HistoryEntry(snapshotJSON: held.snapshotJSON) == held)
+        #expect(try JSON.parse(held.description) == held.snapshotJSON, "printed as its JSON, not as a box")
+        guard case .object(let whole) = held.snapshotJSON else { Issue.record("not an object"); return }
+        for (key, bad) in [("patch", nil), ("patch", [["op": "jump"]]), ("nextID", nil), ("nextID", "2"), ("rev", nil)] as [(String, JSON?)] {
+            var o = whole
+            o[key] = bad
+            #expect(HistoryEntry(snapshotJSON: .object(o)) == nil, "\(key): \(bad.map { $0.description } ?? "missing")")
         }
-        #expect(seq.history.page(before: nil, limit: 1)[0] == original, "and the entry history holds")
-        #expect(try JSON.parse(original.description) == original.snapshotJSON, "printed as its JSON, not as a box")
     }
 
     @Test func aCommandThatChangesNothingRecordsNothingAndLabelsAreChecked() {
