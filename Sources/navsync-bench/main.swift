@@ -11,8 +11,8 @@ import Glibc
 // Each workload runs on the demo flow through `Sequencer.submit`, which is everything
 // a session does per command except the network: decode the ops, resolve, apply on a
 // copy, diff to a JSON Patch, update conflict bookkeeping and the idempotency table,
-// append to the patch log. "+encode" also serializes the patch message once, as the
-// server does before broadcasting it.
+// append to the patch log. "+encode" also writes the patch message into its WebSocket
+// frame once, as the server does before queueing the frame on every member.
 import CUV
 import NavSync
 
@@ -54,7 +54,7 @@ let workloads: [Workload] = [
 ]
 
 /// Runs `count` commands of the workload; returns commands per second and the mean
-/// size of the patch message of an applied command (when `encode`).
+/// size of the patch frame of an applied command (when `encode`).
 func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecond: Double, patchBytes: Double) {
     var seq = Sequencer(flow: .demo, epoch: "bench", historyCapacity: history)
     _ = seq.submit(Command(id: .int(-1), ops: [["op": "setRoot", "route": "main"]]), client: "bench")
@@ -66,7 +66,7 @@ func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecon
         for command in prepared {
             guard case .applied(_, let patch) = seq.submit(command, client: "bench") else { continue }
             applied += 1
-            if encode { bytes += ServerMessage.patch(session: "bench", patch).bytes().count }
+            if encode { bytes += OutgoingBuffer(text: .patch(session: "bench", patch)).count }
         }
     }
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -77,7 +77,7 @@ func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecon
 print("warning: debug build; figures are meaningless. Use: swift run -c release navsync-bench")
 #endif
 print("navsync-bench: \(commands) commands per workload and round, \(rounds) rounds, demo flow, one core, history of \(history) revisions")
-print("workload                         commands/s median   best   +encode median    best   patch msg bytes/cmd")
+print("workload                         commands/s median   best   +encode median    best   patch frame bytes/cmd")
 for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
     var plain: [Double] = [], encoded: [Double] = []
     var patchBytes = 0.0
@@ -92,7 +92,7 @@ for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
     let name = w.name.padding(toLength: 32, withPad: " ", startingAt: 0)
     let figures = [plain[plain.count / 2], plain.last!, encoded[encoded.count / 2], encoded.last!]
         .map { String(Int($0)).leftPad(8) }
-    print("\(name)        \(figures[0]) \(figures[1])        \(figures[2]) \(figures[3])   \(format1(patchBytes).leftPad(19))")
+    print("\(name)        \(figures[0]) \(figures[1])        \(figures[2]) \(figures[3])   \(format1(patchBytes).leftPad(21))")
 }
 
 /// History (DESIGN.md section 15): the state of random revisions of a full history,

@@ -213,6 +213,37 @@ struct ByteWriter: ~Copyable {
     /// The bytes written.
     consuming func finish() -> [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
+    /// The bytes `body` writes behind `room` free bytes (for a header written once
+    /// their length is known), in one allocation the caller frees: written on the
+    /// stack and copied to the heap at their size, or, when `capacity` says they will
+    /// not fit there, written on the heap from the start.
+    static func allocation(room: Int, capacity: Int, _ body: (inout ByteWriter) -> Void) -> (storage: UnsafeMutablePointer<UInt8>, count: Int) {
+        let stackBytes = 1024   // (larger, and the standard library asks the thread for its stack bounds: some 700 instructions)
+        guard capacity + room <= stackBytes else {
+            var out = ByteWriter(capacity: capacity + room)
+            out.count = room
+            body(&out)
+            return out.take()
+        }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: stackBytes) { scratch in
+            var out = ByteWriter(scratch: scratch)
+            out.count = room
+            body(&out)
+            return out.take()
+        }
+    }
+
+    /// The buffer handed over: as it is when on the heap, else copied there at its size.
+    private consuming func take() -> (storage: UnsafeMutablePointer<UInt8>, count: Int) {
+        var taken = (storage: base, count: count)
+        if !owned {
+            taken.storage = .allocate(capacity: count)
+            taken.storage.initialize(from: base, count: count)
+        }
+        discard self
+        return taken
+    }
+
     private mutating func grow(toFit extra: Int) {
         var newCapacity = capacity * 2
         while newCapacity < count + extra { newCapacity *= 2 }

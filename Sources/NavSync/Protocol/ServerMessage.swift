@@ -76,10 +76,28 @@ public enum ServerMessage: Sendable, Equatable {
     /// storm must not encode the flow and the member list once per join). Same bytes
     /// either way.
     public func bytes(id: JSON? = nil) -> [UInt8] {
-        if case .patch(let session, let patch) = self, id == nil { return Self.bytes(session: session, patch) }
-        if case .ack(let session, let ack) = self { return Self.bytes(session: session, ack) }
-        guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else { return json(id: id).encoded() }
-        var out = ByteWriter(capacity: e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128)
+        let size = sizeHint
+        if size <= 512 { return ByteWriter.bytes { write(id: id, into: &$0) } }
+        var out = ByteWriter(capacity: size)
+        write(id: id, into: &out)
+        return out.finish()
+    }
+
+    /// About how many bytes the message takes (a joined message's encoded parts; a
+    /// small message else): the room a writer starts with.
+    var sizeHint: Int {
+        guard case .joined(let j) = self, let e = j.encoded else { return 512 }
+        return e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128
+    }
+
+    /// Writes the wire bytes (`bytes(id:)`) into `out`: the server writes them straight
+    /// into the frame a member is sent (`OutgoingBuffer(text:)`).
+    func write(id: JSON?, into out: inout ByteWriter) {
+        if case .patch(let session, let patch) = self, id == nil { return Self.write(session: session, patch, into: &out) }
+        if case .ack(let session, let ack) = self { return Self.write(session: session, ack, into: &out) }
+        guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else {
+            return json(id: id).write(into: &out)
+        }
         out.append(ascii: #"{"type":"joined""#)
         if let id { out.append(ascii: #","id":"#); id.write(into: &out) }
         out.append(ascii: #","session":"#); JSON.writeString(j.session, into: &out)
@@ -99,14 +117,9 @@ public enum ServerMessage: Sendable, Equatable {
         out.append(ascii: #","state":"#)
         if let bytes = e.state { out.append(contentsOf: bytes) } else { state.write(into: &out) }
         out.append(UInt8(ascii: "}"))
-        return out.finish()
     }
 
     /// A `patch` message, in the key order of `json(id:)`.
-    static func bytes(session: String, _ patch: Patch) -> [UInt8] {
-        ByteWriter.bytes { write(session: session, patch, into: &$0) }
-    }
-
     private static func write(session: String, _ patch: Patch, into out: inout ByteWriter) {
         out.append(ascii: #"{"type":"patch","session":"#)
         JSON.writeString(session, into: &out)
@@ -127,10 +140,6 @@ public enum ServerMessage: Sendable, Equatable {
     }
 
     /// An `ack` message, in the key order of `json(id:)` (whose `id` is the command's).
-    static func bytes(session: String, _ ack: Ack) -> [UInt8] {
-        ByteWriter.bytes { write(session: session, ack, into: &$0) }
-    }
-
     private static func write(session: String, _ ack: Ack, into out: inout ByteWriter) {
         out.append(ascii: #"{"type":"ack","id":"#)
         ack.id.write(into: &out)

@@ -65,7 +65,7 @@ public final class SessionServer: ServerApplication {
                 cluster?.perform(request)
             case .send(let to, let message, let id):
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
-                if !connection.sendText(message.bytes(id: id)) { connection.abort(.overflow); continue }
+                if !connection.send(OutgoingBuffer(text: message, id: id)) { connection.abort(.overflow); continue }
                 connection.writeFirst()
             case .broadcast(let session, let message, let members):
                 if let server { broadcast(message, to: members, of: session, on: server) }
@@ -114,7 +114,7 @@ public final class SessionServer: ServerApplication {
     /// The message is encoded and framed once; every member queues the same buffer.
     /// Per member: no lookup, cast, retain or counter update beyond queueing it.
     private func broadcast(_ message: ServerMessage, to ids: [Int], of session: String, on server: Server) {
-        let frame = OutgoingBuffer(frame: .text, message.bytes())
+        let frame = OutgoingBuffer(text: message)
         let isPatch: Bool
         if case .patch = message { isPatch = true } else { isPatch = false }
         let audience = audience(of: session, ids: ids, on: server)
@@ -233,5 +233,13 @@ public final class SessionServer: ServerApplication {
         state.lagging = []
         connection.server.logger.info("#\(connection.id) \(connection.peer) drained: catching up on \(sessions.joined(separator: ", ")) with a snapshot")
         handle(.caughtUp(connection.id, sessions: sessions), on: connection.server)
+    }
+}
+
+extension OutgoingBuffer {
+    /// The text frame of a server message, written straight into the buffer (the
+    /// message's bytes are `message.bytes(id:)`; no array of them is made).
+    public convenience init(text message: ServerMessage, id: JSON? = nil) {
+        self.init(textFrameOf: message.sizeHint) { message.write(id: id, into: &$0) }
     }
 }

@@ -30,6 +30,26 @@ public enum WebSocketEncoder {
         return out
     }
 
+    /// Room for the longest header of a server's frame (unmasked, 64-bit length).
+    public static let maxServerHeader = 10
+
+    /// Writes the header of an unmasked final frame so that it ends at `end`, where the
+    /// payload starts, and returns its length: for a payload written first, behind room
+    /// for the header (`OutgoingBuffer(textFrameOf:)`). The bytes of `header`.
+    static func writeHeader(_ opcode: Opcode, length: Int, endingAt end: UnsafeMutablePointer<UInt8>) -> Int {
+        let size = length <= 125 ? 2 : length <= 0xFFFF ? 4 : 10
+        let p = end - size
+        p[0] = 0x80 | opcode.rawValue
+        switch size {
+        case 2: p[1] = UInt8(length)
+        case 4: p[1] = 126; p[2] = UInt8(length >> 8); p[3] = UInt8(length & 0xFF)
+        default:
+            p[1] = 127
+            for i in 0..<8 { p[2 + i] = UInt8(truncatingIfNeeded: UInt64(length) >> UInt64(56 - 8 * i)) }
+        }
+        return size
+    }
+
     /// A close frame with a code and a reason (cut to fit the 125-byte control limit on
     /// a UTF-8 boundary).
     public static func close(_ code: UInt16, reason: String = "", mask: (UInt8, UInt8, UInt8, UInt8)? = nil) -> [UInt8] {
