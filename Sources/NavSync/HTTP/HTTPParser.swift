@@ -95,22 +95,34 @@ public struct HTTPParser: Sendable {
         }
         if headerEnd > limits.maxHeaderBytes { return .failed(HTTPError(431, "header section larger than \(limits.maxHeaderBytes) bytes")) }
 
-        // Every line up to the blank one ends in CRLF (bare LF was refused above).
-        var lines = buffer[..<(headerEnd - 2)].split(separator: 0x0A, omittingEmptySubsequences: false).map { $0.dropLast() }
-        lines.removeLast()
-        guard let requestLine = lines.first else { return .failed(HTTPError(400, "empty request")) }
+        // Every line up to the blank one ends in CRLF (bare LF was refused above): each
+        // is read where it is, from one LF to the next (no list of lines is made).
+        let sectionEnd = headerEnd - 2
+        func lineEnd(from start: Int) -> Int {
+            var lf = start
+            while buffer[lf] != 0x0A { lf += 1 }
+            return lf
+        }
+        var lineCount = 0
+        for i in 0..<sectionEnd where buffer[i] == 0x0A { lineCount += 1 }
+        let firstEnd = lineEnd(from: 0)
+        let requestLine = buffer[0..<(firstEnd - 1)]
         if requestLine.count > limits.maxRequestLine { return .failed(HTTPError(414, "request line longer than \(limits.maxRequestLine) bytes")) }
         var request: HTTPRequest
         switch Self.requestLine(requestLine) {
         case .success(let r): request = r
         case .failure(let e): return .failed(e)
         }
-        if lines.count - 1 > limits.maxHeaders { return .failed(HTTPError(431, "more than \(limits.maxHeaders) header fields")) }
-        for line in lines.dropFirst() {
-            switch Self.headerField(line) {
+        if lineCount - 1 > limits.maxHeaders { return .failed(HTTPError(431, "more than \(limits.maxHeaders) header fields")) }
+        request.headers.reserveCapacity(lineCount - 1)
+        var start = firstEnd + 1
+        while start < sectionEnd {
+            let end = lineEnd(from: start)
+            switch Self.headerField(buffer[start..<(end - 1)]) {
             case .success(let field): request.headers.append(field)
             case .failure(let e): return .failed(e)
             }
+            start = end + 1
         }
         if request.minorVersion == 1 && request.headers("Host").count != 1 {
             return .failed(HTTPError(400, "an HTTP/1.1 request needs exactly one Host header"))

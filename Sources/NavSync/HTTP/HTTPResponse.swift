@@ -30,12 +30,17 @@ public struct HTTPResponse: Sendable, Equatable {
     /// The response bytes. `keepAlive` false adds `Connection: close`; HEAD requests
     /// keep the length but send no body.
     public func serialized(keepAlive: Bool, headOnly: Bool = false) -> [UInt8] {
-        var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if status != 101 && status != 204 && status != 304 { head += "Content-Length: \(body.count)\r\n" }
-        if !keepAlive { head += "Connection: close\r\n" }
-        head += "\r\n"
-        var out = Array(head.utf8)
+        // Bytes appended to one array made at about its size (building the head as a
+        // string by interpolation cost more than the rest of a WebSocket handshake's
+        // answer).
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 } + (headOnly ? 0 : body.count))
+        func put(_ text: String) { out.append(contentsOf: text.utf8) }
+        put("HTTP/1.1 "); out.append(decimal: status); put(" "); put(Self.reasonPhrase(status)); put("\r\n")
+        for (name, value) in headers { put(name); put(": "); put(value); put("\r\n") }
+        if status != 101 && status != 204 && status != 304 { put("Content-Length: "); out.append(decimal: body.count); put("\r\n") }
+        if !keepAlive { put("Connection: close\r\n") }
+        put("\r\n")
         if !headOnly { out += body }
         return out
     }

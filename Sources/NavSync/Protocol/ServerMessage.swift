@@ -37,7 +37,15 @@ public enum ServerMessage: Sendable, Equatable {
         public var epoch: String
         public var rev: Int
         public var flow: JSON
-        public var members: [Member]
+        /// The members listed one by one, the joiner among them.
+        public var members: [Member] {
+            get { unlisted.map { listed + [$0] } ?? listed }
+            set { listed = newValue; unlisted = nil }
+        }
+        /// `members` as the session keeps them (a list shared by a join storm, not
+        /// copied per join), and the joiner when it is not among them.
+        private var listed: [Member]
+        private var unlisted: Member?
         /// Members not listed in `members` (past `presenceDetail`); nil when all are.
         public var others: Int?
         /// Either the whole state, or the patches since the joiner's `since`.
@@ -47,7 +55,12 @@ public enum ServerMessage: Sendable, Equatable {
         public var encoded: Encoded?
         public init(session: String, epoch: String, rev: Int, flow: JSON, members: [Member], others: Int? = nil, catchUp: CatchUp) {
             self.session = session; self.epoch = epoch; self.rev = rev; self.flow = flow
-            self.members = members; self.others = others; self.catchUp = catchUp
+            self.listed = members; self.others = others; self.catchUp = catchUp
+        }
+
+        init(session: String, epoch: String, rev: Int, flow: JSON, listed: [Member], unlisted: Member?, others: Int?, catchUp: CatchUp) {
+            self.init(session: session, epoch: epoch, rev: rev, flow: flow, members: listed, others: others, catchUp: catchUp)
+            self.unlisted = unlisted
         }
 
         public struct Encoded: Sendable {

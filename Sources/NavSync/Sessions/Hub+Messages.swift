@@ -186,9 +186,9 @@ extension Hub {
             stateBytes = state.bytes
         }
         // The others learn of the join with the next presence (gathered per interval).
-        let (members, others, encodedMembers, joiner) = sessions[j.session]!.joinedListing(for: c, detail: configuration.presenceDetail)
+        let (listed, unlisted, others, encodedMembers, joiner) = sessions[j.session]!.joinedListing(for: c, detail: configuration.presenceDetail)
         var joined = ServerMessage.Joined(session: j.session, epoch: seq.epoch, rev: seq.rev, flow: s.flow.source,
-                                          members: members, others: others, catchUp: catchUp)
+                                          listed: listed, unlisted: unlisted, others: others, catchUp: catchUp)
         joined.encoded = .init(flow: s.flowBytes, members: encodedMembers, joiner: joiner, state: stateBytes)
         emit(.send(to: c, .joined(joined), id: id))
     }

@@ -1,8 +1,11 @@
 /// Base64 (RFC 4648 section 4, with padding), for the WebSocket handshake.
 public enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    /// A literal in read-only memory (a global array is initialized lazily, checked and
+    /// retained at every use).
+    private static let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
     public static func encode(_ bytes: [UInt8]) -> String {
+        let alphabet = Self.alphabet.utf8Start
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var i = 0
@@ -19,30 +22,34 @@ public enum Base64 {
 
     /// Strict decoding: length a multiple of 4, padding only at the end, no whitespace.
     public static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 4 == 0 else { return nil }
-        var out: [UInt8] = []
-        var i = 0
-        while i < chars.count {
-            var values: [UInt8] = []
-            var padding = 0
-            for j in 0..<4 {
-                let c = chars[i + j]
-                if c == UInt8(ascii: "=") {
-                    guard i + 4 == chars.count, j >= 2 else { return nil }
-                    padding += 1
-                    values.append(0)
-                } else {
-                    guard padding == 0, let v = value(c) else { return nil }
-                    values.append(v)
+        var text = text
+        return text.withUTF8 { chars -> [UInt8]? in
+            guard chars.count % 4 == 0 else { return nil }
+            var out: [UInt8] = []
+            out.reserveCapacity(chars.count / 4 * 3)
+            var i = 0
+            while i < chars.count {
+                // Four characters, six bits each; `=` only as the last one or two of all.
+                var bits: UInt32 = 0
+                var padding = 0
+                for j in 0..<4 {
+                    let c = chars[i + j]
+                    if c == UInt8(ascii: "=") {
+                        guard i + 4 == chars.count, j >= 2 else { return nil }
+                        padding += 1
+                        bits <<= 6
+                    } else {
+                        guard padding == 0, let v = value(c) else { return nil }
+                        bits = bits << 6 | UInt32(v)
+                    }
                 }
+                out.append(UInt8(truncatingIfNeeded: bits >> 16))
+                if padding < 2 { out.append(UInt8(truncatingIfNeeded: bits >> 8)) }
+                if padding < 1 { out.append(UInt8(truncatingIfNeeded: bits)) }
+                i += 4
             }
-            out.append(values[0] << 2 | values[1] >> 4)
-            if padding < 2 { out.append(values[1] << 4 | values[2] >> 2) }
-            if padding < 1 { out.append(values[2] << 6 | values[3]) }
-            i += 4
+            return out
         }
-        return out
     }
 
     private static func value(_ c: UInt8) -> UInt8? {

@@ -11,7 +11,7 @@ public enum WebSocketHandshake {
     /// Whether the request asks to upgrade to WebSocket at all (then it is either
     /// accepted or refused as a handshake, never served as plain HTTP).
     public static func isUpgrade(_ request: HTTPRequest) -> Bool {
-        request.headers("Upgrade").contains { $0.lowercased().split(separator: ",").contains { $0.trimmingSpaces == "websocket" } }
+        request.lists("Upgrade", "websocket")
     }
 
     /// What a successful handshake agreed.
@@ -39,8 +39,7 @@ public enum WebSocketHandshake {
             return .refused(r)
         }
         guard request.minorVersion == 1 else { return .refused(.text(400, "a WebSocket handshake needs HTTP/1.1\n")) }
-        let connection = request.headers("Connection").flatMap { $0.lowercased().split(separator: ",").map { $0.trimmingSpaces } }
-        guard connection.contains("upgrade") else { return .refused(.text(400, "missing 'Connection: Upgrade'\n")) }
+        guard request.lists("Connection", "upgrade") else { return .refused(.text(400, "missing 'Connection: Upgrade'\n")) }
         let versions = request.headers("Sec-WebSocket-Version")
         guard versions == ["13"] else {
             var r = HTTPResponse.text(426, "only WebSocket version 13 is supported\n")
@@ -54,8 +53,9 @@ public enum WebSocketHandshake {
         guard let nonce = Base64.decode(keys[0]), nonce.count == 16 else {
             return .refused(.text(400, "Sec-WebSocket-Key must be 16 bytes in base64\n"))
         }
-        let offered = request.headers("Sec-WebSocket-Protocol").flatMap { $0.split(separator: ",").map { $0.trimmingSpaces } }
-        let chosen = offered.first { subprotocols.contains($0) }
+        // (Most clients offer none: the list is made only when one is offered.)
+        let offers = request.headers("Sec-WebSocket-Protocol")
+        let chosen = offers.isEmpty ? nil : offers.flatMap { $0.split(separator: ",").map { $0.trimmingSpaces } }.first { subprotocols.contains($0) }
         var headers: [(String, String)] = [("Upgrade", "websocket"), ("Connection", "Upgrade"),
                                            ("Sec-WebSocket-Accept", acceptValue(forKey: keys[0]))]
         if let chosen { headers.append(("Sec-WebSocket-Protocol", chosen)) }

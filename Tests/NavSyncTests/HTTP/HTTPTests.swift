@@ -48,6 +48,22 @@ struct HTTPTests {
         #expect(r.header("Sec\rWebSocket-Key") == nil && r.header("Sec-WebSocket-Ke") == nil)
         #expect(r.header("x-a{") == nil && r.header("x-A[") == "1")
         #expect(r.keepAlive)
+        // Comma-separated lists are read in place: items trimmed, case folded, any of
+        // several fields; an item is matched whole.
+        #expect(r.lists("connection", "upgrade") && r.lists("CONNECTION", "keep-alive") && !r.lists("Connection", "close"))
+        let lists = HTTPRequest(method: "GET", target: "/", minorVersion: 1,
+                                headers: [("Upgrade", "h2c,"), ("Upgrade", ", ,WebSocket"), ("Connection", "upgrades, xupgrade, upgrad"), ("Connection", "")], body: [])
+        #expect(lists.lists("upgrade", "websocket") && lists.lists("Upgrade", "h2c") && !lists.lists("Upgrade", "websockets"))
+        #expect(!lists.lists("Connection", "upgrade") && !lists.lists("Sec-WebSocket-Protocol", "x"))
+        #expect(WebSocketHandshake.isUpgrade(lists) && !WebSocketHandshake.isUpgrade(r))
+        // Requests are equal field by field, headers in order.
+        var other = r
+        #expect(other == r)
+        other.headers[2].value = "close"
+        #expect(other != r)
+        other = r
+        other.headers.swapAt(0, 1)
+        #expect(other != r)
         #expect(Substring(" \t a b \t").trimmingSpaces == "a b" && Substring(" \t ").trimmingSpaces == "" && Substring("é ").trimmingSpaces == "é")
     }
 

@@ -227,7 +227,21 @@ struct WebSocketCodecTests {
         #expect(Base64.encode(Array("any carnal pleas".utf8)) == "YW55IGNhcm5hbCBwbGVhcw==")
         #expect(Base64.decode("YW55IGNhcm5hbCBwbGVhcw==") == Array("any carnal pleas".utf8))
         #expect(Base64.decode("YW55=GNh") == nil && Base64.decode("abc") == nil && Base64.decode("a b=") == nil)
+        #expect(Base64.decode("YQ==") == Array("a".utf8) && Base64.decode("YWI=") == Array("ab".utf8) && Base64.decode("YWJj") == Array("abc".utf8))
+        #expect(Base64.decode("Y===") == nil && Base64.decode("YQ=a") == nil && Base64.decode("") == [])
+        // Every length of padding: the 1 bit and the length in the same block, or not.
+        let digests = [55: "ddf57317ef34bfee3b6df83d359098930eb278bc", 56: "a0d492bb0fc889d0eca3bc137066ab6f4f74f369",
+                       63: "c55856749bef509bdfe6bfebfc7bf4e793e82132", 64: "bede92be29c3874e1b54ddc77988d606fc857a8e",
+                       119: "504e27376a6e0f0dba8295b85cb25dc4dfa17d23", 120: "82134b02fb3f702491be9bed581eeab59334acb2"]
+        for (n, hex) in digests {
+            let message = (0..<n).map { UInt8(($0 * 7 + 3) % 256) }
+            #expect(SHA1.hash(message).map { String($0, radix: 16).leftPadded(2) }.joined() == hex, "\(n) bytes")
+        }
         // RFC 6455 section 1.3.
         #expect(WebSocketHandshake.acceptValue(forKey: "dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
     }
+}
+
+private extension String {
+    func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
