@@ -14,7 +14,9 @@ public final class ClientLoop {
     /// masking keys unpredictable: the default is the system's generator; tests may
     /// pass a seeded one).
     var random: any RandomNumberGenerator
-    private var timers: [Timer] = []
+    /// Live timers, by identity: a thousand connections each with a close timer must
+    /// not make cancelling one a search of all (closing them all was quadratic).
+    private var timers: [ObjectIdentifier: Timer] = [:]
     /// Connections with an open handle, kept alive until their close callback.
     var clients: [ObjectIdentifier: WebSocketClient] = [:]
     /// Work posted from other threads (`post`), guarded by `postLock`, run on the loop's
@@ -108,7 +110,7 @@ public final class ClientLoop {
     /// Cancels every timer, closes every connection at once, and runs the loop until
     /// their close callbacks are done. The loop can then be released.
     public func shutdown() {
-        for t in timers { t.cancel() }
+        for t in Array(timers.values) { t.cancel() }
         for c in Array(clients.values) { c.abort() }
         uv_run(loop, UV_RUN_DEFAULT)
     }
@@ -129,7 +131,7 @@ public final class ClientLoop {
     @discardableResult
     public func every(_ interval: Int64, _ body: @escaping () -> Void) -> Timer {
         let t = Timer(self, interval: interval, repeating: true, body)
-        timers.append(t)
+        timers[ObjectIdentifier(t)] = t
         return t
     }
 
@@ -137,11 +139,11 @@ public final class ClientLoop {
     @discardableResult
     public func after(_ delay: Int64, _ body: @escaping () -> Void) -> Timer {
         let t = Timer(self, interval: delay, repeating: false, body)
-        timers.append(t)
+        timers[ObjectIdentifier(t)] = t
         return t
     }
 
-    func forget(_ timer: Timer) { timers.removeAll { $0 === timer } }
+    func forget(_ timer: Timer) { timers[ObjectIdentifier(timer)] = nil }
 
     public final class Timer {
         let handle: UnsafeMutablePointer<uv_timer_t>
