@@ -55,7 +55,10 @@ enum UV {
         }
 
         /// `127.0.0.1:7420` or `[::1]:7420`.
-        var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        var description: String { description(host: host) }
+
+        /// The same, with the host already formatted (formatting it is the most of it).
+        func description(host: String) -> String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
         var isLoopback: Bool {
             isIPv6 ? host == "::1" : host.hasPrefix("127.")
