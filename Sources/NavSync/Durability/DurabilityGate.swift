@@ -29,7 +29,7 @@ public struct DurabilityGate: Sendable {
     public var count: Int { held.count - head }
     public var isEmpty: Bool { count == 0 }
 
-    public mutating func hold(_ effect: Hub.Effect, until entry: Int) {
+    public mutating func hold(_ effect: consuming Hub.Effect, until entry: Int) {
         held.append((entry, effect))
     }
 
