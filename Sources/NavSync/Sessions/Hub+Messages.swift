@@ -10,7 +10,9 @@ extension Hub {
         guard let peer = peers.removeValue(forKey: connection) else { return }
         // Presence goes out with the next tick (gathered per interval).
         for name in peer.sessions.sorted() {
-            if let m = sessions[name]?.remove(connection, detail: configuration.presenceDetail) { noteLocal(name, left: m.client) }
+            if let at = sessions.index(forKey: name), let m = sessions.values[at].remove(connection, detail: configuration.presenceDetail) {
+                noteLocal(name, left: m.client)
+            }
         }
     }
 
@@ -81,7 +83,7 @@ extension Hub {
             join(j, peer, c, request.id)
 
         case .leave(let name):
-            if let m = sessions[name]?.remove(c, detail: configuration.presenceDetail) {
+            if let at = sessions.index(forKey: name), let m = sessions.values[at].remove(c, detail: configuration.presenceDetail) {
                 peers[c]?.sessions.remove(name)
                 noteLocal(name, left: m.client)
             }
@@ -111,7 +113,7 @@ extension Hub {
         case .status(let name, let rev, let focus):
             guard sessions[name] != nil else { return error(.unknownSession, "no session '\(name)'") }
             guard sessions[name]!.members[c] != nil else { return error(.badRequest, "not a member of '\(name)'; join it first") }
-            sessions[name]!.setStatus(c, rev: rev, focus: focus)
+            sessions.values[sessions.index(forKey: name)!].setStatus(c, rev: rev, focus: focus)
             noteLocal(name, status: sessions[name]!.members[c])
 
         case .get(let name):
@@ -163,31 +165,32 @@ extension Hub {
             }
             do throws(NavError) { try createSession(j.session, flow: j.flow ?? Flow.demo.name) } catch { return refuse(error) }
         }
-        let existing = sessions[j.session]!.members[c]
-        guard existing != nil || sessions[j.session]!.members.count < configuration.maxMembers else {
+        // The session is changed through the dictionary's values in place:
+        // `sessions[name]!.add(…)` copied it out and back (its tables shared meanwhile,
+        // so changing them copied them), and a copy held across the changes did too.
+        let at = sessions.index(forKey: j.session)!
+        let existing = sessions.values[at].members[c]
+        guard existing != nil || sessions.values[at].members.count < configuration.maxMembers else {
             return refuse(NavError(.full, "session '\(j.session)' has \(configuration.maxMembers) members, its limit"))
         }
         let member = existing ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue)
-        // In place: copying the session out and back would copy its member table on
-        // every join (quadratic in a join burst).
-        sessions[j.session]!.add(c, member)
+        sessions.values[at].add(c, member)
         if existing == nil { noteLocal(j.session, joined: member) }
         peers[c]!.sessions.insert(j.session)
-        let s = sessions[j.session]!
 
-        let seq = s.sequencer
         let catchUp: ServerMessage.CatchUp
         var stateBytes: [UInt8]?
-        if let since = j.since, j.epoch == seq.epoch, let patches = seq.patches(since: since) {
+        if let since = j.since, j.epoch == sessions.values[at].sequencer.epoch, let patches = sessions.values[at].sequencer.patches(since: since) {
             catchUp = .patches(patches)
         } else {
-            let state = sessions[j.session]!.joinedState()
+            let state = sessions.values[at].joinedState()
             catchUp = .state(state.json)
             stateBytes = state.bytes
         }
         // The others learn of the join with the next presence (gathered per interval).
-        let (listed, unlisted, others, encodedMembers, joiner) = sessions[j.session]!.joinedListing(for: c, detail: configuration.presenceDetail)
-        var joined = ServerMessage.Joined(session: j.session, epoch: seq.epoch, rev: seq.rev, flow: s.flow.source,
+        let (listed, unlisted, others, encodedMembers, joiner) = sessions.values[at].joinedListing(for: c, detail: configuration.presenceDetail)
+        let s = sessions.values[at]
+        var joined = ServerMessage.Joined(session: j.session, epoch: s.sequencer.epoch, rev: s.sequencer.rev, flow: s.flow.source,
                                           listed: listed, unlisted: unlisted, others: others, catchUp: catchUp)
         joined.encoded = .init(flow: s.flowBytes, members: encodedMembers, joiner: joiner, state: stateBytes)
         emit(.send(to: c, .joined(joined), id: id))
@@ -197,7 +200,7 @@ extension Hub {
     /// every member (section 14).
     mutating func flushPresence() {
         for name in sessions.keys.sorted() where sessions[name]!.hasPresence {
-            guard let p = sessions[name]!.takePresence(detail: configuration.presenceDetail) else { continue }
+            guard let p = sessions.values[sessions.index(forKey: name)!].takePresence(detail: configuration.presenceDetail) else { continue }
             broadcast(name, .presence(session: name, p))
         }
     }
