@@ -198,13 +198,39 @@ struct ByteWriter: ~Copyable {
         owned = false
     }
 
-    /// The bytes `body` writes, into a buffer on the stack until it is full: a message
-    /// of up to `stackBytes` costs one allocation, the array handed back.
-    static func bytes(stackBytes: Int = 512, _ body: (inout ByteWriter) -> Void) -> [UInt8] {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: stackBytes) { scratch in
-            var out = ByteWriter(scratch: scratch)
+    /// Bytes written on the stack before a writer moves to the heap. (Past 1 KiB the
+    /// standard library asks the thread for its stack bounds: some 700 instructions.)
+    static let stackBytes = 1024
+
+    /// The bytes `body` writes, as one array: written on the stack (moving to the heap
+    /// if they outgrow it), or on the heap from the start when `capacity` says they
+    /// will not fit there.
+    static func bytes(capacity: Int = 0, _ body: (inout ByteWriter) -> Void) -> [UInt8] {
+        writing(room: 0, capacity: capacity, body) { $0.finish() }
+    }
+
+    /// The same behind `room` free bytes (for a header written once their length is
+    /// known), in one allocation the caller frees: a writer on the heap hands over its
+    /// buffer, one on the stack copies its bytes to the heap at their size.
+    static func allocation(room: Int, capacity: Int, _ body: (inout ByteWriter) -> Void) -> (storage: UnsafeMutablePointer<UInt8>, count: Int) {
+        writing(room: room, capacity: capacity, body) { $0.take() }
+    }
+
+    /// `body` run on a writer with `room` bytes left free in front, on the stack or on
+    /// the heap as `capacity` says; `end` makes the result of it.
+    private static func writing<R>(room: Int, capacity: Int, _ body: (inout ByteWriter) -> Void,
+                                   _ end: (consuming ByteWriter) -> R) -> R {
+        guard capacity + room <= stackBytes else {
+            var out = ByteWriter(capacity: capacity + room)
+            out.count = room
             body(&out)
-            return out.finish()
+            return end(out)
+        }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: stackBytes) { scratch in
+            var out = ByteWriter(scratch: scratch)
+            out.count = room
+            body(&out)
+            return end(out)
         }
     }
 
@@ -212,26 +238,6 @@ struct ByteWriter: ~Copyable {
 
     /// The bytes written.
     consuming func finish() -> [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
-
-    /// The bytes `body` writes behind `room` free bytes (for a header written once
-    /// their length is known), in one allocation the caller frees: written on the
-    /// stack and copied to the heap at their size, or, when `capacity` says they will
-    /// not fit there, written on the heap from the start.
-    static func allocation(room: Int, capacity: Int, _ body: (inout ByteWriter) -> Void) -> (storage: UnsafeMutablePointer<UInt8>, count: Int) {
-        let stackBytes = 1024   // (larger, and the standard library asks the thread for its stack bounds: some 700 instructions)
-        guard capacity + room <= stackBytes else {
-            var out = ByteWriter(capacity: capacity + room)
-            out.count = room
-            body(&out)
-            return out.take()
-        }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: stackBytes) { scratch in
-            var out = ByteWriter(scratch: scratch)
-            out.count = room
-            body(&out)
-            return out.take()
-        }
-    }
 
     /// The buffer handed over: as it is when on the heap, else copied there at its size.
     private consuming func take() -> (storage: UnsafeMutablePointer<UInt8>, count: Int) {

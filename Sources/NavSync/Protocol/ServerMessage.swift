@@ -89,17 +89,13 @@ public enum ServerMessage: Sendable, Equatable {
     /// storm must not encode the flow and the member list once per join). Same bytes
     /// either way.
     public func bytes(id: JSON? = nil) -> [UInt8] {
-        let size = sizeHint
-        if size <= 512 { return ByteWriter.bytes { write(id: id, into: &$0) } }
-        var out = ByteWriter(capacity: size)
-        write(id: id, into: &out)
-        return out.finish()
+        ByteWriter.bytes(capacity: sizeHint) { write(id: id, into: &$0) }
     }
 
-    /// About how many bytes the message takes (a joined message's encoded parts; a
-    /// small message else): the room a writer starts with.
+    /// About how many bytes the message takes when that is known up front (a joined
+    /// message's encoded parts), else 0: the room a writer starts with.
     var sizeHint: Int {
-        guard case .joined(let j) = self, let e = j.encoded else { return 512 }
+        guard case .joined(let j) = self, let e = j.encoded else { return 0 }
         return e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128
     }
 

@@ -242,6 +242,6 @@ extension OutgoingBuffer {
     /// The text frame of a server message, written straight into the buffer (the
     /// message's bytes are `message.bytes(id:)`; no array of them is made).
     public convenience init(text message: ServerMessage, id: JSON? = nil) {
-        self.init(textFrameOf: message.sizeHint) { message.write(id: id, into: &$0) }
+        self.init(frame: .text, capacity: message.sizeHint) { message.write(id: id, into: &$0) }
     }
 }

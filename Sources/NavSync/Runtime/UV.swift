@@ -90,27 +90,21 @@ public final class OutgoingBuffer {
         count = source.count
     }
 
-    /// An unmasked WebSocket frame of `payload`, header and payload written into one
-    /// allocation.
-    public init(frame opcode: Opcode, _ payload: [UInt8]) {
-        let header = WebSocketEncoder.header(opcode, length: payload.count)
-        count = header.count + payload.count
-        bytes = .allocate(byteCount: count, alignment: 1)
-        storage = bytes.baseAddress!
-        bytes.copyBytes(from: header)
-        UnsafeMutableRawBufferPointer(rebasing: bytes[header.count...]).copyBytes(from: payload)
+    /// An unmasked WebSocket frame of `payload`, header and payload in one allocation.
+    public convenience init(frame opcode: Opcode, _ payload: [UInt8]) {
+        self.init(frame: opcode, capacity: payload.count) { $0.append(contentsOf: payload) }
     }
 
-    /// A text frame whose payload `write` writes behind room for the longest header;
-    /// the header then goes into the end of the room. A message is encoded and framed
-    /// in one pass into one allocation (making the payload an array, a header array,
-    /// and copying both into the frame were three allocations and two copies of the
-    /// message: some 1,700 instructions of a push's broadcast).
-    init(textFrameOf capacity: Int, _ write: (inout ByteWriter) -> Void) {
+    /// An unmasked frame whose payload `write` writes behind room for the longest
+    /// header; the header then goes into the end of the room. A message is encoded and
+    /// framed in one pass into one allocation (making the payload an array, a header
+    /// array, and copying both into the frame were three allocations and two copies of
+    /// the message: some 1,700 instructions of a push's broadcast).
+    init(frame opcode: Opcode, capacity: Int, _ write: (inout ByteWriter) -> Void) {
         let room = WebSocketEncoder.maxServerHeader
         let (base, end) = ByteWriter.allocation(room: room, capacity: capacity, write)
         let length = end - room
-        let header = WebSocketEncoder.writeHeader(.text, length: length, endingAt: base + room)
+        let header = WebSocketEncoder.writeHeader(opcode, length: length, endingAt: base + room)
         storage = UnsafeMutableRawPointer(base)
         count = header + length
         bytes = UnsafeMutableRawBufferPointer(start: storage + (room - header), count: count)

@@ -61,8 +61,10 @@ struct WebSocketCodecTests {
     func framesWrittenInPlaceEqualTheEncoders(length: Int) {
         let payload = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         for capacity in [16, 1 << 17] {
-            let buffer = OutgoingBuffer(textFrameOf: capacity) { $0.append(contentsOf: payload) }
-            #expect(Array(buffer.bytes.prefix(buffer.count)) == WebSocketEncoder.frame(.text, payload), "capacity \(capacity)")
+            for opcode in [Opcode.text, .binary] {
+                let buffer = OutgoingBuffer(frame: opcode, capacity: capacity) { $0.append(contentsOf: payload) }
+                #expect(Array(buffer.bytes.prefix(buffer.count)) == WebSocketEncoder.frame(opcode, payload), "capacity \(capacity)")
+            }
         }
     }
 
@@ -219,6 +221,13 @@ struct WebSocketCodecTests {
         #expect(ClientHandshake.response(ok, key: "AAAAAAAAAAAAAAAAAAAAAA==") == .refused(status: 101, reason: "wrong Sec-WebSocket-Accept"))
         let refused = Array("HTTP/1.1 403 Forbidden\r\nContent-Length: 19\r\n\r\norigin not allowed\n".utf8)
         #expect(ClientHandshake.response(refused, key: "x") == .refused(status: 403, reason: "origin not allowed"))
+        // Header names in any case, a line without a colon skipped; bad heads refused.
+        let mixed = Array("HTTP/1.1 101 OK\r\nUPGRADE: WebSocket\r\nnot a header\r\nsec-websocket-accept:s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n".utf8)
+        #expect(ClientHandshake.response(mixed, key: "dGhlIHNhbXBsZSBub25jZQ==") == .accepted(subprotocol: nil, remaining: []))
+        #expect(ClientHandshake.response(Array("HTTP/1.1 101 OK\r\n\r\n".utf8), key: "x") == .refused(status: 101, reason: "no 'Upgrade: websocket'"))
+        #expect(ClientHandshake.response(Array("SSH-2.0 hello\r\n\r\n".utf8), key: "x") == .refused(status: 0, reason: "not an HTTP response"))
+        #expect(ClientHandshake.response(Array("\r\n\r\n".utf8), key: "x") == .refused(status: 0, reason: "not an HTTP response"))
+        #expect(ClientHandshake.response(Array(repeating: UInt8(ascii: "a"), count: 17_000), key: "x") == .refused(status: 0, reason: "response head too large"))
     }
 
     @Test func sha1AndBase64() {
