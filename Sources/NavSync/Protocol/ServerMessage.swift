@@ -81,6 +81,43 @@ public enum ServerMessage: Sendable, Equatable {
             a.session == b.session && a.epoch == b.epoch && a.rev == b.rev && a.flow == b.flow && a.members == b.members
                 && a.others == b.others && a.catchUp == b.catchUp
         }
+
+        // A `joined` with encoded parts and the state as its catch-up is written in five
+        // pieces: the head, the flow with `afterFlow`, the listing without its `]`, the
+        // middle, and the state with `afterState`. The second, third and fifth are the
+        // same for every join of the session at one revision, so the server frames them
+        // once and queues them by reference (`JoinedFrames`); `write(id:into:)` writes
+        // all five into one buffer.
+
+        /// `{"type":"joined",…,"flow":`
+        func writeHead(id: JSON?, into out: inout ByteWriter) {
+            out.append(ascii: #"{"type":"joined""#)
+            if let id { out.append(ascii: #","id":"#); id.write(into: &out) }
+            out.append(ascii: #","session":"#); JSON.writeString(session, into: &out)
+            out.append(ascii: #","epoch":"#); JSON.writeString(epoch, into: &out)
+            out.append(ascii: #","rev":"#); out.append(decimal: rev)
+            out.append(ascii: #","flow":"#)
+        }
+
+        static let afterFlow: StaticString = #","members":"#
+
+        /// The joiner when it is not listed, the listing's `]`, `others`, `,"state":`,
+        /// and the state and `}` themselves when they are not encoded.
+        func writeMiddle(_ e: Encoded, state: JSON, into out: inout ByteWriter) {
+            if let joiner = e.joiner {
+                if e.members.count > 2 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: joiner)
+            }
+            out.append(UInt8(ascii: "]"))
+            if let others { out.append(ascii: #","others":"#); out.append(decimal: others) }
+            out.append(ascii: #","state":"#)
+            if e.state == nil {
+                state.write(into: &out)
+                out.append(ascii: Joined.afterState)
+            }
+        }
+
+        static let afterState: StaticString = "}"
     }
 
     /// The wire bytes: `json(id:).encoded()`, except that a `patch` is written
@@ -107,25 +144,15 @@ public enum ServerMessage: Sendable, Equatable {
         guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else {
             return json(id: id).write(into: &out)
         }
-        out.append(ascii: #"{"type":"joined""#)
-        if let id { out.append(ascii: #","id":"#); id.write(into: &out) }
-        out.append(ascii: #","session":"#); JSON.writeString(j.session, into: &out)
-        out.append(ascii: #","epoch":"#); JSON.writeString(j.epoch, into: &out)
-        out.append(ascii: #","rev":"#); out.append(decimal: j.rev)
-        out.append(ascii: #","flow":"#); out.append(contentsOf: e.flow)
-        out.append(ascii: #","members":"#)
-        if let joiner = e.joiner {
-            out.append(contentsOf: e.members.dropLast())     // "]"
-            if e.members.count > 2 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: joiner)
-            out.append(UInt8(ascii: "]"))
-        } else {
-            out.append(contentsOf: e.members)
+        j.writeHead(id: id, into: &out)
+        out.append(contentsOf: e.flow)
+        out.append(ascii: Joined.afterFlow)
+        out.append(contentsOf: e.members.dropLast())
+        j.writeMiddle(e, state: state, into: &out)
+        if let bytes = e.state {
+            out.append(contentsOf: bytes)
+            out.append(ascii: Joined.afterState)
         }
-        if let others = j.others { out.append(ascii: #","others":"#); out.append(decimal: others) }
-        out.append(ascii: #","state":"#)
-        if let bytes = e.state { out.append(contentsOf: bytes) } else { state.write(into: &out) }
-        out.append(UInt8(ascii: "}"))
     }
 
     /// A `patch` message, in the key order of `json(id:)`.

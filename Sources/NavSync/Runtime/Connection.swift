@@ -82,6 +82,19 @@ public final class Connection {
         return true
     }
 
+    /// One frame queued as several buffers, in order (`JoinedFrames`): all or none.
+    @discardableResult
+    func send(_ parts: [OutgoingBuffer]) -> Bool {
+        guard !handleClosed else { return false }
+        var total = 0
+        for part in parts { total += part.count }
+        guard queuedBytes + total <= maxQueueBytes else { return false }
+        if queuedBytes == 0 { machine.outputQueued(now: server.now) }
+        for part in parts { output.append(part) }
+        if !isQueuedForFlush { server.needsFlush(self) }
+        return true
+    }
+
     /// A text message, framed.
     @discardableResult
     public func sendText(_ bytes: [UInt8]) -> Bool { send(OutgoingBuffer(frame: .text, bytes)) }

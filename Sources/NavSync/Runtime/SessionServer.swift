@@ -67,7 +67,10 @@ public final class SessionServer: ServerApplication {
                 cluster?.perform(request)
             case .send(let to, let message, let id):
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
-                if !connection.send(OutgoingBuffer(text: message, id: id)) { connection.abort(.overflow); continue }
+                let sent = if let parts = joinedFrames.frame(message, id: id, live: { hub.sessions[$0] != nil }) { connection.send(parts) } else {
+                    connection.send(OutgoingBuffer(text: message, id: id))
+                }
+                if !sent { connection.abort(.overflow); continue }
                 connection.writeFirst()
             case .broadcast(let session, let message, let members):
                 if let server { broadcast(message, to: members, of: session, on: server) }
@@ -97,6 +100,8 @@ public final class SessionServer: ServerApplication {
         var members: [(connection: Unmanaged<Connection>, state: Unmanaged<ClientState>)]
     }
     private var audiences: [String: Audience] = [:]
+    /// The parts of `joined` messages the joins of a session share.
+    private var joinedFrames = JoinedFrames()
 
     private func audience(of session: String, ids: [Int], on server: Server) -> Audience {
         // Array == is O(1) when both share storage: the usual case.

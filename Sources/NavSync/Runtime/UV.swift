@@ -100,14 +100,26 @@ public final class OutgoingBuffer {
     /// framed in one pass into one allocation (making the payload an array, a header
     /// array, and copying both into the frame were three allocations and two copies of
     /// the message: some 1,700 instructions of a push's broadcast).
-    init(frame opcode: Opcode, capacity: Int, _ write: (inout ByteWriter) -> Void) {
+    ///
+    /// With `rest`, the frame's payload goes on for that many bytes in the buffers
+    /// queued after this one (a message sent in parts, `JoinedFrames`): the header
+    /// counts them.
+    init(frame opcode: Opcode, capacity: Int, followedBy rest: Int = 0, _ write: (inout ByteWriter) -> Void) {
         let room = WebSocketEncoder.maxServerHeader
         let (base, end) = ByteWriter.allocation(room: room, capacity: capacity, write)
         let length = end - room
-        let header = WebSocketEncoder.writeHeader(opcode, length: length, endingAt: base + room)
+        let header = WebSocketEncoder.writeHeader(opcode, length: length + rest, endingAt: base + room)
         storage = UnsafeMutableRawPointer(base)
         count = header + length
         bytes = UnsafeMutableRawBufferPointer(start: storage + (room - header), count: count)
+    }
+
+    /// Bytes `write` writes, unframed (a part of a frame), in one allocation.
+    init(capacity: Int, _ write: (inout ByteWriter) -> Void) {
+        let (base, end) = ByteWriter.allocation(room: 0, capacity: capacity, write)
+        storage = UnsafeMutableRawPointer(base)
+        count = end
+        bytes = UnsafeMutableRawBufferPointer(start: storage, count: count)
     }
 
     public let count: Int
