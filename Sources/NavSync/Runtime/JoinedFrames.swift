@@ -27,18 +27,22 @@ struct JoinedFrames {
         var flow: Part?
         var members: Part?
         var state: Part?
+
+        /// Whether a connection still has one of them to write.
+        var isQueued: Bool { [flow, members, state].contains { ($0?.buffer.holders ?? 0) > 0 } }
     }
 
     /// Per session, the parts of its last join. A session seen for the first time
-    /// first clears out those no longer `live`, so what is held is bounded by the
-    /// sessions there are.
+    /// first clears out those of sessions no longer `live` and those no connection
+    /// still has to write: parts are kept for a storm of joins, not for every session
+    /// there is (each would hold a second copy of its flow and state).
     private var sessions: [String: Shared] = [:]
 
     /// The frame of a `joined` whose parts its session encoded, as buffers to queue in
     /// order; nil for any other message (sent as one frame, `OutgoingBuffer(text:)`).
     mutating func frame(_ message: ServerMessage, id: JSON?, live: (String) -> Bool) -> [OutgoingBuffer]? {
         guard case .joined(let j) = message, let e = j.encoded, case .state(let state) = j.catchUp else { return nil }
-        if sessions[j.session] == nil { sessions = sessions.filter { live($0.key) } }
+        if sessions[j.session] == nil { sessions = sessions.filter { live($0.key) && $0.value.isQueued } }
         var shared = sessions[j.session] ?? Shared()
         let flow = Self.part(&shared.flow, e.flow) { out, bytes in
             out.append(contentsOf: bytes)

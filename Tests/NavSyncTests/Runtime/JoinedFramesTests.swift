@@ -97,17 +97,29 @@ struct JoinedFramesTests {
         #expect(frames.frame(.ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: nil, live: { _ in true }) == nil)
     }
 
-    /// The parts of sessions no longer there are dropped when another session's first
-    /// join comes: the same bytes then make new parts.
-    @Test func partsOfGoneSessionsAreDropped() {
+    /// When another session's first join comes, the parts of sessions no longer there
+    /// and those no connection still has queued are dropped: the same bytes then make
+    /// new parts. Queued parts of a live session are kept.
+    @Test func partsNotQueuedOrOfGoneSessionsAreDropped() {
         var a = ServerMessage.Joined(session: "a", epoch: "ep", rev: 1, flow: .null, members: [], catchUp: .state(.null))
         a.encoded = .init(flow: Array("null".utf8), members: Array("[]".utf8), state: Array("null".utf8))
-        var b = a
+        var b = a, c = a
         b.session = "b"
+        c.session = "c"
         var frames = JoinedFrames()
+        var queue = OutputQueue()
         let first = frames.frame(.joined(a), id: nil, live: { _ in true })!
         #expect(frames.frame(.joined(a), id: nil, live: { _ in true })![1] === first[1])
-        _ = frames.frame(.joined(b), id: nil, live: { $0 == "b" })   // "a" is gone
+        for part in first { queue.append(part) }                      // a connection has them to write
+        _ = frames.frame(.joined(b), id: nil, live: { _ in true })
+        #expect(frames.frame(.joined(a), id: nil, live: { _ in true })![1] === first[1])   // kept
+        _ = frames.frame(.joined(c), id: nil, live: { $0 != "a" })     // "a" is gone
         #expect(frames.frame(.joined(a), id: nil, live: { _ in true })![1] !== first[1])
+        let second = frames.frame(.joined(b), id: nil, live: { _ in true })!
+        var d = a
+        d.session = "d"
+        _ = frames.frame(.joined(d), id: nil, live: { _ in true })     // "b"'s parts are queued nowhere
+        #expect(frames.frame(.joined(b), id: nil, live: { _ in true })![1] !== second[1])
+        #expect(queue.queuedBytes > 0)
     }
 }
