@@ -4,10 +4,10 @@
 /// broadcast's frame is.
 ///
 /// Written whole, every join made a frame of its own of some 27 KB (the demo flow, a
-/// listing of 256 members, the state). 10,000 members joining at once held up to
-/// 190 MB of them in the heap at a time, and the members' own memory, made in between,
-/// stayed scattered over it after they were freed: 2.0 to 3.0 KiB per idle joined
-/// member from one run to the next, where 1.4 KiB was in use.
+/// listing of 256 members, the state). 10,000 members joining at once grew the heap to
+/// 140–196 MB, and the members' own memory, made in between, stayed scattered over it
+/// after the frames were freed: 1.9 to 3.0 KiB per idle joined member from one run to
+/// the next, where 1.4 KiB was in use. In parts: 40–45 MB, and 2.3 to 2.6 KiB.
 struct JoinedFrames {
     /// A part shared by the joins of one session, and the bytes it was made from (kept:
     /// their storage is how a later join's are known to be the same, and held, it

@@ -67,9 +67,9 @@ public final class SessionServer: ServerApplication {
                 cluster?.perform(request)
             case .send(let to, let message, let id):
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
-                let sent = if let parts = joinedFrames.frame(message, id: id, live: { hub.sessions[$0] != nil }) { connection.send(parts) } else {
-                    connection.send(OutgoingBuffer(text: message, id: id))
-                }
+                // A `joined` goes in parts its session's joins share; the rest whole.
+                let parts = joinedFrames.frame(message, id: id, live: { hub.sessions[$0] != nil })
+                let sent = parts.map { connection.send($0) } ?? connection.send(OutgoingBuffer(text: message, id: id))
                 if !sent { connection.abort(.overflow); continue }
                 connection.writeFirst()
             case .broadcast(let session, let message, let members):
