@@ -1,13 +1,13 @@
 /// `joined` messages sent in parts (DESIGN.md section 14): each join's few bytes of its
 /// own, between the parts every join of the session at that revision shares (the flow,
-/// the member listing, the state), each made once and queued by reference, as a
-/// broadcast's frame is.
+/// the member listing once it is full, the state), each made once and queued by
+/// reference, as a broadcast's frame is.
 ///
 /// Written whole, every join made a frame of its own of some 27 KB (the demo flow, a
 /// listing of 256 members, the state). 10,000 members joining at once grew the heap to
 /// 140–196 MB, and the members' own memory, made in between, stayed scattered over it
 /// after the frames were freed: 1.9 to 3.0 KiB per idle joined member from one run to
-/// the next, where 1.4 KiB was in use. In parts: 40–45 MB, and 2.3 to 2.6 KiB.
+/// the next, where 1.4 KiB was in use. In parts: 38 MB, and 2.2 to 2.3 KiB.
 struct JoinedFrames {
     /// A part shared by the joins of one session, and the bytes it was made from (kept:
     /// their storage is how a later join's are known to be the same, and held, it
@@ -44,22 +44,33 @@ struct JoinedFrames {
         guard case .joined(let j) = message, let e = j.encoded, case .state(let state) = j.catchUp else { return nil }
         if sessions[j.session] == nil { sessions = sessions.filter { live($0.key) && $0.value.isQueued } }
         var shared = sessions[j.session] ?? Shared()
-        let flow = Self.part(&shared.flow, e.flow) { out, bytes in
+        defer { sessions[j.session] = shared }
+        // A full listing (`others` counted) is the same for the joins that follow. One
+        // that lists everybody changes with every join: it goes into the join's own
+        // bytes, as it did before (held here, it would also make the session copy it
+        // to extend it, and the first joins of a session cost 20% more).
+        let sharesListing = j.others != nil
+        if !sharesListing { shared.members = nil }
+        var parts = [Self.part(&shared.flow, e.flow) { out, bytes in
             out.append(contentsOf: bytes)
             out.append(ascii: ServerMessage.Joined.afterFlow)
+        }]
+        if sharesListing {
+            parts.append(Self.part(&shared.members, e.members) { out, bytes in out.append(contentsOf: bytes.dropLast()) })
         }
-        let members = Self.part(&shared.members, e.members) { out, bytes in out.append(contentsOf: bytes.dropLast()) }
-        let stateBytes = e.state.map { bytes in
-            Self.part(&shared.state, bytes) { out, bytes in
+        parts.append(OutgoingBuffer(capacity: 128 + (e.joiner?.count ?? 0) + (sharesListing ? 0 : e.members.count)) { out in
+            if !sharesListing { out.append(contentsOf: e.members.dropLast()) }
+            j.writeMiddle(e, state: state, into: &out)
+        })
+        if let bytes = e.state {
+            parts.append(Self.part(&shared.state, bytes) { out, bytes in
                 out.append(contentsOf: bytes)
                 out.append(ascii: ServerMessage.Joined.afterState)
-            }
+            })
         }
-        sessions[j.session] = shared
-        let middle = OutgoingBuffer(capacity: 128 + (e.joiner?.count ?? 0)) { j.writeMiddle(e, state: state, into: &$0) }
-        let rest = flow.count + members.count + middle.count + (stateBytes?.count ?? 0)
-        let head = OutgoingBuffer(frame: .text, capacity: 256, followedBy: rest) { j.writeHead(id: id, into: &$0) }
-        return [head, flow, members, middle] + (stateBytes.map { [$0] } ?? [])
+        let rest = parts.reduce(0) { $0 + $1.count }
+        parts.insert(OutgoingBuffer(frame: .text, capacity: 256, followedBy: rest) { j.writeHead(id: id, into: &$0) }, at: 0)
+        return parts
     }
 
     /// The part made from `bytes`: the one held when it was made from these same bytes,

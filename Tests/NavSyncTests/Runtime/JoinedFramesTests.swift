@@ -44,8 +44,9 @@ struct JoinedFramesTests {
         #expect(sent == 9)
     }
 
-    /// Joins of one session at one revision share the flow, the listing and the state;
-    /// a new revision makes a new state part and keeps the others.
+    /// Joins of one session at one revision share the flow, the listing once it is full
+    /// (while it lists everybody it changes with every join), and the state; a new
+    /// revision makes a new state part and keeps the others.
     @Test func sharedPartsAreMadeOnce() {
         let f = HubTests.Fixture { $0.presenceDetail = 2 }
         var frames = JoinedFrames()
@@ -57,8 +58,13 @@ struct JoinedFramesTests {
             Issue.record("no joined")
             return []
         }
-        _ = join(); _ = join()
-        let a = join(), b = join()   // the listing is full: it no longer changes
+        // While the listing has everybody (3 members: the 2 of `presenceDetail` and the
+        // joiner), it is in the join's own part, between the flow and the state.
+        for _ in 0..<3 {
+            let parts = join()
+            #expect(parts.count == 4 && String(decoding: Self.bytes([parts[2]]), as: UTF8.self).contains(#""client""#))
+        }
+        let a = join(), b = join()   // the listing is full (`others` counted): it no longer changes
         #expect(a.count == 5 && b.count == 5)
         #expect(a[1] === b[1] && a[2] === b[2] && a[4] === b[4])   // flow, listing, state
         #expect(a[0] !== b[0] && a[3] !== b[3])                     // each join's own
