@@ -39,6 +39,32 @@ struct SessionLoopbackTests {
         }
     }
 
+    /// `joined` is sent in parts (`JoinedFrames`): over real sockets each joiner reads
+    /// one whole message, while the listing grows and once it is full and shared.
+    @Test func joinedInPartsArrivesWhole() throws {
+        let server = try TestServer.sessions { $0.presenceDetail = 2 }
+        defer { server.stop() }
+        let joins = try (0..<5).map { _ in try RawClient.member(server) }
+        for (i, (_, joined)) in joins.enumerated() {
+            #expect(joined["type"] == "joined" && joined["state"]?["root"] != nil && joined["flow"]?["name"] == "shop")
+            #expect(joined["members"]?.arrayValue?.count == min(i + 1, 3))          // the 2 listed and the joiner
+            #expect(joined["others"] == (i >= 3 ? .int(Int64(i - 2)) : nil))
+        }
+    }
+
+    /// A `joined` larger than what a connection may have queued is not sent in part:
+    /// the joiner is dropped, and the server carries on.
+    @Test func aJoinedPastTheOutputCapDropsTheJoinerWhole() throws {
+        let server = try TestServer.sessions(server: { $0.maxQueueBytes = 2_000 })
+        defer { server.stop() }
+        let c = try RawClient(port: server.port)
+        c.upgrade(extra: "Sec-WebSocket-Protocol: navsync.v1\r\n")
+        c.sendJSON(["type": "join", "session": "demo"])
+        #expect(c.next(type: "joined") == nil)
+        #expect(c.isClosedByPeer())
+        #expect(server.http("GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").hasSuffix("ok\n"))
+    }
+
     @Test func presenceAndDisconnectWhileOthersCarryOn() throws {
         let server = try TestServer.sessions()
         defer { server.stop() }
