@@ -50,6 +50,10 @@ struct Bench {
       --join             with --idle: each connection also joins one of 10 sessions
       --json             print the result as one JSON object
 
+    Commands per second are counted over the time the publishers send; deliveries per
+    second from the first command to the last patch a member read (members read on
+    for a second after the publishers stop, three with --slow).
+
     exit codes: 0 done, 1 the server could not be reached or refused, 2 bad usage
     """
 
@@ -125,6 +129,11 @@ struct Bench {
         /// far more commands than are ever outstanding.
         var received = [Int32](repeating: 0, count: ringSize)
         var lastArrival = [UInt64](repeating: 0, count: ringSize)
+        /// The loop's clock (milliseconds) when the publishers started and at the last
+        /// patch a member read: deliveries per second are counted over that span, not
+        /// over the run's tail of reading after the last patch.
+        var publishingStarted: Int64 = 0
+        var lastDelivery: Int64 = 0
         var errors: [String: Int] = [:]
         static let ringSize = 1 << 20
     }
@@ -136,6 +145,8 @@ struct Bench {
         var acked = 0
         var errors: [String: Int] = [:]
         var failure: String?
+        /// When the publishers stopped sending (read once their thread is done).
+        var stoppedAt: UInt64 = 0
     }
 
     /// Members read on the main thread's loop; publishers run on a loop of their own, so
@@ -160,6 +171,7 @@ struct Bench {
 
         func startPublishers() {
             started = monotonicNanoseconds()
+            stats.publishingStarted = loop.now
             serverBefore = ProcessStats.read(pid)
             let bench = self
             startThread {
@@ -167,20 +179,22 @@ struct Bench {
                 let publishers = sessionNames.flatMap { session in
                     (0..<bench.publishers).map { Publisher(loop: ploop, url: bench.urls[$0 % bench.urls.count], session: session, index: $0, bench: bench, stats: publisherStats) }
                 }
+                func stopAll() {
+                    guard publisherStats.stoppedAt == 0 else { return }
+                    publisherStats.stoppedAt = monotonicNanoseconds()
+                    publishers.forEach { $0.stop() }
+                    ploop.after(100) { ploop.stop() }
+                }
                 // With --commands, the run ends once every command is answered.
                 let total = bench.commands.map { $0 * publishers.count }
                 for p in publishers {
                     p.onAnswered = {
                         guard let total, publisherStats.acked + publisherStats.errors.values.reduce(0, +) >= total else { return }
-                        publishers.forEach { $0.stop() }
-                        ploop.after(100) { ploop.stop() }
+                        stopAll()
                     }
                 }
                 publishers.forEach { $0.start() }
-                ploop.after(Int64(bench.duration * 1000)) {
-                    publishers.forEach { $0.stop() }
-                    ploop.after(100) { ploop.stop() }
-                }
+                ploop.after(Int64(bench.duration * 1000)) { stopAll() }
                 // Optimized builds may release `publishers` after its last use above.
                 withExtendedLifetime(publishers) {
                     ploop.run()
@@ -244,6 +258,7 @@ struct Bench {
             m.onText = { bytes in
                 if let id = Bench.patchCommand(bytes) {
                     stats.deliveries += 1
+                    stats.lastDelivery = loop.now
                     guard id >= 0 else { return }
                     let slot = Int((id &* Int64(sessions) &+ sessionIndex) & Int64(MemberStats.ringSize - 1))
                     stats.received[slot] += 1
@@ -327,6 +342,9 @@ struct Bench {
             return 1
         }
         let elapsed = Double(monotonicNanoseconds() - started) / 1e9
+        let spans = Spans(total: elapsed,
+                          publishing: publisherStats.stoppedAt > started ? Double(publisherStats.stoppedAt - started) / 1e9 : elapsed,
+                          delivering: stats.lastDelivery > stats.publishingStarted ? Double(stats.lastDelivery - stats.publishingStarted) / 1e3 : elapsed)
         let serverAfter = ProcessStats.read(pid)
         // Command -> last member: the last member's arrival minus the send time.
         var lastMember: [UInt64] = []
@@ -340,9 +358,18 @@ struct Bench {
         var errors = publisherStats.errors
         for (k, v) in stats.errors { errors[k, default: 0] += v }
         report(deliveries: stats.deliveries, acked: publisherStats.acked, errors: errors, ack: Percentiles(publisherStats.ackLatencies),
-               last: Percentiles(lastMember), elapsed: elapsed, before: serverBefore, after: serverAfter, slow: slowStats,
+               last: Percentiles(lastMember), spans: spans, before: serverBefore, after: serverAfter, slow: slowStats,
                joins: (seconds: clients == 0 ? 0 : Double(stats.allJoined &- stats.joinStarted) / 1e9, presence: stats.presence))
         return 0
+    }
+
+    /// How long the run took in all (members read on after the publishers stop), how
+    /// long the publishers sent, and from their start to the last patch a member read:
+    /// rates are counted over the last two.
+    struct Spans {
+        let total: Double
+        let publishing: Double
+        let delivering: Double
     }
 
     /// What the slow members saw once they read again.
@@ -404,17 +431,19 @@ struct Bench {
     }
 
     func report(deliveries: Int, acked: Int, errors: [String: Int], ack: Percentiles, last: Percentiles,
-                elapsed: Double, before: ProcessStats?, after: ProcessStats?, slow slowStats: SlowStats,
+                spans: Spans, before: ProcessStats?, after: ProcessStats?, slow slowStats: SlowStats,
                 joins: (seconds: Double, presence: Int)) {
         let revs = slowStats.rev.values
         let catchUp = Percentiles(slowStats.caughtUp.values.map { $0 &- slowStats.resumed })
-        let perSecond = Double(deliveries) / elapsed
+        let perSecond = Double(deliveries) / spans.delivering
+        let ackedPerSecond = Double(acked) / spans.publishing
         var cpuPerMillion: Double?
         if let before, let after, deliveries > 0 {
             cpuPerMillion = (after.cpuSeconds - before.cpuSeconds) / (Double(deliveries) / 1e6)
         }
         if json {
-            var o: JSONObject = ["clients": .int(Int64(clients)), "sessions": .int(Int64(sessions)), "publishers": .int(Int64(publishers)), "seconds": .double(elapsed),
+            var o: JSONObject = ["clients": .int(Int64(clients)), "sessions": .int(Int64(sessions)), "publishers": .int(Int64(publishers)), "seconds": .double(spans.total),
+                                 "publishSeconds": .double(spans.publishing), "deliverySeconds": .double(spans.delivering),
                                  "deliveries": .int(Int64(deliveries)), "deliveriesPerSecond": .double(perSecond),
                                  "commands": .int(Int64(acked)), "errors": .int(Int64(errors.values.reduce(0, +))),
                                  "ackLatencyMs": ack.json, "lastMemberLatencyMs": last.json]
@@ -430,10 +459,10 @@ struct Bench {
             printLine(JSON.object(o).encodedString())
             return
         }
-        printLine("navclient bench: \(clients) members in \(sessions) session(s), \(publishers) publisher(s) per session, \(rate.map { "\(Int($0)) commands/s" } ?? "\(inFlight) in flight") per publisher, \(String(format: "%.1f", elapsed)) s")
+        printLine("navclient bench: \(clients) members in \(sessions) session(s), \(publishers) publisher(s) per session, \(rate.map { "\(Int($0)) commands/s" } ?? "\(inFlight) in flight") per publisher, \(String(format: "%.1f", spans.total)) s")
         printLine(String(format: "  joins             %d members joined in %.2f s; %d presence messages received in all", clients, joins.seconds, joins.presence))
-        printLine(String(format: "  deliveries        %d (%.0f/s)", deliveries, perSecond))
-        printLine(String(format: "  commands acked    %d (%.0f/s)", acked, Double(acked) / elapsed))
+        printLine(String(format: "  deliveries        %d (%.0f/s over the %.1f s from the first command to the last patch read)", deliveries, perSecond, spans.delivering))
+        printLine(String(format: "  commands acked    %d (%.0f/s over the %.1f s of publishing)", acked, ackedPerSecond, spans.publishing))
         printLine("  errors            \(errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
         printLine("  command -> ack          \(ack.text)")
         printLine("  command -> last member  \(last.text)")
