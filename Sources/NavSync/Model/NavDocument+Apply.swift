@@ -161,10 +161,11 @@ extension NavDocument {
             return (p, c)
         }
         let flow = flow    // not `self`: a closure capturing the document would copy it
-        let declares = { (c: Coordinator) in
+        // The closure written at the call, not held in a variable: held, its context
+        // was allocated on the heap, once per push.
+        if let found = state.deepestActiveCoordinator(where: { c in
             name.works(on: c.kind) && routes.allSatisfy { flow.spec(c.type).route($0) != nil }
-        }
-        if let found = state.deepestActiveCoordinator(where: declares) { return found }
+        }) { return found }
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")
         if let p = state.deepestActive(where: { c in routes.allSatisfy { flow.spec(c.type).route($0) != nil } }) {
             let fix = routes.count == 1 ? "; use `\(Self.verb(for: state[p].kind)) \(routes.first!)`" : ""
