@@ -81,7 +81,11 @@ struct Bench {
                 case "--sessions": b.sessions = max(1, try int(arg))
                 case "--publishers": b.publishers = max(1, try int(arg))
                 case "--in-flight": b.inFlight = max(1, try int(arg))
-                case "--rate": b.rate = Double(try int(arg))
+                case "--rate":
+                    // 0 would send nothing and report a run of silence.
+                    let r = try int(arg)
+                    guard r > 0 else { throw UsageError("--rate needs commands per second above 0") }
+                    b.rate = Double(r)
                 case "--commands": b.commands = try int(arg)
                 case "--duration":
                     guard let v = rest.popFirst(), let d = Double(v), d > 0 else { throw UsageError("--duration needs seconds") }

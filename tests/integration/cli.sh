@@ -10,6 +10,7 @@ check "--socket-send-buffer below 4096 exits 2, naming the flag" bash -c "'$NAVS
 check "0.0.0.0 without --auth is refused"  bash -c "'$NAVSYNCD' --host 0.0.0.0 --port 0 2>&1 | grep -q 'refusing to listen'"
 check "navclient --help exits 0"           bash -c "'$NAVCLIENT' --help | grep -q bench"
 check "navclient bench --help exits 0"     bash -c "'$NAVCLIENT' bench --help | grep -q -- '--in-flight'"
+check "navclient bench --rate 0 is a usage error (exit 2) that names --rate" bash -c "'$NAVCLIENT' bench --rate 0 2>&1 | grep -q -- '--rate needs'; [ \${PIPESTATUS[0]} -eq 2 ]"
 
 # A port in use is a clear error, exit 1.
 start_navsyncd cli-busy
