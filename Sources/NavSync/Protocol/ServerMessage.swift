@@ -168,10 +168,7 @@ public enum ServerMessage: Sendable, Equatable {
         out.append(ascii: #","cmd":"#)
         patch.cmd.write(into: &out)
         out.append(ascii: #","ops":["#)
-        for i in patch.ops.indices {    // by index: each op written in place, not copied
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            patch.ops[i].write(into: &out)
-        }
+        patch.operations.write(into: &out)
         out.append(ascii: "]}")
     }
 

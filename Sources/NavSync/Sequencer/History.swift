@@ -16,7 +16,7 @@ public struct HistoryEntry: Sendable, Equatable {
         var ops: [JSON]
         var results: [OpResult]
         var label: String?
-        var patch: [PatchOperation]
+        var patch: PatchOps
         var nextID: Int
     }
 
@@ -27,6 +27,13 @@ public struct HistoryEntry: Sendable, Equatable {
 
     public init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
                 label: String? = nil, patch: [PatchOperation] = [], nextID: Int = 0) {
+        self.init(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results, label: label,
+                  patch: .values(patch), nextID: nextID)
+    }
+
+    /// The same, keeping the patch as the revision made it (`PatchOps`).
+    init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
+         label: String?, patch: PatchOps, nextID: Int) {
         box = Box(Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results,
                          label: label, patch: patch, nextID: nextID))
     }
@@ -43,7 +50,9 @@ public struct HistoryEntry: Sendable, Equatable {
     public var results: [OpResult] { box.fields.results }
     public var label: String? { box.fields.label }
     /// What the revision changed (RFC 6902), as broadcast.
-    public var patch: [PatchOperation] { box.fields.patch }
+    public var patch: [PatchOperation] { box.fields.patch.values }
+    /// The same as the revision made it: bytes for a lone stack edit's (`PatchOps`).
+    var patchOperations: PatchOps { box.fields.patch }
     /// The id counter after the revision (for recordings: replay allocates the same ids).
     public var nextID: Int { box.fields.nextID }
 

@@ -50,7 +50,7 @@ public struct Sequencer: Sendable {
     public func patches(since: Int) -> [Patch]? {
         guard log.isCovered(by: history) else { return log.patches(since: since, current: rev) }
         guard since >= 0, since <= rev, rev - since <= log.capacity, since >= history.earliest else { return nil }
-        return history.entries(after: since).map { Patch(rev: $0.rev, by: $0.client, cmd: $0.cmd, ops: $0.patch) }
+        return history.entries(after: since).map { Patch(rev: $0.rev, by: $0.client, cmd: $0.cmd, operations: $0.patchOperations) }
     }
 
     /// The patches held for catching up, oldest first (a snapshot's `log`).
@@ -238,11 +238,11 @@ public struct Sequencer: Sendable {
         rev += 1
         record(diff, ctx, allocated: ctx.firstID..<document.nextID)
         let ack = Ack(id: command.id, rev: rev, results: results)
-        let patch = Patch(rev: rev, by: client, cmd: command.id, ops: diff.ops)
+        let patch = Patch(rev: rev, by: client, cmd: command.id, operations: diff.operations)
         idempotency.remember(client: client, ack, command: command)
         if !log.isCovered(by: history) { log.append(patch) }
         history.record(HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
-                                    results: results, label: command.label, patch: patch.ops, nextID: document.nextID)) { document.state }
+                                    results: results, label: command.label, patch: patch.operations, nextID: document.nextID)) { document.state }
         return .applied(ack, patch)
     }
 

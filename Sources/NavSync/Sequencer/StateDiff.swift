@@ -7,7 +7,14 @@
 /// new — the document itself is never replaced whole, a list only when none of its
 /// entries is kept.
 public struct StateDiff: Sendable {
-    public private(set) var ops: [PatchOperation] = []
+    /// The patch's operations.
+    public var ops: [PatchOperation] { operations.values }
+    /// The same as the patch holds them: the walk's as values, an edit's as bytes.
+    var operations: PatchOps { encoded.map(PatchOps.encoded) ?? .values(walked) }
+    /// The walk's operations.
+    private var walked: [PatchOperation] = []
+    /// An edit's operations, written as they are sent.
+    private var encoded: [UInt8]?
     /// Every id that was on the old tree and is not on the new one, subtrees included.
     private(set) var removed = EntryIDList()
     /// Every id on the new tree that was not on the old one.
@@ -23,7 +30,7 @@ public struct StateDiff: Sendable {
         path.reserveCapacity(96)
         within("root") { $0.diff(old.root, new.root) }
         if old.alert != new.alert {
-            ops.append(PatchOperation(.replace, "/alert", value: new.alert?.json ?? .null))
+            walked.append(PatchOperation(.replace, "/alert", value: new.alert?.json ?? .null))
             if let a = old.alert, a.id != new.alert?.id { removed.append(a.id) }
             if let a = new.alert, a.id != old.alert?.id { added.append(a.id) }
         }
@@ -53,16 +60,25 @@ public struct StateDiff: Sendable {
             }
             guard c.kind == .stack else { return false }
             pointer.put("/stack/")
-            // The list is made at its size (appending to the empty one grew it through
-            // the general path, and copied each op in).
+            // The ops are written as they are sent (`PatchOps`), one array for them all.
             if edit.isPush {
                 let index = c.entries.count - 1
-                ops = [PatchOperation(.add, pointer.string(ending: index), payload: .entry(c.entries[index]))]
+                encoded = ByteWriter.bytes(capacity: 160) { out in
+                    out.append(ascii: #"{"op":"add","path":""#)
+                    pointer.write(ending: index, into: &out)
+                    out.append(ascii: #"","value":"#)
+                    c.entries[index].write(into: &out)
+                    out.append(UInt8(ascii: "}"))
+                }
                 noteAdded(c.entries[index])
             } else {
-                ops.reserveCapacity(edit.previousCount - edit.count)
-                for i in (edit.count..<edit.previousCount).reversed() {
-                    ops.append(PatchOperation(.remove, pointer.string(ending: i), payload: nil))
+                encoded = ByteWriter.bytes(capacity: 96 * (edit.previousCount - edit.count)) { out in
+                    for i in (edit.count..<edit.previousCount).reversed() {
+                        if i < edit.previousCount - 1 { out.append(UInt8(ascii: ",")) }
+                        out.append(ascii: #"{"op":"remove","path":""#)
+                        pointer.write(ending: i, into: &out)
+                        out.append(ascii: #""}"#)
+                    }
                 }
                 removed = edit.removed
             }
@@ -87,11 +103,11 @@ public struct StateDiff: Sendable {
             count += writeDecimal(n, at: buffer.baseAddress! + count)
         }
 
-        /// The pointer so far with `last` appended, as a string; the buffer is left as it was.
-        func string(ending last: Int) -> String {
-            var end = self
-            end.put(last)
-            return String(decoding: UnsafeBufferPointer(rebasing: buffer[..<end.count]), as: UTF8.self)
+        /// The pointer so far with `last` appended, written into `out` (its tokens are
+        /// names and numbers: nothing in it needs a JSON escape).
+        func write(ending last: Int, into out: inout ByteWriter) {
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<count]))
+            out.append(decimal: last)
         }
     }
 
@@ -116,7 +132,7 @@ public struct StateDiff: Sendable {
     private var here: String { String(decoding: path, as: UTF8.self) }
 
     private mutating func emit(_ kind: PatchOperation.Kind, _ payload: PatchOperation.Payload? = nil) {
-        ops.append(PatchOperation(kind, here, payload: payload))
+        walked.append(PatchOperation(kind, here, payload: payload))
     }
 
     private mutating func emit(_ kind: PatchOperation.Kind, _ token: StaticString, _ payload: PatchOperation.Payload? = nil) {
@@ -208,7 +224,7 @@ public struct StateDiff: Sendable {
                 if !Self.unchanged(work[j], new[j]) { within(j) { $0.diff(work[j], new[j]) } }
             } else if j < work.count, let k = work[j...].firstIndex(where: { $0.id == new[j].id }) {
                 let from = within(k)
-                within(j) { $0.ops.append(PatchOperation(.move, $0.here, from: from)) }
+                within(j) { $0.walked.append(PatchOperation(.move, $0.here, from: from)) }
                 let moved = work.remove(at: k)
                 work.insert(moved, at: j)
                 if !Self.unchanged(moved, new[j]) { within(j) { $0.diff(moved, new[j]) } }
@@ -238,7 +254,7 @@ public struct StateDiff: Sendable {
         case (nil, nil): break
         case (nil, let d?): emit(.add, "data", .json(.object(d)))
         case (.some, nil): emit(.remove, "data")
-        case (let x?, let y?): within("data") { JSON.object(x).diff(to: .object(y), at: $0.here, into: &$0.ops) }
+        case (let x?, let y?): within("data") { JSON.object(x).diff(to: .object(y), at: $0.here, into: &$0.walked) }
         }
         switch (a.coordinator, b.coordinator) {
         case (nil, nil): break

@@ -200,7 +200,8 @@ struct RandomizedTests {
                 #expect(ack.rev == before.rev + 1 && patch.rev == ack.rev)
                 // The patch, through its wire form, takes the old document to the new one.
                 // The wire form is what the server sends: written straight from the ops'
-                // values, byte for byte the encoded object.
+                // values (or, for a lone stack edit, from the bytes its patch was written
+                // as when the revision was made), byte for byte the encoded object.
                 let bytes = ServerMessage.patch(session: "s", patch).bytes()
                 #expect(bytes == ServerMessage.patch(session: "s", patch).json().encoded())
                 let wire = try JSON.parse(bytes)
