@@ -175,7 +175,7 @@ public struct Patch: Sendable, Equatable {
 /// it (the broadcast, a member catching up) copies them, and history keeps them. Made
 /// as values, such a patch was a pointer string, a list and the pushed entry held,
 /// freed again 10,000 revisions later, and written out op by op: without them push/pop
-/// ran 1.10× faster with its patch framed (`scripts/bench-pair`, 16 rounds). Reading
+/// ran 1.12× faster with its patch framed (`scripts/bench-pair`, 16 rounds). Reading
 /// `values` of bytes decodes them: history's past states, snapshots and tests do.
 enum PatchOps: Sendable, Equatable {
     case values([PatchOperation])
