@@ -20,6 +20,12 @@ extension JSON {
     /// Parses one JSON text (any value at the top, as RFC 8259 allows). Duplicate keys
     /// are refused rather than silently resolved; `\u0000` inside strings is allowed.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSON {
+        try parse(bytes, depthLimit: maxDepth)
+    }
+
+    /// The same, nesting up to `depthLimit` levels (text the server wrote itself is read
+    /// back to jansson's own limit, 2048: it was never input).
+    static func parse(_ bytes: some Collection<UInt8>, depthLimit: Int) throws(JSONParseError) -> JSON {
         var error = json_error_t()
         let flags = Int(JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
         let root: UnsafeMutablePointer<json_t>? =
@@ -38,9 +44,9 @@ extension JSON {
                                  offset: Int(error.position), reason: reason)
         }
         defer { json_decref(root) }
-        guard let value = convert(root, depth: 0) else {
+        guard let value = convert(root, depth: 0, limit: depthLimit) else {
             throw JSONParseError(line: 1, column: 1, offset: 0,
-                                 reason: "nesting deeper than \(maxDepth) levels")
+                                 reason: "nesting deeper than \(depthLimit) levels")
         }
         return value
     }
@@ -49,8 +55,8 @@ extension JSON {
         try parse(Array(text.utf8))
     }
 
-    private static func convert(_ v: UnsafeMutablePointer<json_t>, depth: Int) -> JSON? {
-        if depth > maxDepth { return nil }
+    private static func convert(_ v: UnsafeMutablePointer<json_t>, depth: Int, limit: Int) -> JSON? {
+        if depth > limit { return nil }
         switch json_type(rawValue: UInt32(navsync_json_type(v))) {
         case JSON_OBJECT:
             var object = JSONObject()
@@ -60,7 +66,7 @@ extension JSON {
                 let key = json_object_iter_key(it).withMemoryRebound(to: UInt8.self, capacity: keyLength) {
                     String(decoding: UnsafeBufferPointer(start: $0, count: keyLength), as: UTF8.self)
                 }
-                guard let value = convert(json_object_iter_value(it), depth: depth + 1) else { return nil }
+                guard let value = convert(json_object_iter_value(it), depth: depth + 1, limit: limit) else { return nil }
                 object[key] = value
                 iter = json_object_iter_next(v, it)
             }
@@ -70,7 +76,7 @@ extension JSON {
             var items: [JSON] = []
             items.reserveCapacity(n)
             for i in 0..<n {
-                guard let item = convert(json_array_get(v, i), depth: depth + 1) else { return nil }
+                guard let item = convert(json_array_get(v, i), depth: depth + 1, limit: limit) else { return nil }
                 items.append(item)
             }
             return .array(items)

@@ -98,6 +98,30 @@ struct StateDiffTests {
         }
     }
 
+    /// A lone stack edit's patch is kept as the bytes it is sent as, and read back when
+    /// asked for (history's past states, snapshots): a pushed entry opens its route's
+    /// whole chain of coordinators, which a flow may nest deeper than input may (512).
+    @Test func aPatchKeptAsBytesReadsBackAtAnyDepthTheFlowMakes() throws {
+        let chain = 200   // three levels of JSON each: past 512
+        var coordinators: JSONObject = ["Main": ["kind": "stack", "initial": "home",
+                                                 "routes": ["home": [:], "deep": ["coordinator": "C0"]]]]
+        for i in 0..<chain {
+            coordinators["C\(i)"] = i == chain - 1
+                ? ["kind": "stack", "initial": "leaf", "routes": ["leaf": [:]]]
+                : ["kind": "stack", "initial": "next", "routes": ["next": ["coordinator": .string("C\(i + 1)")]]]
+        }
+        let flow = try Flow.load(["name": "deep", "root": "Main", "coordinators": .object(coordinators)])
+        var seq = Sequencer(flow: flow, epoch: "e")
+        let before = seq.state.json
+        guard case .applied(_, let patch) = seq.submit(Command(id: .int(1), ops: [["op": "push", "route": "deep"]]), client: "c") else {
+            Issue.record("the push did not apply"); return
+        }
+        guard case .encoded(let bytes) = patch.operations else { Issue.record("a push's patch is kept as bytes"); return }
+        #expect(throws: JSONParseError.self) { try JSON.parse([UInt8(ascii: "[")] + bytes + [UInt8(ascii: "]")]) }
+        #expect(try before.applying(patch.ops) == seq.state.json)
+        #expect(try before.applying(seq.history.entries(after: 0)[0].patch) == seq.state.json)
+    }
+
     /// A command of one stack edit runs on the session's document itself, so such an
     /// operation must leave the document exactly as it was when it fails, and leave an
     /// edit to patch from when it applies (`Operation.Action.editsOneStackAtomically`).
