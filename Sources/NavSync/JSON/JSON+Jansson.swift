@@ -17,14 +17,18 @@ extension JSON {
     /// recursively would only waste stack.
     public static let maxDepth = 512
 
+    /// Deepest nesting of text the server wrote itself and reads back (jansson's own
+    /// limit): it was never input, and a flow may nest deeper than input may.
+    static let writtenDepth = 2048
+
     /// Parses one JSON text (any value at the top, as RFC 8259 allows). Duplicate keys
     /// are refused rather than silently resolved; `\u0000` inside strings is allowed.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSON {
         try parse(bytes, depthLimit: maxDepth)
     }
 
-    /// The same, nesting up to `depthLimit` levels (text the server wrote itself is read
-    /// back to jansson's own limit, 2048: it was never input).
+    /// The same, nesting up to `depthLimit` levels (`writtenDepth` for text the server
+    /// wrote itself).
     static func parse(_ bytes: some Collection<UInt8>, depthLimit: Int) throws(JSONParseError) -> JSON {
         var error = json_error_t()
         let flags = Int(JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)

@@ -186,9 +186,9 @@ enum PatchOps: Sendable, Equatable {
         case .values(let ops): return ops
         case .encoded(let bytes):
             let list: JSON
-            // Read back as deep as jansson goes: a pushed entry opens its route's whole
-            // chain of coordinators, which a flow may make deeper than input may nest.
-            do { list = try JSON.parse([UInt8(ascii: "[")] + bytes + [UInt8(ascii: "]")], depthLimit: 2048) } catch {
+            // A pushed entry opens its route's whole chain of coordinators, which a flow
+            // may make deeper than input may nest.
+            do { list = try JSON.parse([UInt8(ascii: "[")] + bytes + [UInt8(ascii: "]")], depthLimit: JSON.writtenDepth) } catch {
                 preconditionFailure("a patch the sequencer wrote is not JSON: \(error)")
             }
             do throws(JSONPatchError) { return try (list.arrayValue ?? []).map { op throws(JSONPatchError) in try PatchOperation(json: op) } } catch {

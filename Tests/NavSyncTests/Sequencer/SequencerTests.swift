@@ -219,6 +219,23 @@ struct SequencerTests {
         #expect(seq.patches(since: 0) == [])
     }
 
+    /// A member catching up on pushes and pops gets the bytes that were broadcast, as
+    /// history kept them (not decoded and written again).
+    @Test func caughtUpStackEditsAreTheBytesThatWereBroadcast() {
+        var seq = Sequencer(flow: .demo, epoch: "e")
+        _ = seq.submit(["id": 0, "ops": [["op": "setRoot", "route": "main"]]], client: "c")
+        var sent: [[UInt8]] = []
+        for i in 1...10 {
+            let op: JSON = i % 2 == 1 ? ["op": "push", "route": "detail", "params": ["id": .int(Int64(i)), "note": "a \"quote\""]] : ["op": "pop"]
+            if case .applied(_, let patch) = seq.submit(["id": .int(Int64(i)), "ops": [op]], client: "c") {
+                sent.append(ServerMessage.patch(session: "s", patch).bytes())
+            }
+        }
+        let caughtUp = seq.patches(since: 1) ?? []
+        #expect(caughtUp.map { ServerMessage.patch(session: "s", $0).bytes() } == sent)
+        #expect(caughtUp.allSatisfy { if case .encoded = $0.operations { true } else { false } })
+    }
+
     /// From history (which holds them by default) or, with history shorter than the
     /// log, from the log: the same patches, at most the log's capacity of them.
     @Test(arguments: [10_000, 0, 5])
