@@ -4,10 +4,18 @@ extension Flow {
     /// Expands a deep link into operations, or fails with `not_found` (no pattern
     /// matches), `bad_params` (a capture does not convert) or the error of a link op.
     public func expand(url: String) throws(NavError) -> (link: Link, ops: [Operation]) {
+        let (link, values) = try match(url: url)
+        return (link, link.ops(filling: values))
+    }
+
+    /// The link `url` opens and its captures converted to their params' types, one per
+    /// slot of the link (`Link.slots`), nil where the URL does not give the capture.
+    func match(url: String) throws(NavError) -> (link: Link, values: [JSON?]) {
         guard let parsed = ParsedURL(url) else { throw NavError(.badParams, "'\(url)' is not a valid URL or path") }
         guard let link = links.first(where: { $0.matches(parsed.segments) }) else {
             throw NavError(.notFound, "no link of flow '\(name)' matches '\(url)'")
         }
+        guard !link.slots.isEmpty else { return (link, []) }
         // Path captures win over query items; of repeated query items the first wins.
         // (A link has a handful: looked up where they are, no list or table made.)
         let segments = link.segments, values = parsed.segments, query = parsed.query
@@ -18,13 +26,19 @@ extension Flow {
             for i in query.indices where query[i].0 == name { return query[i].1 }
             return nil
         }
-        var ops = link.compiled
-        for i in ops.indices where !link.captureTypes[i].isEmpty {
-            do throws(NavError) { try ops[i].fill(capture, types: link.captureTypes[i]) } catch {
-                throw NavError(error.code, "link '\(link.pattern)' op \(i): \(error.message)")
+        var converted: [JSON?] = []
+        converted.reserveCapacity(link.slots.count)
+        for slot in link.slots {
+            guard let captured = capture(slot.capture) else {
+                converted.append(nil)
+                continue
             }
+            guard let value = slot.type.convert(capture: captured) else {
+                throw NavError(.badParams, "link '\(link.pattern)' op \(slot.op): capture ':\(slot.capture)' = '\(captured)' is not a valid \(slot.type.base.rawValue) for param '\(slot.key)'")
+            }
+            converted.append(value)
         }
-        return (link, ops)
+        return (link, converted)
     }
 
     /// The declared type of a param: on `at`'s type, else on the first type of a kind
@@ -46,34 +60,28 @@ extension Link {
     }
 }
 
+extension Link {
+    /// The link's operations with `values` (one per slot, as `Flow.match` gives them)
+    /// put in their params; a param whose capture is absent (nil) is left out.
+    func ops(filling values: [JSON?]) -> [Operation] {
+        var ops = compiled
+        for (slot, value) in zip(slots, values) { ops[slot.op].setParam(slot.key, to: value, item: slot.item) }
+        return ops
+    }
+}
+
 extension Operation {
-    /// Replaces whole-string `":name"` param values with the capture converted to the
-    /// param's type (`types`, from the link), in the op's item or items; a param whose
-    /// capture is absent (`capture` gives nil) is left out.
-    mutating func fill(_ capture: (String) -> String?, types: [Link.CaptureType]) throws(NavError) {
-        func fill(_ item: inout OpenItem, _ index: Int?) throws(NavError) {
-            for slot in types where slot.item == index {
-                guard let captured = capture(slot.capture) else {
-                    item.params[slot.key] = nil
-                    continue
-                }
-                guard let converted = slot.type.convert(capture: captured) else {
-                    throw NavError(.badParams, "capture ':\(slot.capture)' = '\(captured)' is not a valid \(slot.type.base.rawValue) for param '\(slot.key)'")
-                }
-                item.params[slot.key] = converted
-            }
-        }
-        func fill(_ items: inout [OpenItem]) throws(NavError) {
-            for i in items.indices { try fill(&items[i], i) }
-        }
+    /// Sets (or with nil removes) a param of the op's item, or of its item `index`.
+    mutating func setParam(_ key: String, to value: JSON?, item index: Int?) {
+        func set(_ items: inout [OpenItem]) { items[index!].params[key] = value }
         switch action {
-        case .route(var item): try fill(&item, nil); action = .route(item)
-        case .present(var item, let style): try fill(&item, nil); action = .present(item, style: style)
-        case .setRoot(var item): try fill(&item, nil); action = .setRoot(item)
-        case .appendTab(var item): try fill(&item, nil); action = .appendTab(item)
-        case .insertTab(var item, let index): try fill(&item, nil); action = .insertTab(item, index: index)
-        case .setStack(var items): try fill(&items); action = .setStack(items)
-        case .setTabs(var items): try fill(&items); action = .setTabs(items)
+        case .route(var item): item.params[key] = value; action = .route(item)
+        case .present(var item, let style): item.params[key] = value; action = .present(item, style: style)
+        case .setRoot(var item): item.params[key] = value; action = .setRoot(item)
+        case .appendTab(var item): item.params[key] = value; action = .appendTab(item)
+        case .insertTab(var item, let at): item.params[key] = value; action = .insertTab(item, index: at)
+        case .setStack(var items): set(&items); action = .setStack(items)
+        case .setTabs(var items): set(&items); action = .setTabs(items)
         default: break
         }
     }

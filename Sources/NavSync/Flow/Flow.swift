@@ -255,13 +255,17 @@ public struct Link: Sendable {
     /// The operations, decoded once when the flow is loaded; captures are filled into
     /// the decoded params per opening.
     let compiled: [Operation]
-    /// For each operation, the declared types of its params that take captures, looked
-    /// up once when the flow is loaded (empty for an op without captures).
-    let captureTypes: [[CaptureType]]
+    /// The params that take captures, op by op (and item by item within an op), with
+    /// their declared types, looked up once when the flow is loaded.
+    let slots: [CaptureSlot]
+    /// The link worked out ahead, when it starts by replacing the whole tree (nil for
+    /// links of any other shape).
+    let plan: LinkPlan?
 
-    /// A param that takes a capture: of the op itself (`item` nil) or of its `routes`
-    /// item `item`.
-    struct CaptureType: Sendable {
+    /// A param that takes a capture: of operation `op` itself (`item` nil) or of its
+    /// `routes` item `item`.
+    struct CaptureSlot: Sendable {
+        let op: Int
         let item: Int?
         let key: String
         /// The capture's name, without its `:`.
@@ -275,20 +279,22 @@ public struct Link: Sendable {
         self.segments = segments
         self.ops = ops
         compiled = decoded
-        captureTypes = ops.map { raw in
+        slots = ops.indices.flatMap { i in
+            let raw = ops[i]
             let at = raw["at"]?.stringValue
             let name = raw["op"]?.stringValue.flatMap(OpName.init(wire:))
-            func types(_ item: JSON, _ index: Int?) -> [CaptureType] {
+            func slots(_ item: JSON, _ index: Int?) -> [CaptureSlot] {
                 guard let route = item["route"]?.stringValue, let params = item["params"]?.objectValue else { return [] }
                 return params.compactMap { key, value in
                     guard Link.isCapture(value), let text = value.stringValue else { return nil }
                     let type = flow.paramType(route: route, param: key, at: at, op: name) ?? ParamType(base: .string, optional: true)
-                    return CaptureType(item: index, key: key, capture: String(text.dropFirst()), type: type)
+                    return CaptureSlot(op: i, item: index, key: key, capture: String(text.dropFirst()), type: type)
                 }
             }
             let items = raw["routes"]?.arrayValue ?? []
-            return types(raw, nil) + items.indices.flatMap { types(items[$0], $0) }
+            return slots(raw, nil) + items.indices.flatMap { slots(items[$0], $0) }
         }
+        plan = LinkPlan(decoded, slots: slots, flow: flow)
     }
 
     /// Whether a param value is a whole-string capture, `":name"`.

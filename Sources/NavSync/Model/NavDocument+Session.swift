@@ -34,7 +34,9 @@ extension NavDocument {
             return .applied
 
         case .open(let url):
-            let (_, ops) = try flow.expand(url: url)
+            let (link, values) = try flow.match(url: url)
+            if opensLinksByPlan, let plan = link.plan, let result = plan.open(values, in: &self, &ctx) { return result }
+            let ops = link.ops(filling: values)
             // `open` was checked as one op without `at`; its link ops are not checked again.
             let outer = ctx.conflicts
             ctx.conflicts = nil

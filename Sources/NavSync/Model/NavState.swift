@@ -55,6 +55,15 @@ public struct Entry: Sendable, Equatable {
         fields = template.fields
     }
 
+    /// An entry a link's plan opened, with its text worked out ahead (`LinkPlan`): the
+    /// entry writes that text until it or anything below it changes.
+    init(id: EntryID, route: String, params: JSONObject, presentation: Presentation?, tab: JSON?, hints: JSONObject?,
+         data: JSONObject?, coordinator: Coordinator?, written: LinkPlan.WrittenEntry) {
+        self.init(id: id, route: route, params: params, presentation: presentation, tab: tab, hints: hints, data: data,
+                  coordinator: coordinator)
+        fields.written = written
+    }
+
     public var route: String {
         get { fields.route }
         _modify { yield &unique().route }
@@ -89,6 +98,9 @@ public struct Entry: Sendable, Equatable {
         _modify { yield &unique().coordinator }
     }
 
+    /// Whether the entry writes a text worked out ahead (`LinkPlan.WrittenEntry`).
+    var isWrittenAhead: Bool { fields.written != nil }
+
     /// Whether the two share their fields (one was copied from the other and neither
     /// changed since): equal without a look inside.
     func sharesFields(with other: Entry) -> Bool { fields === other.fields }
@@ -101,8 +113,12 @@ public struct Entry: Sendable, Equatable {
                            && x.tab == y.tab && x.hints == y.hints)
     }
 
+    /// The fields, this entry's alone, about to change: the text worked out ahead no
+    /// longer holds. (Every change below an entry passes through here, since changing
+    /// its child coordinator is changing one of its fields.)
     private mutating func unique() -> Fields {
         if !isKnownUniquelyReferenced(&fields) { fields = fields.copy() }
+        if fields.written != nil { fields.written = nil }
         return fields
     }
 
@@ -124,6 +140,8 @@ public struct Entry: Sendable, Equatable {
         @exclusivity(unchecked) var hints: JSONObject?
         @exclusivity(unchecked) var data: JSONObject?
         @exclusivity(unchecked) var coordinator: Coordinator?
+        /// The entry's text, worked out ahead, while nothing changed.
+        @exclusivity(unchecked) var written: LinkPlan.WrittenEntry?
 
         init(route: String, params: JSONObject, presentation: Presentation?, tab: JSON?, hints: JSONObject?,
              data: JSONObject?, coordinator: Coordinator?) {
@@ -204,6 +222,7 @@ extension Alert {
 /// a whole coordinator tree) as state values and writes them when it is broadcast.
 extension Entry {
     func write(into out: inout ByteWriter) {
+        if let written = fields.written { return written.write(into: &out) }
         out.append(ascii: #"{"id":"e"#)
         out.append(decimal: id.number)
         out.append(ascii: #"","route":"#)

@@ -37,7 +37,7 @@ struct FlowTests {
     @Test func linksDecodeTheirOpsOnce() throws {
         let link = Flow.demo.links.first { $0.pattern == "/product/:id" }!
         #expect(link.compiled.count == 3)
-        #expect(link.captureTypes.map { $0.map { "\($0.item ?? -1).\($0.key):\($0.type)" } } == [[], [], ["1.id:int", "1.note:string?"]])
+        #expect(link.slots.map { "\($0.op).\($0.item ?? -1).\($0.key):\($0.type)" } == ["2.1.id:int", "2.1.note:string?"])
         #expect(!Link.isCapture(":") && Link.isCapture(":id") && !Link.isCapture("id"))
         // An absent capture leaves its param out; one that does not convert names itself.
         let (_, bare) = try Flow.demo.expand(url: "/product/7")
