@@ -15,7 +15,7 @@
 /// initial entries are with their route), and the patch mostly written already.
 ///
 /// Applying op by op remains for everything else: links of another shape, openings a
-/// plan does not cover (a session whose model limits differ from the defaults, a
+/// plan does not cover (a document whose stack or tab limits are not the defaults, a
 /// sender who may not run one of the operations) and links that fail.
 struct LinkPlan: Sendable {
     /// For each capture slot, the bit of its capture's name in a set of captures given
@@ -115,7 +115,8 @@ struct LinkPlan: Sendable {
     /// What opening the link with `values` (one per slot) does to `document`, or nil
     /// when the plan does not cover it (then nothing is changed).
     func open(_ values: [JSON?], in document: inout NavDocument, _ ctx: inout CommandContext) -> OpResult? {
-        guard document.limits == ModelLimits(), ctx.refused.isEmpty || !opNames.contains(where: { ctx.refused[$0] != nil }),
+        guard Self.coversLimits(document.limits),
+              ctx.refused.isEmpty || !opNames.contains(where: { ctx.refused[$0] != nil }),
               let outcome = outcome(given: values) else { return nil }
         let offset = document.nextID
         document.state.root = Self.make(outcome.root, offset: offset, values)
@@ -123,6 +124,15 @@ struct LinkPlan: Sendable {
         for key in outcome.changed { ctx.noteChanged(Self.moved(key, by: offset)) }
         ctx.edit = nil
         return outcome.result
+    }
+
+    /// Whether a document under `limits` applies links as the plans were worked out,
+    /// under the defaults: all of them but the operations per command, which is checked
+    /// on the command, never inside a link (`navsyncd --max-ops` keeps the plans).
+    static func coversLimits(_ limits: ModelLimits) -> Bool {
+        var inLinks = limits
+        inLinks.maxOps = ModelLimits().maxOps
+        return inLinks == ModelLimits()
     }
 
     /// What the link leaves when the URL gives these captures (nil: it fails, or is

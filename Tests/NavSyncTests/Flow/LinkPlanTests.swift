@@ -146,13 +146,21 @@ struct LinkPlanTests {
     static func written(_ c: Coordinator) -> [UInt8] { ByteWriter.bytes { c.write(into: &$0) } }
 
     /// A session whose model limits are not the defaults applies links op by op: the
-    /// plan was worked out under the defaults.
+    /// plan was worked out under the defaults. (All but the operations per command,
+    /// which no link's operations are checked against.)
     @Test func otherLimitsApplyOpByOp() throws {
         var limits = ModelLimits()
         limits.maxStackDepth = 1
         var document = NavDocument(flow: Self.linkFlow, limits: limits)
         var ctx = CommandContext(conflicts: nil, firstID: document.nextID)
         #expect(throws: NavError.self) { try document.apply(Operation(.open(url: "/item/3")), &ctx) }
+        #expect(!LinkPlan.coversLimits(limits))
+        limits = ModelLimits()
+        limits.maxOps = 1
+        #expect(LinkPlan.coversLimits(limits))
+        limits.maxTabs = 2
+        #expect(!LinkPlan.coversLimits(limits))
+        #expect(LinkPlan.coversLimits(ModelLimits()))
     }
 
     /// An entry of the plan that takes no capture and opens nothing is shared, not made:
