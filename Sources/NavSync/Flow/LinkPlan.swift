@@ -164,7 +164,7 @@ struct LinkPlan: Sendable {
                          data: t.data, coordinator: child)
         }
         return Entry(id: id, route: t.route, params: params, presentation: t.presentation, tab: t.tab, hints: t.hints,
-                     data: t.data, coordinator: child, written: WrittenEntry(text: text, offset: offset, values: values))
+                     data: t.data, coordinator: child, written: WrittenEntry(text: text, offset: offset, values: values, id: id))
     }
 
     private static func moved(_ key: CoordinatorKey, by offset: Int) -> CoordinatorKey {
@@ -269,11 +269,15 @@ extension LinkPlan {
         let text: PlannedText
         let offset: Int
         let values: [JSON?]
+        /// The entry's id as opened (`Entry.id` is a public `var`: an entry given
+        /// another id is written from the tree).
+        let id: EntryID
 
-        init(text: PlannedText, offset: Int, values: [JSON?]) {
+        init(text: PlannedText, offset: Int, values: [JSON?], id: EntryID) {
             self.text = text
             self.offset = offset
             self.values = values
+            self.id = id
         }
 
         /// What `Entry.write` writes for the entry.

@@ -99,7 +99,7 @@ public struct Entry: Sendable, Equatable {
     }
 
     /// Whether the entry writes a text worked out ahead (`LinkPlan.WrittenEntry`).
-    var isWrittenAhead: Bool { fields.written != nil }
+    var isWrittenAhead: Bool { fields.written?.id == id }
 
     /// Whether the two share their fields (one was copied from the other and neither
     /// changed since): equal without a look inside.
@@ -222,7 +222,7 @@ extension Alert {
 /// a whole coordinator tree) as state values and writes them when it is broadcast.
 extension Entry {
     func write(into out: inout ByteWriter) {
-        if let written = fields.written { return written.write(into: &out) }
+        if let written = fields.written, written.id == id { return written.write(into: &out) }
         out.append(ascii: #"{"id":"e"#)
         out.append(decimal: id.number)
         out.append(ascii: #"","route":"#)

@@ -175,5 +175,11 @@ struct LinkPlanTests {
         #expect(a.state[home].entries[0].sharesFields(with: b.state[home].entries[0]), "list: no capture, shared")
         #expect(!a.state[home].entries[1].sharesFields(with: b.state[home].entries[1]), "detail: its own params")
         #expect(a.state[home].entries[1].params == ["id": 7] && b.state[home].entries[1].params == ["id": 8])
+        // The entry on the root writes its text worked out ahead, unless given another id.
+        var main = a.state.root.entries[0]
+        #expect(main.isWrittenAhead)
+        main.id = EntryID(999)
+        #expect(!main.isWrittenAhead)
+        #expect(ByteWriter.bytes { main.write(into: &$0) } == main.json.encoded())
     }
 }
