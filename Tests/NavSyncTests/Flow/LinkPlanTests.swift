@@ -71,6 +71,7 @@ struct LinkPlanTests {
 
     static let urls: [String: [String]] = [
         "demo": ["/product/7", "/product/7?note=x", "/product/x", "/search/shoes", "/search/shoes?inStock=1",
+                 "/search/%22s%5Cx%0A%22?inStock=0", "/search/%C3%BCber", "/product/7?note=%E2%9C%93%22",
                  "/search/shoes?inStock=maybe", "/orders/3", "/checkout", "/checkout?total=9.5",
                  "/settings/notifications?on=0", "/login", "/login?email=a@b", "/nowhere"],
         "studio": ["/p/4", "/p/x", "/p/5/file/a.txt", "/p/5/file/a.txt?dirty=1", "/p/5/file/a.txt?dirty=2"],
