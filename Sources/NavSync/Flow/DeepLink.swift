@@ -63,7 +63,10 @@ extension Link {
 extension Link {
     /// The link's operations with `values` (one per slot, as `Flow.match` gives them)
     /// put in their params; a param whose capture is absent (nil) is left out.
-    func ops(filling values: [JSON?]) -> [Operation] {
+    func ops(filling values: [JSON?]) -> [Operation] { Self.ops(compiled, slots, filling: values) }
+
+    /// The same for operations and slots not yet made into a link (its plan's).
+    static func ops(_ compiled: [Operation], _ slots: [CaptureSlot], filling values: [JSON?]) -> [Operation] {
         var ops = compiled
         for (slot, value) in zip(slots, values) { ops[slot.op].setParam(slot.key, to: value, item: slot.item) }
         return ops

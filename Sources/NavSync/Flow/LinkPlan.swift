@@ -200,20 +200,14 @@ struct LinkPlan: Sendable {
         }
     }
 
-    /// The link applied to a scratch document, as `NavDocument.applyOther` applies it.
+    /// The link applied op by op to a scratch document, as `open` applies it.
     private static func run(_ link: (ops: [Operation], slots: [Link.CaptureSlot]), _ values: [JSON?], _ flow: Flow)
         -> (root: Coordinator, start: Int, allocated: Int, changed: [CoordinatorKey], result: OpResult)? {
         var document = NavDocument(flow: flow)
         let start = document.nextID
         var ctx = CommandContext(conflicts: nil, firstID: start)
-        var ops = link.ops
-        for (slot, value) in zip(link.slots, values) { ops[slot.op].setParam(slot.key, to: value, item: slot.item) }
-        var applied = false, superseded = false
-        for op in ops {
-            guard let result = try? document.apply(op, &ctx) else { return nil }
-            if result == .applied { applied = true }
-            if result == .superseded { superseded = true }
-        }
+        let ops = Link.ops(link.ops, link.slots, filling: values)
+        guard let result = try? document.applyLink(ops, url: "", &ctx) else { return nil }
         // Everything on the tree must be the link's own, as must every change.
         var fresh = true
         document.state.root.forEachID { if $0.number < start { fresh = false } }
@@ -222,8 +216,7 @@ struct LinkPlan: Sendable {
             if key != .root { fresh = false }
         }
         guard fresh, document.state.alert == nil else { return nil }
-        return (document.state.root, start, document.nextID - start, ctx.changed,
-                applied ? .applied : superseded ? .superseded : .noop)
+        return (document.state.root, start, document.nextID - start, ctx.changed, result)
     }
 
     /// Records where `a` and `b` (the same link with `slot`'s value changed) differ, as

@@ -35,27 +35,8 @@ extension NavDocument {
 
         case .open(let url):
             let (link, values) = try flow.match(url: url)
-            if opensLinksByPlan, let plan = link.plan, let result = plan.open(values, in: &self, &ctx) { return result }
-            let ops = link.ops(filling: values)
-            // `open` was checked as one op without `at`; its link ops are not checked again.
-            let outer = ctx.conflicts
-            ctx.conflicts = nil
-            defer { ctx.conflicts = outer }
-            // The link's result: applied if any op applied, else superseded if any was.
-            var applied = false, superseded = false
-            for (i, op) in ops.enumerated() {
-                do throws(NavError) {
-                    switch try apply(op, &ctx) {
-                    case .applied: applied = true
-                    case .superseded: superseded = true
-                    case .noop: break
-                    }
-                } catch {
-                    throw NavError(error.code, "'\(url)' link op \(i) (\(op.action.name.rawValue)): \(error.message)", rev: error.rev)
-                }
-            }
-            ctx.edit = nil
-            return applied ? .applied : superseded ? .superseded : .noop
+            if let plan = link.plan, let result = plan.open(values, in: &self, &ctx) { return result }
+            return try applyLink(link.ops(filling: values), url: url, &ctx)
 
         case .alert(let spec):
             if let shown = state.alert {
@@ -84,5 +65,29 @@ extension NavDocument {
         default:
             preconditionFailure("not a session operation: \(action.name)")
         }
+    }
+
+    /// A link's operations applied one by one (what `open` does where the link has no
+    /// plan, and what a plan is worked out from): applied if any op applied, else
+    /// superseded if any was. `open` was checked as one op without `at`; its link ops
+    /// are not checked for conflicts again.
+    mutating func applyLink(_ ops: [Operation], url: String, _ ctx: inout CommandContext) throws(NavError) -> OpResult {
+        let outer = ctx.conflicts
+        ctx.conflicts = nil
+        defer { ctx.conflicts = outer }
+        var applied = false, superseded = false
+        for (i, op) in ops.enumerated() {
+            do throws(NavError) {
+                switch try apply(op, &ctx) {
+                case .applied: applied = true
+                case .superseded: superseded = true
+                case .noop: break
+                }
+            } catch {
+                throw NavError(error.code, "'\(url)' link op \(i) (\(op.action.name.rawValue)): \(error.message)", rev: error.rev)
+            }
+        }
+        ctx.edit = nil
+        return applied ? .applied : superseded ? .superseded : .noop
     }
 }

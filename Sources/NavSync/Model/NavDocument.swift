@@ -8,9 +8,6 @@ public struct NavDocument: Sendable {
     public internal(set) var state: NavState
     /// The number the next allocated id gets: `e\(nextID)`. Never rewinds.
     public internal(set) var nextID: Int
-    /// Whether `open` uses a link's plan where it has one (`LinkPlan`); off only in the
-    /// tests that compare a plan with its link applied op by op.
-    var opensLinksByPlan = true
 
     /// The flow's initial state, ids from `e1` (revision 0).
     public init(flow: Flow, limits: ModelLimits = ModelLimits()) {

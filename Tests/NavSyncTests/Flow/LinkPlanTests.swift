@@ -121,12 +121,14 @@ struct LinkPlanTests {
             for url in Self.urls[flowName]! {
                 let refused: [OpName: String] = gen.chance(0.1) ? [gen.pick([.select, .setRoot, .route, .setStack]): "not you"] : [:]
                 var planned = document, applied = document
-                applied.opensLinksByPlan = false
                 var plannedCtx = CommandContext(conflicts: nil, firstID: planned.nextID, refused: refused)
                 var appliedCtx = CommandContext(conflicts: nil, firstID: applied.nextID, refused: refused)
-                let open = Operation(.open(url: url))
-                let a = Result { () throws(NavError) in try planned.apply(open, &plannedCtx) }
-                let b = Result { () throws(NavError) in try applied.apply(open, &appliedCtx) }
+                let a = Result { () throws(NavError) in try planned.apply(Operation(.open(url: url)), &plannedCtx) }
+                // What `open` does without a plan: the link's operations, one by one.
+                let b = Result { () throws(NavError) in
+                    let (link, values) = try flow.match(url: url)
+                    return try applied.applyLink(link.ops(filling: values), url: url, &appliedCtx)
+                }
                 let context = "\(flowName) step \(step) \(url)"
                 #expect(a == b, "\(context)")
                 guard case .success = a else { continue }
