@@ -146,11 +146,14 @@ extension NavDocument {
     }
 
     func target(_ name: OpName, routes: some Collection<String>, _ at: AtTarget) throws(NavError) -> CoordinatorPath {
-        try targetCoordinator(name, routes: routes, at).path
+        try targetCoordinator(name, routes: routes, at) { _, _ in () }.path
     }
 
-    /// The same, with the coordinator there (found on the way: no second walk).
-    func targetCoordinator(_ name: OpName, routes: some Collection<String>, _ at: AtTarget) throws(NavError) -> (path: CoordinatorPath, coordinator: Coordinator) {
+    /// The same, with what `read` gives of the coordinator there and its type's spec
+    /// (read on the way down: no second walk, no copy of the coordinator, no second
+    /// lookup of the spec).
+    func targetCoordinator<T>(_ name: OpName, routes: some Collection<String>, _ at: AtTarget,
+                              read: (Coordinator, CoordinatorSpec) -> T) throws(NavError) -> (path: CoordinatorPath, value: T) {
         if case .coordinator(let p) = at {
             let c = state[p]
             guard name.works(on: c.kind) else { throw wrongKind(name, c) }
@@ -158,13 +161,15 @@ extension NavDocument {
             for r in routes where spec.route(r) == nil {
                 throw NavError(.unknownRoute, "route '\(r)' is not declared on \(c.type)")
             }
-            return (p, c)
+            return (p, read(c, spec))
         }
         let flow = flow    // not `self`: a closure capturing the document would copy it
         // The closure written at the call, not held in a variable: held, its context
         // was allocated on the heap, once per push.
-        if let found = state.deepestActiveCoordinator(where: { c in
-            name.works(on: c.kind) && routes.allSatisfy { flow.spec(c.type).route($0) != nil }
+        if let found = state.deepestActive({ c -> T? in
+            guard name.works(on: c.kind) else { return nil }
+            let spec = flow.spec(c.type)
+            return routes.allSatisfy { spec.route($0) != nil } ? read(c, spec) : nil
         }) { return found }
         let list = routes.map { "'\($0)'" }.joined(separator: ", ")
         if let p = state.deepestActive(where: { c in routes.allSatisfy { flow.spec(c.type).route($0) != nil } }) {
@@ -216,18 +221,20 @@ extension NavDocument {
     /// The deepest coordinator on the active path of a fitting kind that satisfies
     /// `prefer`, else the deepest of a fitting kind; `at`'s if given.
     func routelessTarget(_ name: OpName, _ at: AtTarget, prefer: (Coordinator) -> Bool = { _ in true }) throws(NavError) -> CoordinatorPath? {
-        try routelessTargetCoordinator(name, at, prefer: prefer)?.path
+        try routelessTargetCoordinator(name, at, prefer: prefer) { _ in () }?.path
     }
 
-    /// The same, with the coordinator there (found on the way: no second walk).
-    func routelessTargetCoordinator(_ name: OpName, _ at: AtTarget, prefer: (Coordinator) -> Bool = { _ in true }) throws(NavError) -> (path: CoordinatorPath, coordinator: Coordinator)? {
+    /// The same, with what `read` gives of the coordinator there (read on the way: no
+    /// second walk, no copy of the coordinator).
+    func routelessTargetCoordinator<T>(_ name: OpName, _ at: AtTarget, prefer: (Coordinator) -> Bool = { _ in true },
+                                       read: (Coordinator) -> T) throws(NavError) -> (path: CoordinatorPath, value: T)? {
         if case .coordinator(let p) = at {
             let c = state[p]
             guard name.works(on: c.kind) else { throw wrongKind(name, c) }
-            return (p, c)
+            return (p, read(c))
         }
-        return state.deepestActiveCoordinator { name.works(on: $0.kind) && prefer($0) }
-            ?? state.deepestActiveCoordinator { name.works(on: $0.kind) }
+        return state.deepestActive { name.works(on: $0.kind) && prefer($0) ? read($0) : nil }
+            ?? state.deepestActive { name.works(on: $0.kind) ? read($0) : nil }
     }
 
     func wrongKind(_ name: OpName, _ c: Coordinator) -> NavError {

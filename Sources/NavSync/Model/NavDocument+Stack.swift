@@ -8,23 +8,23 @@ extension NavDocument {
         // Each case reads what it needs of the stack and lets go of it before changing
         // it: a copy of the stack held during the change makes the change copy the list.
         case .route(let item):
-            let stack = StackAt(try targetCoordinator(name, routes: CollectionOfOne(item.route), at))
+            let stack = try targetCoordinator(name, routes: CollectionOfOne(item.route), at, read: StackTop.init)
             return try push(item, at: stack, &ctx) { $0 ?? .push }
 
         case .present(let item, let style):
-            let stack = StackAt(try targetCoordinator(name, routes: CollectionOfOne(item.route), at))
+            let stack = try targetCoordinator(name, routes: CollectionOfOne(item.route), at, read: StackTop.init)
             return try push(item, at: stack, &ctx) { declared in
                 style ?? (declared?.isModal == true ? declared! : .sheet)
             }
 
         case .pop(let count, nil):
-            guard let stack = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }).map(StackAt.init) else {
+            guard let (p, stack) = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }, read: StackAt.init) else {
                 throw noStack(name)
             }
             guard count < stack.count else {
                 throw NavError(.invalidOp, "cannot pop \(count) from \(stack.type): it holds \(stack.count) (the root entry stays)")
             }
-            return truncate(stack.path, to: stack.count - count, of: stack.count, &ctx)
+            return truncate(p, to: stack.count - count, of: stack.count, &ctx)
 
         case .pop(_, .some), .popTo:
             guard case .live(let p, let index)? = entry else { return .superseded }
@@ -37,10 +37,10 @@ extension NavDocument {
             return truncate(p, to: keep, of: current, &ctx)
 
         case .popToRoot:
-            guard let stack = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }).map(StackAt.init) else {
+            guard let (p, stack) = try routelessTargetCoordinator(name, at, prefer: { $0.entries.count > 1 }, read: StackAt.init) else {
                 throw noStack(name)
             }
-            return truncate(stack.path, to: 1, of: stack.count, &ctx)
+            return truncate(p, to: 1, of: stack.count, &ctx)
 
         case .popToFirst(let route), .popToLast(let route):
             let p = try target(name, route: route, at)
@@ -64,15 +64,15 @@ extension NavDocument {
 
         case .dismiss(let all):
             let hasModal = { (c: Coordinator) in c.entries.contains { $0.presentation?.isModal == true } }
-            let found = try routelessTargetCoordinator(name, at, prefer: hasModal).flatMap { t -> (CoordinatorPath, Int, Int)? in
-                guard hasModal(t.coordinator) else { return nil }
-                let entries = t.coordinator.entries
-                let index = all ? entries.firstIndex { $0.presentation?.isModal == true }!
-                                : entries.lastIndex { $0.presentation?.isModal == true }!
-                return (t.path, index, entries.count)
+            // The deepest stack with a modal entry, else the deepest stack, which has none: nothing to do.
+            let found = try routelessTargetCoordinator(name, at, prefer: hasModal) { c -> (index: Int, count: Int)? in
+                guard hasModal(c) else { return nil }
+                let index = all ? c.entries.firstIndex { $0.presentation?.isModal == true }!
+                                : c.entries.lastIndex { $0.presentation?.isModal == true }!
+                return (index, c.entries.count)
             }
-            guard let (p, index, current) = found else { return .noop }
-            return truncate(p, to: index, of: current, &ctx)
+            guard let p = found?.path, let modal = found?.value else { return .noop }
+            return truncate(p, to: modal.index, of: modal.count, &ctx)
 
         case .setRoot(let item):
             let (p, owner) = try targetOwner(name, routes: CollectionOfOne(item.route), at)
@@ -111,21 +111,31 @@ extension NavDocument {
     /// The coordinator `setRoot` / `setStack` replace the entries of, and its type's spec
     /// (found on the way down, not looked up again; no array of the routes made).
     private func targetOwner(_ name: OpName, routes: some Collection<String>, _ at: AtTarget) throws(NavError) -> (CoordinatorPath, CoordinatorSpec) {
-        let (path, coordinator) = try targetCoordinator(name, routes: routes, at)
-        return (path, flow.spec(coordinator.type))
+        let (path, spec) = try targetCoordinator(name, routes: routes, at) { _, spec in spec }
+        return (path, spec)
     }
 
     /// What a stack operation needs of its stack: not the stack itself, which must not
     /// be held while it is changed.
     private struct StackAt {
-        var path: CoordinatorPath
         var type: String
         var count: Int
 
-        init(_ found: (path: CoordinatorPath, coordinator: Coordinator)) {
-            path = found.path
-            type = found.coordinator.type
-            count = found.coordinator.entries.count
+        init(_ c: Coordinator) {
+            type = c.type
+            count = c.entries.count
+        }
+    }
+
+    /// What a push needs of its stack: its length and its type's spec (found while
+    /// targeting, not looked up again).
+    private struct StackTop {
+        var count: Int
+        var spec: CoordinatorSpec
+
+        init(_ c: Coordinator, _ spec: CoordinatorSpec) {
+            count = c.entries.count
+            self.spec = spec
         }
     }
 
@@ -135,17 +145,17 @@ extension NavDocument {
     }
 
     /// `presentation` gives the entry's from the one its route declares.
-    private mutating func push(_ item: Operation.OpenItem, at stack: StackAt, _ ctx: inout CommandContext,
+    private mutating func push(_ item: Operation.OpenItem, at target: (path: CoordinatorPath, value: StackTop), _ ctx: inout CommandContext,
                                presentation: (Presentation?) -> Presentation) throws(NavError) -> OpResult {
-        let spec = flow.spec(stack.type)
-        let route = spec.route(item.route)!
+        let (path, stack) = target
+        let route = stack.spec.route(item.route)!
         let params = try route.validate(params: item.params)
         guard stack.count < limits.maxStackDepth else {
-            throw NavError(.invalidOp, "\(stack.type) already holds \(limits.maxStackDepth) entries, the most a stack may")
+            throw NavError(.invalidOp, "\(stack.spec.name) already holds \(limits.maxStackDepth) entries, the most a stack may")
         }
-        let entry = makeEntry(route, of: spec, params: params, presentation: presentation(route.presentation), hints: item.hints)
-        ctx.noteChanged(state.modifyKeyed(stack.path) { $0.entries.append(entry) })
-        ctx.edit = .pushed(stack.path, to: stack.count + 1)
+        let entry = makeEntry(route, of: stack.spec, params: params, presentation: presentation(route.presentation), hints: item.hints)
+        ctx.noteChanged(state.modifyKeyed(path) { $0.entries.append(entry) })
+        ctx.edit = .pushed(path, to: stack.count + 1)
         return .applied
     }
 

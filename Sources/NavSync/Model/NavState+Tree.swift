@@ -93,22 +93,28 @@ extension NavState {
     /// The deepest coordinator on the active path that `matches`, found in one walk
     /// down with one path (targeting runs on every command: no list of paths).
     func deepestActive(where matches: (Coordinator) -> Bool) -> CoordinatorPath? {
-        deepestActiveCoordinator(where: matches)?.path
+        deepestActive { matches($0) ? () : nil }?.path
     }
 
-    /// The same, with the coordinator found (the walk has it at hand: no second walk).
-    func deepestActiveCoordinator(where matches: (Coordinator) -> Bool) -> (path: CoordinatorPath, coordinator: Coordinator)? {
+    /// The deepest coordinator on the active path that `match` gives a value for, with
+    /// its path and that value. The walk looks at each coordinator in place and copies
+    /// none: copying each out of its entry, and the one found, cost some ten reference
+    /// counts per command.
+    func deepestActive<T>(_ match: (Coordinator) -> T?) -> (path: CoordinatorPath, value: T)? {
         var path: CoordinatorPath = []
-        var found: (depth: Int, coordinator: Coordinator)? = matches(root) ? (0, root) : nil
-        var c = root
-        while let i = c.visibleIndex, let child = c.entries[i].coordinator {
-            path.append(i)
-            if matches(child) { found = (path.count, child) }
-            c = child
-        }
+        var found: (depth: Int, value: T)?
+        Self.walkDeepest(root, &path, match, &found)
         guard let found else { return nil }
         path.removeLast(path.count - found.depth)
-        return (path, found.coordinator)
+        return (path, found.value)
+    }
+
+    private static func walkDeepest<T>(_ c: Coordinator, _ path: inout CoordinatorPath, _ match: (Coordinator) -> T?,
+                                       _ found: inout (depth: Int, value: T)?) {
+        if let value = match(c) { found = (path.count, value) }
+        guard let i = c.visibleIndex, c.entries[i].coordinator != nil else { return }
+        path.append(i)
+        walkDeepest(c.entries[i].coordinator!, &path, match, &found)
     }
 
     /// The deepest screen a device shows: the visible entry of the deepest coordinator.
