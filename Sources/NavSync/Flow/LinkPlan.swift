@@ -31,7 +31,8 @@ struct LinkPlan: Sendable {
     /// out for each of the 2^n sets of captures a URL may give.
     static let maxCaptures = 3
 
-    struct Outcome: Sendable {
+    /// (A class: a command's context holds the one it opened, `Opened`.)
+    final class Outcome: Sendable {
         /// The root coordinator after the link, its ids counted from 0: `EntryID(n)` is
         /// the n-th id the link allocates.
         let root: PlannedCoordinator
@@ -40,6 +41,37 @@ struct LinkPlan: Sendable {
         /// The coordinators the link changes, in order, ids as in `root`.
         let changed: [CoordinatorKey]
         let result: OpResult
+        /// The ids on `root`, and those of its entries that open a coordinator, in the
+        /// order a diff walking the new tree meets them (`StateDiff(opened:from:to:)`).
+        let added: [Int]
+        let created: [Int]
+
+        init(root: PlannedCoordinator, allocated: Int, changed: [CoordinatorKey], result: OpResult) {
+            self.root = root
+            self.allocated = allocated
+            self.changed = changed
+            self.result = result
+            var added: [Int] = [], created: [Int] = []
+            func walk(_ c: PlannedCoordinator) {
+                for e in c.entries {
+                    added.append(e.template.id.number)
+                    guard let child = e.child else { continue }
+                    created.append(e.template.id.number)
+                    walk(child)
+                }
+            }
+            walk(root)
+            self.added = added
+            self.created = created
+        }
+    }
+
+    /// What a plan opened: the root's entries replaced by its outcome's, ids moved up by
+    /// `offset`. A command of that one `open` takes its diff from here (the ids that
+    /// arrive are known ahead) rather than by walking the new tree.
+    struct Opened: Sendable {
+        let outcome: Outcome
+        let offset: Int
     }
 
     /// (Classes: reading a node while a copy is made is one retain, not one per field.)
@@ -123,6 +155,7 @@ struct LinkPlan: Sendable {
         document.nextID += outcome.allocated
         for key in outcome.changed { ctx.noteChanged(Self.moved(key, by: offset)) }
         ctx.edit = nil
+        ctx.opened = Opened(outcome: outcome, offset: offset)
         return outcome.result
     }
 

@@ -18,6 +18,9 @@ public struct CommandContext: Sendable {
     /// (there is no old tree to diff against); `open` clears it, as its link may run
     /// more than one.
     var edit: StackEdit?
+    /// What the last link opened by its plan did (`LinkPlan.Opened`): a command of that
+    /// one `open` writes its diff from it.
+    var opened: LinkPlan.Opened?
     /// Whether a `reset` applied: everything changes at this revision.
     public internal(set) var didReset = false
     /// Ids a `load` skipped when it raised the counter: never allocated, so never gone.

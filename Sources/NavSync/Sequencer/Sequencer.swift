@@ -172,7 +172,11 @@ public struct Sequencer: Sendable {
         // such a command's instructions.
         // (An op that does not decode, `restore` and `load` among them, takes the general
         // path below, which names the error.)
-        if command.ops.count == 1, let op = try? Operation(json: command.ops[0]), op.action.editsOneStackAtomically {
+        // Any other lone op that decodes goes to the general path decoded.
+        if command.ops.count == 1, let op = try? Operation(json: command.ops[0]) {
+            guard op.action.editsOneStackAtomically else {
+                return submitOnCopy(command, lone: op, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
+            }
             let result: OpResult
             do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
             guard result == .applied else { return unchanged(command, client: client, results: result.alone) }
@@ -182,7 +186,14 @@ public struct Sequencer: Sendable {
             }
             return commit(command, client: client, sender: sender, results: result.alone, diff: diff, ctx)
         }
+        return submitOnCopy(command, lone: nil, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
+    }
 
+    /// The general path: the ops applied in turn to a copy of the document, kept if they
+    /// all apply, and the two trees diffed. `lone`: the command's one op, decoded
+    /// already (not decoded again).
+    private mutating func submitOnCopy(_ command: Command, lone: Operation?, client: String, sender: Sender, trusted: Bool,
+                                       _ ctx: inout CommandContext, journalAs: (Int, JSON) -> Void) -> Outcome {
         var working = document
         // A lone op (an `open` most often) gets the shared array of its result, not one of its own.
         var results: [OpResult] = []
@@ -199,7 +210,9 @@ public struct Sequencer: Sendable {
                 } else if json["op"] == "load" {
                     note(try load(json, into: &working, &ctx, sender: sender))
                 } else {
-                    note(try working.apply(Operation(json: json), &ctx))
+                    // A lone op decoded above is not decoded again (an `open`, a `select`…).
+                    let op = if let lone { lone } else { try Operation(json: json) }
+                    note(try working.apply(op, &ctx))
                 }
             } catch {
                 return failed(error, json, index: index)
@@ -207,8 +220,14 @@ public struct Sequencer: Sendable {
         }
 
         guard results.contains(.applied) else { return unchanged(command, client: client, results: results) }
-        // (A lone stack edit took the path above: here the two trees are diffed.)
-        let diff = StateDiff(from: document.state, to: working.state)
+        // (A lone stack edit took the path above: here the two trees are diffed, unless
+        // the command is one link its plan opened, whose diff the plan knows.)
+        let diff: StateDiff
+        if command.ops.count == 1, let opened = ctx.opened, let planned = StateDiff(opened: opened, from: document.state, to: working.state) {
+            diff = planned
+        } else {
+            diff = StateDiff(from: document.state, to: working.state)
+        }
         document = working
         return commit(command, client: client, sender: sender, results: results, diff: diff, ctx)
     }

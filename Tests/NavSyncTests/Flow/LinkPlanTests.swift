@@ -98,7 +98,7 @@ struct LinkPlanTests {
         let flow = Self.flow(flowName)
         var gen = CommandGenerator(flow: flow, seed: 0x11AB)
         var document = NavDocument(flow: flow)
-        var byPlan = 0, writtenAhead = 0
+        var byPlan = 0, writtenAhead = 0, diffsFromPlans = 0
         for step in 0..<400 {
             // Move the session on: a random command (kept when it applies), now and then a link.
             let json: JSON = gen.chance(0.15) ? ["op": "open", "url": .string(gen.pick(Self.urls[flowName]!))]
@@ -139,10 +139,24 @@ struct LinkPlanTests {
                 #expect(plannedCtx.changed == appliedCtx.changed, "\(context)")
                 #expect(plannedCtx.edit == nil && appliedCtx.edit == nil, "\(context)")
                 if refused.isEmpty, let (link, values) = try? flow.match(url: url), link.plan?.outcome(given: values) != nil { byPlan += 1 }
+                // A command of that one `open` takes its diff from the plan: the walk's, op for
+                // op and id for id, in the same order.
+                #expect(appliedCtx.opened == nil, "\(context)")
+                guard a == .success(.applied), let opened = plannedCtx.opened else { continue }
+                let walked = StateDiff(from: document.state, to: planned.state)
+                guard let diff = StateDiff(opened: opened, from: document.state, to: planned.state) else {
+                    Issue.record("\(context): no diff from the plan")
+                    continue
+                }
+                #expect(diff.ops == walked.ops, "\(context)")
+                #expect(ByteWriter.bytes { diff.operations.write(into: &$0) } == ByteWriter.bytes { walked.operations.write(into: &$0) }, "\(context)")
+                #expect(diff.removed == walked.removed && diff.added == walked.added && diff.created == walked.created, "\(context)")
+                diffsFromPlans += 1
             }
         }
         // The comparison is only worth something if plans were used, from many states.
         #expect(byPlan > 200, "only \(byPlan) openings by plan")
+        #expect(diffsFromPlans > 150, "only \(diffsFromPlans) diffs from plans")
         #expect(writtenAhead > 20, "only \(writtenAhead) states with an entry written ahead")
     }
 
