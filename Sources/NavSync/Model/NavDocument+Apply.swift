@@ -150,8 +150,8 @@ extension NavDocument {
     }
 
     /// The same, with what `read` gives of the coordinator there and its type's spec
-    /// (read on the way down: no second walk, no copy of the coordinator, no second
-    /// lookup of the spec).
+    /// (read on the way down: no second walk, no copy of the coordinator handed back,
+    /// no second lookup of the spec).
     func targetCoordinator<T>(_ name: OpName, routes: some Collection<String>, _ at: AtTarget,
                               read: (Coordinator, CoordinatorSpec) -> T) throws(NavError) -> (path: CoordinatorPath, value: T) {
         if case .coordinator(let p) = at {
@@ -225,7 +225,7 @@ extension NavDocument {
     }
 
     /// The same, with what `read` gives of the coordinator there (read on the way: no
-    /// second walk, no copy of the coordinator).
+    /// second walk, no copy of the coordinator handed back).
     func routelessTargetCoordinator<T>(_ name: OpName, _ at: AtTarget, prefer: (Coordinator) -> Bool = { _ in true },
                                        read: (Coordinator) -> T) throws(NavError) -> (path: CoordinatorPath, value: T)? {
         if case .coordinator(let p) = at {
