@@ -46,21 +46,11 @@ struct LinkPlan: Sendable {
         let added: [Int]
         let created: [Int]
 
-        init(root: PlannedCoordinator, allocated: Int, changed: [CoordinatorKey], result: OpResult) {
+        init(root: PlannedCoordinator, allocated: Int, changed: [CoordinatorKey], result: OpResult, added: [Int], created: [Int]) {
             self.root = root
             self.allocated = allocated
             self.changed = changed
             self.result = result
-            var added: [Int] = [], created: [Int] = []
-            func walk(_ c: PlannedCoordinator) {
-                for e in c.entries {
-                    added.append(e.template.id.number)
-                    guard let child = e.child else { continue }
-                    created.append(e.template.id.number)
-                    walk(child)
-                }
-            }
-            walk(root)
             self.added = added
             self.created = created
         }
@@ -139,8 +129,14 @@ struct LinkPlan: Sendable {
                 guard let changed = Self.run(link, other, flow),
                       Self.collect(slot, base.root, changed.root, at: [], into: &fills) else { return nil }
             }
+            // What the diff's walk notes of the new tree, listed by the walk itself.
+            let arrivals = StateDiff.arrivals(base.root.entries)
             return Outcome(root: Self.planned(base.root, at: [], fills, start: base.start), allocated: base.allocated,
-                           changed: base.changed.map { Self.moved($0, by: -base.start) }, result: base.result)
+                           changed: base.changed.map { Self.moved($0, by: -base.start) }, result: base.result,
+                           added: arrivals.added.map { $0.number - base.start },
+                           created: arrivals.created.compactMap { key in
+                               if case .entry(let id) = key { id.number - base.start } else { nil }
+                           })
         }
     }
 

@@ -26,6 +26,16 @@ public struct StateDiff: Sendable {
     /// level visited cost more than the rest of the walk.
     private var path: [UInt8] = []
 
+    private init() {}
+
+    /// What the walk notes of `entries` arriving: their ids with their subtrees', and the
+    /// coordinators they open, in the walk's order (a link's plan lists them ahead).
+    static func arrivals(_ entries: [Entry]) -> (added: EntryIDList, created: KeyList) {
+        var diff = StateDiff()
+        diff.noteAdded(entries)
+        return (diff.added, diff.created)
+    }
+
     public init(from old: NavState, to new: NavState) {
         path.reserveCapacity(96)
         within("root") { $0.diff(old.root, new.root) }
