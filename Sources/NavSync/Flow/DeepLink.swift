@@ -11,20 +11,31 @@ extension Flow {
     /// The link `url` opens and its captures converted to their params' types, one per
     /// slot of the link (`Link.slots`), nil where the URL does not give the capture.
     func match(url: String) throws(NavError) -> (link: Link, values: [JSON?]) {
+        // Most URLs have no escapes: matched on their bytes where they are, with no list
+        // or string made but the captures' (`URLBytes`).
+        var text = url
+        if let found = text.withUTF8({ b in
+            URLBytes(b).map { address in Result { () throws(NavError) in try match(url, address) } }
+        }) {
+            return try found.get()
+        }
         guard let parsed = ParsedURL(url) else { throw NavError(.badParams, "'\(url)' is not a valid URL or path") }
-        guard let link = links.first(where: { $0.matches(parsed.segments) }) else {
+        return try match(url, parsed)
+    }
+
+    func match(_ url: String, _ address: some LinkAddress) throws(NavError) -> (link: Link, values: [JSON?]) {
+        guard let link = links.first(where: { $0.matches(address) }) else {
             throw NavError(.notFound, "no link of flow '\(name)' matches '\(url)'")
         }
         guard !link.slots.isEmpty else { return (link, []) }
         // Path captures win over query items; of repeated query items the first wins.
         // (A link has a handful: looked up where they are, no list or table made.)
-        let segments = link.segments, values = parsed.segments, query = parsed.query
+        let segments = link.segments
         func capture(_ name: String) -> String? {
-            for i in values.indices {
-                if case .capture(let n) = segments[i], n == name { return values[i] }
+            for i in segments.indices {
+                if case .capture(let n) = segments[i], n == name { return address.segment(i) }
             }
-            for i in query.indices where query[i].0 == name { return query[i].1 }
-            return nil
+            return address.queryValue(name)
         }
         var converted: [JSON?] = []
         converted.reserveCapacity(link.slots.count)
@@ -51,12 +62,85 @@ extension Flow {
 }
 
 extension Link {
-    func matches(_ path: [String]) -> Bool {
-        guard path.count == segments.count else { return false }
-        for (segment, value) in zip(segments, path) {
-            if case .literal(let literal) = segment, literal != value { return false }
+    func matches(_ address: some LinkAddress) -> Bool {
+        guard address.segmentCount == segments.count else { return false }
+        for i in segments.indices {
+            if case .literal(let literal) = segments[i], !address.segment(i, is: literal) { return false }
         }
         return true
+    }
+}
+
+/// What a link is matched against: a URL's path segments and query items, decoded.
+protocol LinkAddress {
+    var segmentCount: Int { get }
+    func segment(_ i: Int) -> String
+    func segment(_ i: Int, is literal: String) -> Bool
+    /// The value of the first query item named `name`.
+    func queryValue(_ name: String) -> String?
+}
+
+extension ParsedURL: LinkAddress {
+    var segmentCount: Int { segments.count }
+    func segment(_ i: Int) -> String { segments[i] }
+    func segment(_ i: Int, is literal: String) -> Bool { segments[i] == literal }
+    func queryValue(_ name: String) -> String? { query.first { $0.0 == name }?.1 }
+}
+
+/// A URL's path segments and query items as ranges of its bytes, found in one pass:
+/// every deep link opened is matched, and `ParsedURL`'s lists and strings cost about as
+/// much as the rest of matching. For a URL with no percent-escape (whose parts need no
+/// decoding) of at most 8 segments and 8 query items; nil for any other, which is
+/// matched through `ParsedURL`.
+struct URLBytes: LinkAddress {
+    static let capacity = 8
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var segments = InlineArray<8, Range<Int>>(repeating: 0..<0)
+    private(set) var segmentCount = 0
+    private var items = InlineArray<8, (key: Range<Int>, value: Range<Int>)>(repeating: (0..<0, 0..<0))
+    private var itemCount = 0
+
+    init?(_ b: UnsafeBufferPointer<UInt8>) {
+        guard !b.contains(UInt8(ascii: "%")), let (path, query) = ParsedURL.bounds(b) else { return nil }
+        bytes = b
+        var segments = self.segments, count = 0
+        let pathFits = ParsedURL.forEachPart(of: b[path], separatedBy: UInt8(ascii: "/")) { part in
+            guard count < Self.capacity else { return false }
+            segments[count] = part.startIndex..<part.endIndex
+            count += 1
+            return true
+        }
+        guard pathFits else { return nil }
+        (self.segments, segmentCount) = (segments, count)
+        guard let query else { return }
+        var items = self.items, itemCount = 0
+        let queryFits = ParsedURL.forEachPart(of: b[query], separatedBy: UInt8(ascii: "&")) { item in
+            guard itemCount < Self.capacity else { return false }
+            let (key, value) = ParsedURL.keyAndValue(item)
+            items[itemCount] = (key.startIndex..<key.endIndex, value.startIndex..<value.endIndex)
+            itemCount += 1
+            return true
+        }
+        guard queryFits else { return nil }
+        (self.items, self.itemCount) = (items, itemCount)
+    }
+
+    func segment(_ i: Int) -> String { string(segments[i]) }
+    func segment(_ i: Int, is literal: String) -> Bool { equal(segments[i], literal) }
+
+    func queryValue(_ name: String) -> String? {
+        for i in 0..<itemCount where equal(items[i].key, name) { return string(items[i].value) }
+        return nil
+    }
+
+    /// (The bytes come from a String and hold no escape: valid UTF-8 as they are.)
+    private func string(_ r: Range<Int>) -> String { String(decoding: UnsafeBufferPointer(rebasing: bytes[r]), as: UTF8.self) }
+
+    private func equal(_ r: Range<Int>, _ text: String) -> Bool {
+        guard text.utf8.count == r.count else { return false }
+        return text.utf8.withContiguousStorageIfAvailable { t in
+            t.elementsEqual(UnsafeBufferPointer(rebasing: bytes[r]))
+        } ?? text.utf8.elementsEqual(bytes[r])
     }
 }
 

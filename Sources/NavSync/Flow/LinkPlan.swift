@@ -333,12 +333,17 @@ extension LinkPlan {
 
         let bytes: [UInt8]
         let cuts: [Cut]
+        /// The ids of the entry and its subtree (counted from the link's first), in the
+        /// order a diff's walk meets them: what leaves when the entry is replaced while
+        /// it is still as opened (`StateDiff.noteRemoved`).
+        let ids: [Int]
 
         init(_ template: Entry, _ fills: [(key: String, slot: Int)], _ child: PlannedCoordinator?) {
             var text = Writer()
             text.entry(template, fills, child)
             bytes = text.bytes
             cuts = text.cuts
+            ids = text.ids
         }
 
         /// `Entry.write` and `Coordinator.write` over a plan (a test holds the two to the
@@ -346,6 +351,7 @@ extension LinkPlan {
         private struct Writer {
             var bytes: [UInt8] = []
             var cuts: [Cut] = []
+            var ids: [Int] = []
 
             mutating func append(_ text: String) { bytes += Array(text.utf8) }
             mutating func append(_ json: JSON) { bytes += json.encoded() }
@@ -353,6 +359,7 @@ extension LinkPlan {
             mutating func id(_ id: EntryID) { cuts.append(Cut(at: bytes.count, id: id.number, slot: -1)) }
 
             mutating func entry(_ t: Entry, _ fills: [(key: String, slot: Int)], _ child: PlannedCoordinator?) {
+                ids.append(t.id.number)
                 append(#"{"id":"e"#)
                 id(t.id)
                 append(#"","route":"#)

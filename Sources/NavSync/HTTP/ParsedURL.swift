@@ -22,6 +22,34 @@ public struct ParsedURL: Sendable, Equatable {
     }
 
     private static func parse(_ b: UnsafeBufferPointer<UInt8>) -> ([String], [(String, String)])? {
+        guard let (path, query) = bounds(b) else { return nil }
+        // Room for a typical link's parts up front: growing 1, 2, 4 was an allocation each.
+        var segments: [String] = []
+        segments.reserveCapacity(4)
+        let pathOK = forEachPart(of: b[path], separatedBy: UInt8(ascii: "/")) { part in
+            guard let decoded = percentDecode(part) else { return false }
+            segments.append(decoded)
+            return true
+        }
+        guard pathOK else { return nil }
+        var items: [(String, String)] = []
+        if let query {
+            items.reserveCapacity(4)
+            let queryOK = forEachPart(of: b[query], separatedBy: UInt8(ascii: "&")) { item in
+                let (k, v) = keyAndValue(item)
+                guard let key = percentDecode(k), let value = percentDecode(v) else { return false }
+                items.append((key, value))
+                return true
+            }
+            guard queryOK else { return nil }
+        }
+        return (segments, items)
+    }
+
+    /// Where a URL's path and query (without its `?`) are in its bytes; nil for a
+    /// malformed scheme. `http`/`https` URLs start their path after the host; with
+    /// another scheme the host is the path's first segment.
+    static func bounds(_ b: UnsafeBufferPointer<UInt8>) -> (path: Range<Int>, query: Range<Int>?)? {
         let end = b.firstIndex(of: UInt8(ascii: "#")) ?? b.count
         let pathEnd = b[..<end].firstIndex(of: UInt8(ascii: "?")) ?? end
         var start = 0
@@ -33,33 +61,19 @@ public struct ParsedURL: Sendable, Equatable {
                 start = b[start..<pathEnd].firstIndex(of: UInt8(ascii: "/")) ?? pathEnd
             }
         }
-        // Room for a typical link's parts up front: growing 1, 2, 4 was an allocation each.
-        var segments: [String] = []
-        segments.reserveCapacity(4)
-        let pathOK = forEachPart(of: b[start..<pathEnd], separatedBy: UInt8(ascii: "/")) { part in
-            guard let decoded = percentDecode(part) else { return false }
-            segments.append(decoded)
-            return true
-        }
-        guard pathOK else { return nil }
-        var query: [(String, String)] = []
-        if pathEnd < end {
-            query.reserveCapacity(4)
-            let queryOK = forEachPart(of: b[(pathEnd + 1)..<end], separatedBy: UInt8(ascii: "&")) { item in
-                let eq = item.firstIndex(of: UInt8(ascii: "=")) ?? item.endIndex
-                guard let key = percentDecode(item[..<eq]),
-                      let value = percentDecode(eq < item.endIndex ? item[(eq + 1)...] : item[eq...]) else { return false }
-                query.append((key, value))
-                return true
-            }
-            guard queryOK else { return nil }
-        }
-        return (segments, query)
+        return (start..<pathEnd, pathEnd < end ? (pathEnd + 1)..<end : nil)
+    }
+
+    /// A query item's key and value (empty when it has no `=`), escapes left in.
+    static func keyAndValue(_ item: Slice<UnsafeBufferPointer<UInt8>>)
+        -> (key: Slice<UnsafeBufferPointer<UInt8>>, value: Slice<UnsafeBufferPointer<UInt8>>) {
+        let eq = item.firstIndex(of: UInt8(ascii: "=")) ?? item.endIndex
+        return (item[..<eq], eq < item.endIndex ? item[(eq + 1)...] : item[eq...])
     }
 
     /// Calls `body` with each non-empty part between separators, in order, until it
     /// answers false (then false). No array of parts is made.
-    private static func forEachPart(of s: Slice<UnsafeBufferPointer<UInt8>>, separatedBy separator: UInt8,
+    static func forEachPart(of s: Slice<UnsafeBufferPointer<UInt8>>, separatedBy separator: UInt8,
                                     _ body: (Slice<UnsafeBufferPointer<UInt8>>) -> Bool) -> Bool {
         var partStart = s.startIndex
         var i = s.startIndex
@@ -84,7 +98,7 @@ public struct ParsedURL: Sendable, Equatable {
     }
 
     /// `%XX` escapes decoded as UTF-8; a malformed escape or invalid UTF-8 is nil.
-    private static func percentDecode(_ s: Slice<UnsafeBufferPointer<UInt8>>) -> String? {
+    static func percentDecode(_ s: Slice<UnsafeBufferPointer<UInt8>>) -> String? {
         // The bytes come from a String: without escapes they are valid UTF-8 already.
         guard s.contains(UInt8(ascii: "%")) else { return String(decoding: UnsafeBufferPointer(rebasing: s), as: UTF8.self) }
         var bytes: [UInt8] = []

@@ -98,8 +98,12 @@ public struct Entry: Sendable, Equatable {
         _modify { yield &unique().coordinator }
     }
 
-    /// Whether the entry writes a text worked out ahead (`LinkPlan.WrittenEntry`).
-    var isWrittenAhead: Bool { fields.written?.id == id }
+    /// The text worked out ahead (`LinkPlan.WrittenEntry`) while it holds: the entry
+    /// and its subtree are as a link's plan opened them.
+    var writtenAhead: LinkPlan.WrittenEntry? {
+        guard let written = fields.written, written.id == id else { return nil }
+        return written
+    }
 
     /// Whether the two share their fields (one was copied from the other and neither
     /// changed since): equal without a look inside.
@@ -222,7 +226,7 @@ extension Alert {
 /// a whole coordinator tree) as state values and writes them when it is broadcast.
 extension Entry {
     func write(into out: inout ByteWriter) {
-        if let written = fields.written, written.id == id { return written.write(into: &out) }
+        if let written = writtenAhead { return written.write(into: &out) }
         out.append(ascii: #"{"id":"e"#)
         out.append(decimal: id.number)
         out.append(ascii: #"","route":"#)

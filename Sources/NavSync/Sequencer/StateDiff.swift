@@ -326,6 +326,12 @@ public struct StateDiff: Sendable {
 
     /// (Its own walk, not `forEachID` with a closure: that cost twice as much per id.)
     private mutating func noteRemoved(_ e: Entry) {
+        // An entry still as a link's plan opened it (a deep link replacing the one
+        // before): its subtree's ids are the plan's, moved up, listed in this walk's order.
+        if let written = e.writtenAhead {
+            for n in written.text.ids { removed.append(EntryID(n + written.offset)) }
+            return
+        }
         removed.append(e.id)
         if let c = e.coordinator { noteRemoved(c.entries) }
     }

@@ -79,6 +79,43 @@ struct LinkPlanTests {
                   "/shelf/1?n=2", "/missing", "/missing?id=1", "/many/a/b/c/d", "/push/1", "/again", "/restart"],
     ]
 
+    /// A URL without escapes is matched on its bytes (`URLBytes`): the same link, values
+    /// and errors as matched through `ParsedURL`, for every URL of three flows and some
+    /// odd shapes; one with an escape, a bad scheme or more than 8 parts is not.
+    @Test(arguments: ["demo", "studio", "links"])
+    func urlsMatchOnTheirBytesAsParsed(_ flowName: String) {
+        let flow = Self.flow(flowName)
+        let odd = ["product/7", "//product//7//", "myapp://product/7", "HTTPS://host:1/product/7?note=a#x", "https://host",
+                   "/product/7?note=a&note=b", "/product/7?&&note=&", "/product/7?note", "/product/7?note=a=b", "/product/7#?note=a",
+                   "/search/shoes?inStock=true&q=x", "/search/é?q=ü", "/p/5/file/a.txt?dirty=1&dirty=0", "/item/3?tag=t&tag=u&on=1",
+                   "/a/b/c/d/e/f/g/h", "/many/a/b/c/d?a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8", "", "/", "?x=1"]
+        var onBytes = 0
+        for url in Self.urls[flowName]! + odd {
+            var text = url
+            let byBytes = text.withUTF8 { b in
+                URLBytes(b).map { address in Result { () throws(NavError) in try flow.match(url, address) } }
+            }
+            guard let parsed = ParsedURL(url) else { continue }
+            let byParsing = Result { () throws(NavError) in try flow.match(url, parsed) }
+            guard let byBytes else {
+                #expect(url.contains("%"), "\(flowName) \(url): not matched on its bytes")
+                continue
+            }
+            onBytes += 1
+            switch (byBytes, byParsing) {
+            case (.success(let a), .success(let b)):
+                #expect(a.link.pattern == b.link.pattern && a.values == b.values, "\(flowName) \(url)")
+            case (.failure(let a), .failure(let b)): #expect(a == b, "\(flowName) \(url)")
+            default: Issue.record("\(flowName) \(url): \(byBytes) on its bytes, \(byParsing) parsed")
+            }
+        }
+        #expect(onBytes == Self.urls[flowName]!.filter { !$0.contains("%") }.count + odd.count)
+        for url in ["/product/%37", "/a/b/c/d/e/f/g/h/i", "/a?1&2&3&4&5&6&7&8&9", "x:/y://z/w"] {
+            var text = url
+            #expect(text.withUTF8 { URLBytes($0) == nil }, "\(url)")
+        }
+    }
+
     /// Which links have a plan: those that start by replacing the whole tree, from a
     /// root that only the root is of, with at most three captures.
     @Test func plannedLinks() {
@@ -98,7 +135,7 @@ struct LinkPlanTests {
         let flow = Self.flow(flowName)
         var gen = CommandGenerator(flow: flow, seed: 0x11AB)
         var document = NavDocument(flow: flow)
-        var byPlan = 0, writtenAhead = 0, diffsFromPlans = 0
+        var byPlan = 0, writtenAhead = 0, diffsFromPlans = 0, removedByPlan = 0
         for step in 0..<400 {
             // Move the session on: a random command (kept when it applies), now and then a link.
             let json: JSON = gen.chance(0.15) ? ["op": "open", "url": .string(gen.pick(Self.urls[flowName]!))]
@@ -116,7 +153,7 @@ struct LinkPlanTests {
             // What a plan opened writes the text worked out ahead until it changes: the
             // same bytes as the tree written out.
             #expect(Self.written(document.state.root) == document.state.root.json.encoded(), "\(flowName) step \(step)")
-            if document.state.root.entries.contains(where: \.isWrittenAhead) { writtenAhead += 1 }
+            if document.state.root.entries.contains(where: { $0.writtenAhead != nil }) { writtenAhead += 1 }
             guard step % 4 == 0 else { continue }
             for url in Self.urls[flowName]! {
                 let refused: [OpName: String] = gen.chance(0.1) ? [gen.pick([.select, .setRoot, .route, .setStack]): "not you"] : [:]
@@ -151,6 +188,12 @@ struct LinkPlanTests {
                 #expect(diff.ops == walked.ops, "\(context)")
                 #expect(ByteWriter.bytes { diff.operations.write(into: &$0) } == ByteWriter.bytes { walked.operations.write(into: &$0) }, "\(context)")
                 #expect(diff.removed == walked.removed && diff.added == walked.added && diff.created == walked.created, "\(context)")
+                // Both take the ids of a replaced entry still as a plan opened it from that
+                // plan: held here to the tree's own, every old id in the walk's order.
+                var gone: [EntryID] = []
+                document.state.root.forEachID { gone.append($0) }
+                #expect(Array(diff.removed) == gone, "\(context)")
+                if document.state.root.entries.contains(where: { $0.writtenAhead != nil }) { removedByPlan += 1 }
                 diffsFromPlans += 1
             }
         }
@@ -158,6 +201,7 @@ struct LinkPlanTests {
         #expect(byPlan > 200, "only \(byPlan) openings by plan")
         #expect(diffsFromPlans > 150, "only \(diffsFromPlans) diffs from plans")
         #expect(writtenAhead > 20, "only \(writtenAhead) states with an entry written ahead")
+        #expect(removedByPlan > 20, "only \(removedByPlan) diffs from plans replacing an entry written ahead")
     }
 
     static func written(_ c: Coordinator) -> [UInt8] { ByteWriter.bytes { c.write(into: &$0) } }
@@ -194,9 +238,9 @@ struct LinkPlanTests {
         #expect(a.state[home].entries[1].params == ["id": 7] && b.state[home].entries[1].params == ["id": 8])
         // The entry on the root writes its text worked out ahead, unless given another id.
         var main = a.state.root.entries[0]
-        #expect(main.isWrittenAhead)
+        #expect(main.writtenAhead != nil)
         main.id = EntryID(999)
-        #expect(!main.isWrittenAhead)
+        #expect(main.writtenAhead == nil)
         #expect(ByteWriter.bytes { main.write(into: &$0) } == main.json.encoded())
     }
 }
