@@ -159,12 +159,10 @@ public struct Sequencer: Sendable {
         if let base = command.base, base > rev {
             return .failed(NavError(.badRequest, "'base' \(base) is ahead of the current revision \(rev)", rev: rev))
         }
-        var guardRev: ConflictGuard?
+        var ctx = CommandContext(conflicts: nil, firstID: document.nextID, refused: refused)
         if command.onConflict == .reject, let base = command.base {
-            guardRev = ConflictGuard(base: base, rev: rev, lastChanged: lastChanged, removedAt: removedAt)
+            ctx.conflicts = ConflictGuard(base: base, rev: rev, lastChanged: lastChanged, removedAt: removedAt)
         }
-
-        var ctx = CommandContext(conflicts: guardRev, firstID: document.nextID, refused: refused)
         // A lone stack edit (push, pop, dismiss…, the commonest command) runs on the
         // document itself: it changes nothing when it fails, and its patch is written
         // from the edit, so neither a copy to roll back to nor one to diff against is
@@ -253,7 +251,7 @@ public struct Sequencer: Sendable {
     /// Makes the next revision of a command whose ops applied (`document` is already the
     /// new state): bookkeeping, ack, patch, idempotency, log and history.
     private mutating func commit(_ command: Command, client: String, sender: Sender, results: [OpResult],
-                                 diff: StateDiff, _ ctx: CommandContext) -> Outcome {
+                                 diff: borrowing StateDiff, _ ctx: borrowing CommandContext) -> Outcome {
         rev += 1
         record(diff, ctx, allocated: ctx.firstID..<document.nextID)
         let ack = Ack(id: command.id, rev: rev, results: results)
@@ -305,7 +303,7 @@ public struct Sequencer: Sendable {
 
     /// `restore` and `load` change every coordinator: with `reject`, any revision after
     /// `base` is a conflict.
-    private static func checkWholeChange(_ op: String, _ ctx: CommandContext) throws(NavError) {
+    private static func checkWholeChange(_ op: String, _ ctx: borrowing CommandContext) throws(NavError) {
         if let guardRev = ctx.conflicts, guardRev.base < guardRev.rev {
             throw NavError(.conflict, "\(op) changes the whole session, and it changed after base \(guardRev.base) (now at revision \(guardRev.rev))", rev: guardRev.rev)
         }
@@ -364,7 +362,7 @@ public struct Sequencer: Sendable {
     }
 
     /// Conflict bookkeeping for the revision just made.
-    private mutating func record(_ diff: StateDiff, _ ctx: CommandContext, allocated: Range<Int>) {
+    private mutating func record(_ diff: borrowing StateDiff, _ ctx: borrowing CommandContext, allocated: Range<Int>) {
         ctx.forEachChanged { lastChanged[$0] = rev }
         diff.created.forEach { lastChanged[$0] = rev }
         // Ids a restore brought back are live again (ids first handed out in this command

@@ -85,7 +85,10 @@ struct StateDiffTests {
             guard (try? working.apply(op, &ctx)) == .applied else { continue }
             if let edit = ctx.edit {
                 let walked = StateDiff(from: doc.state, to: working.state)
-                let written = try #require(StateDiff(edit: edit, in: working.state))
+                guard let written = StateDiff(edit: edit, in: working.state) else {
+                    Issue.record("\(json): no diff written from the edit")
+                    continue
+                }
                 #expect(written.ops == walked.ops, "\(json): \(written.ops.map(\.json)) vs \(walked.ops.map(\.json))")
                 #expect(written.removed == walked.removed && written.added == walked.added && written.created == walked.created, "\(json)")
                 compared[op.action.name.rawValue, default: 0] += 1
