@@ -5,14 +5,17 @@ public struct PatchOperation: Sendable, Equatable {
     public var op: Kind
     /// RFC 6901 JSON Pointer of the target.
     public var path: String
+    // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
+    // that has one, as every `T?` var does, was built twice and one copy destroyed
+    // wherever it was made. See docs/architecture.md, "Copies".)
     /// `move` / `copy` source.
-    public var from: String?
+    public var from: Optional<String>
     /// `add` / `replace` / `test` value.
     public var value: JSON? {
         get { payload?.json }
         set { payload = newValue.map(Payload.json) }
     }
-    private var payload: Payload?
+    private var payload: Optional<Payload>
 
     /// What an op carries: JSON, or a part of the state that becomes JSON only when
     /// asked. A diff's new entries are kept as the entries themselves and written
@@ -59,6 +62,7 @@ public struct PatchOperation: Sendable, Equatable {
         self.op = op
         self.path = path
         self.payload = payload
+        from = nil
     }
 
     public static func == (a: PatchOperation, b: PatchOperation) -> Bool {

@@ -48,15 +48,18 @@ struct InlineFirstIterator<List: InlineFirstList>: IteratorProtocol {
 }
 
 /// Entry ids: those a diff removes or adds, those a cut removes.
+/// (No stored property has an initial value: see `Optional<…>` in `Operation`.)
 struct EntryIDList: InlineFirstList, Sendable {
     typealias Element = EntryID
-    var head: EntryID?
-    var rest: [EntryID] = []
+    var head: Optional<EntryID>
+    var rest: [EntryID]
+    init() { (head, rest) = (nil, []) }
 }
 
 /// Coordinator keys: those a command changed, those a diff created.
 struct KeyList: InlineFirstList, Sendable {
     typealias Element = CoordinatorKey
-    var head: CoordinatorKey?
-    var rest: [CoordinatorKey] = []
+    var head: Optional<CoordinatorKey>
+    var rest: [CoordinatorKey]
+    init() { (head, rest) = (nil, []) }
 }

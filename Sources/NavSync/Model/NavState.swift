@@ -4,7 +4,10 @@
 /// every operation applies, which is what makes commands atomic.
 public struct NavState: Sendable, Equatable {
     public var root: Coordinator
-    public var alert: Alert?
+    // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
+    // that has one, as every `T?` var does, was built twice and one copy destroyed
+    // wherever it was made. See docs/architecture.md, "Copies".)
+    public var alert: Optional<Alert>
 
     public init(root: Coordinator, alert: Alert? = nil) {
         self.root = root
@@ -19,8 +22,16 @@ public struct Coordinator: Sendable, Equatable {
     /// `root`: exactly one entry, the current one. `stack`: bottom to top, `entries[0]`
     /// presented as `root`. `tabs`: left to right.
     public var entries: [Entry]
+    // (`Optional<…>` with no initial value, as `alert` above.)
     /// `tabs` only: the selected tab, never nil while there are tabs.
-    public var selected: EntryID?
+    public var selected: Optional<EntryID>
+
+    init(type: String, kind: CoordinatorKind, entries: [Entry], selected: EntryID? = nil) {
+        self.type = type
+        self.kind = kind
+        self.entries = entries
+        self.selected = selected
+    }
 
     /// The entry a device shows of this coordinator: current, top, or selected tab.
     public var visibleIndex: Int? {

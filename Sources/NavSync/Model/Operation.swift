@@ -1,9 +1,12 @@
 /// One route operation (DESIGN.md section 4): the verbs of Trailblazer, Stinsen and
 /// FlowStacks as one enum, plus the coordinator it is addressed to.
 public struct Operation: Sendable, Equatable {
+    // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
+    // that has one, as every `T?` var does, was built twice and one copy destroyed
+    // wherever it was made. See docs/architecture.md, "Copies".)
     /// `"root"`, an entry id, or a coordinator type name; nil lets the route pick the
     /// coordinator (section 4, "route bubbling").
-    public var at: String?
+    public var at: Optional<String>
     public var action: Action
 
     public init(_ action: Action, at: String? = nil) {
@@ -48,8 +51,9 @@ public struct Operation: Sendable, Equatable {
     public struct OpenItem: Sendable, Equatable {
         public var route: String
         public var params: JSONObject
-        public var hints: JSONObject?
-        public var presentation: Presentation?
+        // (`Optional<…>` with no initial value, as `at` below.)
+        public var hints: Optional<JSONObject>
+        public var presentation: Optional<Presentation>
 
         public init(_ route: String, params: JSONObject = [:], hints: JSONObject? = nil, presentation: Presentation? = nil) {
             self.route = route

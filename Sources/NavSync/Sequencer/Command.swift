@@ -5,12 +5,15 @@ public struct Command: Sendable, Equatable {
     /// Operations as JSON; each is decoded when its turn comes, so an error names the
     /// first operation at fault in order (Appendix A: validate, check, apply per op).
     public var ops: [JSON]
+    // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
+    // that has one, as every `T?` var does, was built twice and one copy destroyed
+    // wherever it was made. See docs/architecture.md, "Copies".)
     /// The revision the sender had seen.
-    public var base: Int?
+    public var base: Optional<Int>
     public var onConflict: ConflictPolicy
     /// A name for the revision this command makes ("checkout start"), 1-64 characters,
     /// shown by history (DESIGN.md section 15).
-    public var label: String?
+    public var label: Optional<String>
 
     public init(id: CommandID, ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase, label: String? = nil) {
         self.id = id

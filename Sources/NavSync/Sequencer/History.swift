@@ -15,7 +15,10 @@ public struct HistoryEntry: Sendable, Equatable {
         var cmd: CommandID
         var ops: [JSON]
         var results: [OpResult]
-        var label: String?
+        // (Spelled `Optional<…>`, with no initial value: a value type with a stored
+        // property that has one, as every `T?` var does, was built twice and one copy
+        // destroyed wherever it was made. See docs/architecture.md, "Copies".)
+        var label: Optional<String>
         var patch: PatchOps
         var nextID: Int
     }

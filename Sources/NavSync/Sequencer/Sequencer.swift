@@ -173,7 +173,7 @@ public struct Sequencer: Sendable {
         // Any other lone op that decodes goes to the general path decoded.
         if command.ops.count == 1, let op = try? Operation(json: command.ops[0]) {
             guard op.action.editsOneStackAtomically else {
-                return submitOnCopy(command, lone: op, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
+                return submitOnCopy(command, lone: consume op, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
             }
             let result: OpResult
             do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
@@ -226,7 +226,7 @@ public struct Sequencer: Sendable {
         } else {
             diff = StateDiff(from: document.state, to: working.state)
         }
-        document = working
+        document = consume working
         return commit(command, client: client, sender: sender, results: results, diff: diff, ctx)
     }
 
