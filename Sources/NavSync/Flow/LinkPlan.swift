@@ -45,6 +45,9 @@ struct LinkPlan: Sendable {
         /// order a diff walking the new tree meets them (`StateDiff(opened:from:to:)`).
         let added: [Int]
         let created: [Int]
+        /// Of the ids the link allocates, which arrive (the others are gone again
+        /// before it is done).
+        private let arriving: [Bool]
 
         init(root: PlannedCoordinator, allocated: Int, changed: [CoordinatorKey], result: OpResult, added: [Int], created: [Int]) {
             self.root = root
@@ -53,7 +56,13 @@ struct LinkPlan: Sendable {
             self.result = result
             self.added = added
             self.created = created
+            var arriving = [Bool](repeating: false, count: allocated)
+            for n in added where n >= 0 && n < allocated { arriving[n] = true }
+            self.arriving = arriving
         }
+
+        /// Whether the id numbered `n` (counted from the link's first) arrives.
+        func arrives(_ n: Int) -> Bool { n >= 0 && n < arriving.count && arriving[n] }
     }
 
     /// What a plan opened: the root's entries replaced by its outcome's, ids moved up by

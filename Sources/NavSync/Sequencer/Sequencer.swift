@@ -364,10 +364,10 @@ public struct Sequencer: Sendable {
     /// Conflict bookkeeping for the revision just made.
     private mutating func record(_ diff: borrowing StateDiff, _ ctx: borrowing CommandContext, allocated: Range<Int>) {
         ctx.forEachChanged { lastChanged[$0] = rev }
-        diff.created.forEach { lastChanged[$0] = rev }
+        diff.forEachCreated { lastChanged[$0] = rev }
         // Ids a restore brought back are live again (ids first handed out in this command
         // never left before).
-        diff.added.forEach { id in
+        diff.forEachAdded { id in
             if id.number < allocated.lowerBound { removedAt.revive(id) }
         }
         // Allocated and gone again within this command (a push popped by a later op);
@@ -376,10 +376,10 @@ public struct Sequencer: Sendable {
         let before = allocated.lowerBound..<max(allocated.lowerBound, min(skipped.lowerBound, allocated.upperBound))
         let after = max(allocated.lowerBound, skipped.upperBound)..<allocated.upperBound
         for n in before.lowerBound..<after.upperBound where before.contains(n) || after.contains(n) {
-            guard !diff.added.contains(EntryID(n)) else { continue }
+            guard !diff.adds(EntryID(n)) else { continue }
             noteRemoved(EntryID(n))
         }
-        diff.removed.forEach { noteRemoved($0) }
+        diff.forEachRemoved { noteRemoved($0) }
         removedAt.forgetIfFull()
     }
 

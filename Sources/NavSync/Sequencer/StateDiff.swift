@@ -19,12 +19,55 @@ public struct StateDiff: Sendable, ~Copyable {
     private var walked: [PatchOperation] = []
     /// An edit's operations, written as they are sent.
     private var encoded: [UInt8]?
-    /// Every id that was on the old tree and is not on the new one, subtrees included.
-    private(set) var removed = EntryIDList()
+    /// The ids that left, those that arrived and the coordinators created, as the walk or
+    /// the edit listed them (see `forEachRemoved`…).
+    private var removedIDs = EntryIDList()
+    private var addedIDs = EntryIDList()
+    private var createdKeys = KeyList()
+    /// For a link its plan opened: the ids that arrive and the coordinators created are
+    /// the plan's, moved up by the offset, and the ids that leave those of the entries
+    /// it replaced. Gone through when asked rather than listed: the three lists were
+    /// three allocations and a walk of the old tree per link.
+    private var opened: (plan: LinkPlan.Opened, replaced: [Entry])?
+
+    /// Every id that was on the old tree and is not on the new one, subtrees included,
+    /// in the walk's order.
+    func forEachRemoved(_ body: (EntryID) -> Void) {
+        removedIDs.forEach(body)
+        guard let replaced = opened?.replaced else { return }
+        for e in replaced {
+            if let written = e.writtenAhead {
+                for n in written.text.ids { body(EntryID(n + written.offset)) }
+            } else {
+                e.forEachID(body)
+            }
+        }
+    }
+
     /// Every id on the new tree that was not on the old one.
-    private(set) var added = EntryIDList()
+    func forEachAdded(_ body: (EntryID) -> Void) {
+        addedIDs.forEach(body)
+        guard let plan = opened?.plan else { return }
+        for n in plan.outcome.added { body(EntryID(n + plan.offset)) }
+    }
+
     /// Coordinators opened by added entries: they are created at this revision.
-    private(set) var created = KeyList()
+    func forEachCreated(_ body: (CoordinatorKey) -> Void) {
+        createdKeys.forEach(body)
+        guard let plan = opened?.plan else { return }
+        for n in plan.outcome.created { body(.entry(EntryID(n + plan.offset))) }
+    }
+
+    /// Whether `id` is one of those added.
+    func adds(_ id: EntryID) -> Bool {
+        if let plan = opened?.plan { return plan.outcome.arrives(id.number - plan.offset) }
+        return addedIDs.contains(id)
+    }
+
+    /// The same as lists.
+    var removed: EntryIDList { var list = EntryIDList(); forEachRemoved { list.append($0) }; return list }
+    var added: EntryIDList { var list = EntryIDList(); forEachAdded { list.append($0) }; return list }
+    var created: KeyList { var list = KeyList(); forEachCreated { list.append($0) }; return list }
     /// The JSON Pointer of the walk's position, as bytes: extended going down and cut
     /// back coming up, made into a string only for an op. Building a path string per
     /// level visited cost more than the rest of the walk.
@@ -37,7 +80,7 @@ public struct StateDiff: Sendable, ~Copyable {
     static func arrivals(_ entries: [Entry]) -> (added: EntryIDList, created: KeyList) {
         var diff = StateDiff()
         diff.noteAdded(entries)
-        return (diff.added, diff.created)
+        return (diff.addedIDs, diff.createdKeys)
     }
 
     public init(from old: borrowing NavState, to new: borrowing NavState) {
@@ -45,8 +88,8 @@ public struct StateDiff: Sendable, ~Copyable {
         within("root") { $0.diff(old.root, new.root) }
         if old.alert != new.alert {
             walked.append(PatchOperation(.replace, "/alert", value: new.alert?.json ?? .null))
-            if let a = old.alert, a.id != new.alert?.id { removed.append(a.id) }
-            if let a = new.alert, a.id != old.alert?.id { added.append(a.id) }
+            if let a = old.alert, a.id != new.alert?.id { removedIDs.append(a.id) }
+            if let a = new.alert, a.id != old.alert?.id { addedIDs.append(a.id) }
         }
     }
 
@@ -94,7 +137,7 @@ public struct StateDiff: Sendable, ~Copyable {
                         out.append(ascii: #""}"#)
                     }
                 }
-                removed = edit.removed
+                removedIDs = edit.removed
             }
             return true
         }
@@ -115,10 +158,7 @@ public struct StateDiff: Sendable, ~Copyable {
         case .stack: walked = [PatchOperation(.replace, "/root/stack", payload: .entries(b.entries))]
         case .tabs: return nil
         }
-        noteRemoved(a.entries)
-        let offset = opened.offset
-        for n in opened.outcome.added { added.append(EntryID(n + offset)) }
-        for n in opened.outcome.created { created.append(.entry(EntryID(n + offset))) }
+        self.opened = (opened, a.entries)
     }
 
     /// Bytes of a JSON Pointer in a buffer the caller sized (at most 48 bytes per level).
@@ -296,7 +336,7 @@ public struct StateDiff: Sendable, ~Copyable {
         case (nil, let y?):
             emit(.add, "coordinator", .coordinator(y))
             noteAdded(y.entries)
-            created.append(.entry(b.id))
+            createdKeys.append(.entry(b.id))
         case (let x?, nil):
             emit(.remove, "coordinator")
             noteRemoved(x.entries)
@@ -333,17 +373,17 @@ public struct StateDiff: Sendable, ~Copyable {
         // An entry still as a link's plan opened it (a deep link replacing the one
         // before): its subtree's ids are the plan's, moved up, listed in this walk's order.
         if let written = e.writtenAhead {
-            for n in written.text.ids { removed.append(EntryID(n + written.offset)) }
+            for n in written.text.ids { removedIDs.append(EntryID(n + written.offset)) }
             return
         }
-        removed.append(e.id)
+        removedIDs.append(e.id)
         if let c = e.coordinator { noteRemoved(c.entries) }
     }
 
     private mutating func noteAdded(_ e: Entry) {
-        added.append(e.id)
+        addedIDs.append(e.id)
         if let c = e.coordinator {
-            created.append(.entry(e.id))
+            createdKeys.append(.entry(e.id))
             noteAdded(c.entries)
         }
     }

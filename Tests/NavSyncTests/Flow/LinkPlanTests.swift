@@ -204,6 +204,32 @@ struct LinkPlanTests {
         #expect(removedByPlan > 20, "only \(removedByPlan) diffs from plans replacing an entry written ahead")
     }
 
+    /// A session that opens links by their plans keeps the same books as one that
+    /// applies them op by op (its limits are not the defaults): the same outcomes, and
+    /// when each coordinator last changed and each id left. (The plan's diff lists its
+    /// ids when asked, `StateDiff.forEachAdded`…, and says which arrive, `adds`.)
+    @Test(arguments: ["demo", "studio", "links"])
+    func plannedLinksKeepTheSameBooks(_ flowName: String) {
+        let flow = Self.flow(flowName)
+        var other = ModelLimits()
+        other.maxDataBytes += 1
+        #expect(LinkPlan.coversLimits(ModelLimits()) && !LinkPlan.coversLimits(other))
+        var planned = Sequencer(flow: flow, epoch: "e"), applied = Sequencer(flow: flow, epoch: "e", limits: other)
+        var gen = CommandGenerator(flow: flow, seed: 0xB00C)
+        var links = 0
+        for i in 0..<600 {
+            let json: JSON = gen.chance(0.3) ? ["op": "open", "url": .string(gen.pick(Self.urls[flowName]!))]
+                                             : gen.op(planned.state, nextID: planned.document.nextID)
+            let command = Command(id: .int(Int64(i)), ops: [json])
+            let a = planned.submit(command, client: "c"), b = applied.submit(command, client: "c")
+            #expect(a == b, "\(flowName) \(i) \(json)")
+            #expect(planned.lastChanged == applied.lastChanged, "\(flowName) \(i) \(json)")
+            #expect(planned.removedAt == applied.removedAt, "\(flowName) \(i) \(json)")
+            if case .applied = a, json["op"] == "open" { links += 1 }
+        }
+        #expect(links > 40, "only \(links) links opened")
+    }
+
     static func written(_ c: Coordinator) -> [UInt8] { ByteWriter.bytes { c.write(into: &$0) } }
 
     /// A session whose model limits are not the defaults applies links op by op: the
