@@ -311,6 +311,12 @@ extension LinkPlan {
             self.id = id
         }
 
+        /// The ids of the entry and its subtree as opened, in the order a diff's walk
+        /// meets them.
+        func forEachID(_ body: (EntryID) -> Void) {
+            for n in text.ids { body(EntryID(n + offset)) }
+        }
+
         /// What `Entry.write` writes for the entry.
         func write(into out: inout ByteWriter) {
             text.bytes.withUnsafeBufferPointer { bytes in

@@ -36,11 +36,7 @@ public struct StateDiff: Sendable, ~Copyable {
         removedIDs.forEach(body)
         guard let replaced = opened?.replaced else { return }
         for e in replaced {
-            if let written = e.writtenAhead {
-                for n in written.text.ids { body(EntryID(n + written.offset)) }
-            } else {
-                e.forEachID(body)
-            }
+            if let written = e.writtenAhead { written.forEachID(body) } else { e.forEachID(body) }
         }
     }
 
@@ -373,7 +369,7 @@ public struct StateDiff: Sendable, ~Copyable {
         // An entry still as a link's plan opened it (a deep link replacing the one
         // before): its subtree's ids are the plan's, moved up, listed in this walk's order.
         if let written = e.writtenAhead {
-            for n in written.text.ids { removedIDs.append(EntryID(n + written.offset)) }
+            written.forEachID { removedIDs.append($0) }
             return
         }
         removedIDs.append(e.id)
