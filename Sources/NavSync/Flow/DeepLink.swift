@@ -23,6 +23,8 @@ extension Flow {
         return try match(url, parsed)
     }
 
+    /// The same against the URL's parts, read on its bytes or parsed (a test holds the
+    /// two to the same answers).
     func match(_ url: String, _ address: some LinkAddress) throws(NavError) -> (link: Link, values: [JSON?]) {
         guard let link = links.first(where: { $0.matches(address) }) else {
             throw NavError(.notFound, "no link of flow '\(name)' matches '\(url)'")
