@@ -14,7 +14,8 @@ import CUV
 /// live on one loop thread). Copying it into a contiguous buffer per connection instead
 /// (Redis's way) was measured slower here: 0.69 against 0.48 s of server CPU per
 /// million deliveries in back-to-back `compare 1000` runs, the copies of 1,000 members
-/// no longer fitting in the cache the kernel then copies them from.
+/// no longer fitting in the cache the kernel then copies them from; on another machine
+/// later, 0.264-0.273 against 0.240-0.250 (docs/architecture.md, fan-out).
 ///
 /// A value in its owner: one write request and its buffer lists, reused by every flush
 /// while the stream is busy (only one write is ever in flight), so a flush allocates
