@@ -74,7 +74,7 @@ public struct ParsedURL: Sendable, Equatable {
     /// Calls `body` with each non-empty part between separators, in order, until it
     /// answers false (then false). No array of parts is made.
     static func forEachPart(of s: Slice<UnsafeBufferPointer<UInt8>>, separatedBy separator: UInt8,
-                                    _ body: (Slice<UnsafeBufferPointer<UInt8>>) -> Bool) -> Bool {
+                            _ body: (Slice<UnsafeBufferPointer<UInt8>>) -> Bool) -> Bool {
         var partStart = s.startIndex
         var i = s.startIndex
         while i < s.endIndex {   // (`s.indices` is generic code in the standard library here)
