@@ -1,10 +1,18 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Three libraries, each behind a wall the compiler keeps (swift-nio's NIOCore/NIOPosix):
+//   NavSync         the pure core: Foundation at most, no C library.
+//   NavSyncClient   what an iOS/macOS app adds: the navigator and its transports;
+//                   NavSync only, so it too links no C library (tests/integration/split.sh).
+//   NavSyncRuntime  the only code that touches libuv, jansson, hiredis and files: the
+//                   server, the libuv client transport, storage, cluster, web assets.
 let package = Package(
     name: "navsync",
     products: [
         .library(name: "NavSync", targets: ["NavSync"]),
+        .library(name: "NavSyncClient", targets: ["NavSyncClient"]),
+        .library(name: "NavSyncRuntime", targets: ["NavSyncRuntime"]),
         .executable(name: "navsyncd", targets: ["navsyncd"]),
         .executable(name: "navclient", targets: ["navclient"]),
     ],
@@ -13,11 +21,23 @@ let package = Package(
         .systemLibrary(name: "CJansson", pkgConfig: "jansson", providers: [.apt(["libjansson-dev"])]),
         // Cluster mode's Redis client: hiredis's reader and formatter only.
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
-        .target(name: "NavSync", dependencies: ["CJansson", "CUV", "CHiredis"]),
-        .executableTarget(name: "navsyncd", dependencies: ["NavSync"]),
-        .executableTarget(name: "navclient", dependencies: ["NavSync"]),
-        .executableTarget(name: "navsync-bench", dependencies: ["NavSync", "CUV"]),
-        .testTarget(name: "NavSyncTests", dependencies: ["NavSync"]),
+        .target(name: "NavSync"),
+        .target(name: "NavSyncClient", dependencies: ["NavSync"]),
+        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncClient", "CJansson", "CUV", "CHiredis"],
+                plugins: ["EmbedWebPlugin"]),
+        // web/ (the device page, navsync.js, navsync.d.ts) becomes Swift source at build
+        // time, so navsyncd stays one self-contained binary.
+        .executableTarget(name: "embed-web", path: "Plugins/EmbedWebTool"),
+        .plugin(name: "EmbedWebPlugin", capability: .buildTool(), dependencies: ["embed-web"]),
+        .executableTarget(name: "navsyncd", dependencies: ["NavSyncRuntime"]),
+        .executableTarget(name: "navclient", dependencies: ["NavSyncRuntime", "CUV"]),
+        .executableTarget(name: "navsync-bench", dependencies: ["NavSyncRuntime", "CUV"]),
+        // Fixtures the test targets share (a second flow, the hub as a value, a harness).
+        .target(name: "TestSupport", dependencies: ["NavSync"], path: "Tests/Support"),
+        .testTarget(name: "NavSyncTests", dependencies: ["NavSync", "TestSupport"]),
+        .testTarget(name: "NavSyncClientTests", dependencies: ["NavSyncClient", "TestSupport"]),
+        .testTarget(name: "NavSyncRuntimeTests", dependencies: ["NavSyncRuntime", "NavSyncClient", "TestSupport"]),
+        .testTarget(name: "navclientTests", dependencies: ["navclient", "NavSyncRuntime", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

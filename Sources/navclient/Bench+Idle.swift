@@ -1,5 +1,6 @@
 import Foundation
 import NavSync
+import NavSyncRuntime
 
 extension Bench {
     /// `--idle N`: N idle connections (joined with `--join`), and the server memory

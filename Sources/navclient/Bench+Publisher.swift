@@ -1,5 +1,6 @@
 import Foundation
 import NavSync
+import NavSyncRuntime
 
 extension Bench {
     /// One publisher: commands in a window of `inFlight`, or at a fixed rate. With

@@ -1,5 +1,6 @@
 import Foundation
 import NavSync
+import NavSyncRuntime
 
 /// A flag one thread sets and another polls.
 final class Flag: @unchecked Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import NavSync
+import NavSyncRuntime
 
 /// The interactive client: the session's tree drawn live, a status line, recent
 /// messages, and a prompt with line editing, history and tab completion.

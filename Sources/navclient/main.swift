@@ -2,6 +2,7 @@
 // runs it on the NavSync client runtime.
 import Foundation
 import NavSync
+import NavSyncRuntime
 
 let usage = """
 usage: navclient [URL] [options]                   interactive: the live tree and a prompt

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncRuntime
 
 /// navsyncd's command line (DESIGN.md section 12) -> a ServerConfiguration.
 struct Options {

@@ -1,5 +1,6 @@
 // navsyncd: flags -> configuration -> the server's loop.
 import NavSync
+import NavSyncRuntime
 @preconcurrency import Glibc
 
 func say(_ text: String, to fd: Int32) {

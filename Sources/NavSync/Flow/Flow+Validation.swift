@@ -7,6 +7,10 @@ public struct FlowError: Error, Sendable, Equatable, CustomStringConvertible {
     public var path: String
     public var message: String
 
+    public init(file: String?, path: String, message: String) {
+        self.file = file; self.path = path; self.message = message
+    }
+
     public var description: String {
         [file, path.isEmpty ? nil : path].compactMap { $0 }.joined(separator: ": ") + ": " + message
     }
@@ -73,7 +77,7 @@ private struct FlowLoader {
         }
     }
 
-    func string(_ v: JSON?, _ path: JSONPath, _ what: String) throws(FlowError) -> String {
+    package func string(_ v: JSON?, _ path: JSONPath, _ what: String) throws(FlowError) -> String {
         guard let v else { throw fail(path, "missing \(what)") }
         guard let s = v.stringValue, !s.isEmpty else { throw fail(path, "\(what) must be a non-empty string, got \(v.typeName == "string" ? "\"\"" : v.typeName)") }
         return s

@@ -318,7 +318,7 @@ extension LinkPlan {
         }
 
         /// What `Entry.write` writes for the entry.
-        func write(into out: inout ByteWriter) {
+        package func write(into out: inout ByteWriter) {
             text.bytes.withUnsafeBufferPointer { bytes in
                 var start = 0
                 for cut in text.cuts {
@@ -370,7 +370,7 @@ extension LinkPlan {
 
             mutating func append(_ text: String) { bytes += Array(text.utf8) }
             mutating func append(_ json: JSON) { bytes += json.encoded() }
-            mutating func string(_ s: String) { bytes += ByteWriter.bytes { JSON.writeString(s, into: &$0) } }
+            package mutating func string(_ s: String) { bytes += ByteWriter.bytes { JSON.writeString(s, into: &$0) } }
             mutating func id(_ id: EntryID) { cuts.append(Cut(at: bytes.count, id: id.number, slot: -1)) }
 
             mutating func entry(_ t: Entry, _ fills: [(key: String, slot: Int)], _ child: PlannedCoordinator?) {

@@ -17,7 +17,7 @@ extension JSON {
         out.append(contentsOf: encoded(sortedKeys: sortedKeys))
     }
 
-    func write(into out: inout ByteWriter, sortedKeys: Bool = false) {
+    package func write(into out: inout ByteWriter, sortedKeys: Bool = false) {
         switch self {
         case .null: out.append(ascii: "null")
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -165,11 +165,11 @@ private let decimalPairs: StaticString = "00010203040506070809101112131415161718
 /// The diff's JSON Pointer is an array of bytes, cut back along its walk.
 extension Array<UInt8> {
     /// ASCII text known when compiling.
-    @inline(__always) mutating func append(ascii text: StaticString) {
+    @inline(__always) package mutating func append(ascii text: StaticString) {
         append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
+    package mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             append(contentsOf: UnsafeBufferPointer(start: digits.baseAddress!, count: writeDecimal(n, at: digits.baseAddress!)))
         }
@@ -179,7 +179,7 @@ extension Array<UInt8> {
 /// The encoders' output: bytes appended to one growing buffer, handed over as an array
 /// once. Appending to an array piece by piece costs a uniqueness check and a generic
 /// copy per piece, which was most of the cost of writing a patch.
-struct ByteWriter: ~Copyable {
+package struct ByteWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     /// Whether `base` is this writer's to free (not the caller's scratch memory).
@@ -212,7 +212,7 @@ struct ByteWriter: ~Copyable {
     /// The same behind `room` free bytes (for a header written once their length is
     /// known), in one allocation the caller frees: a writer on the heap hands over its
     /// buffer, one on the stack copies its bytes to the heap at their size.
-    static func allocation(room: Int, capacity: Int, _ body: (inout ByteWriter) -> Void) -> (storage: UnsafeMutablePointer<UInt8>, count: Int) {
+    package static func allocation(room: Int, capacity: Int, _ body: (inout ByteWriter) -> Void) -> (storage: UnsafeMutablePointer<UInt8>, count: Int) {
         writing(room: room, capacity: capacity, body) { $0.take() }
     }
 
@@ -261,24 +261,24 @@ struct ByteWriter: ~Copyable {
         owned = true
     }
 
-    @inline(__always) mutating func append(_ byte: UInt8) {
+    @inline(__always) package mutating func append(_ byte: UInt8) {
         if count == capacity { grow(toFit: 1) }
         base[count] = byte
         count += 1
     }
 
-    @inline(__always) mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
+    @inline(__always) package mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress else { return }
         if count + bytes.count > capacity { grow(toFit: bytes.count) }
         (base + count).initialize(from: source, count: bytes.count)
         count += bytes.count
     }
 
-    mutating func append(contentsOf bytes: [UInt8]) { bytes.withUnsafeBufferPointer { append(contentsOf: $0) } }
-    mutating func append(contentsOf bytes: ArraySlice<UInt8>) { bytes.withUnsafeBufferPointer { append(contentsOf: $0) } }
+    package mutating func append(contentsOf bytes: [UInt8]) { bytes.withUnsafeBufferPointer { append(contentsOf: $0) } }
+    package mutating func append(contentsOf bytes: ArraySlice<UInt8>) { bytes.withUnsafeBufferPointer { append(contentsOf: $0) } }
 
     /// Text that needs no escaping, as its bytes.
-    mutating func append(contentsOf text: String.UTF8View) {
+    package mutating func append(contentsOf text: String.UTF8View) {
         // In place when stored as UTF-8 (all but bridged strings); otherwise through a copy.
         if text.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil {
             var text = String(text)
@@ -287,12 +287,12 @@ struct ByteWriter: ~Copyable {
     }
 
     /// ASCII text known when compiling (keys, punctuation).
-    @inline(__always) mutating func append(ascii text: StaticString) {
+    @inline(__always) package mutating func append(ascii text: StaticString) {
         append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// The decimal digits of `n`, with a minus sign when negative, written in place.
-    mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
+    package mutating func append<Integer: BinaryInteger>(decimal n: Integer) {
         if count + 20 > capacity { grow(toFit: 20) }
         count += writeDecimal(n, at: base + count)
     }

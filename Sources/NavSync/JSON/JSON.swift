@@ -60,6 +60,14 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         }
     }
 
+    /// Adds a key that is not there yet; false (and nothing changed) when it is.
+    mutating func insertNew(_ key: String, _ value: JSON) -> Bool {
+        guard position(of: key) == nil else { return false }
+        pairs.append((key, value))
+        if index != nil { index![key] = pairs.count - 1 } else if pairs.count > Self.indexThreshold { rebuildIndex() }
+        return true
+    }
+
     private mutating func rebuildIndex() {
         guard pairs.count > Self.indexThreshold else { index = nil; return }
         var built: [String: Int] = [:]

@@ -10,7 +10,7 @@ struct Fields {
         self.code = code
     }
 
-    func string(_ key: String) throws(NavError) -> String {
+    package func string(_ key: String) throws(NavError) -> String {
         guard let s = try optionalString(key) else { throw NavError(code, "missing field '\(key)'") }
         return s
     }
@@ -21,7 +21,7 @@ struct Fields {
         return s
     }
 
-    func int(_ key: String) throws(NavError) -> Int {
+    package func int(_ key: String) throws(NavError) -> Int {
         guard let i = try optionalInt(key) else { throw NavError(code, "missing field '\(key)'") }
         return i
     }

@@ -35,7 +35,7 @@ public struct PatchOperation: Sendable, Equatable {
             }
         }
 
-        func write(into out: inout ByteWriter) {
+        package func write(into out: inout ByteWriter) {
             switch self {
             case .json(let value): value.write(into: &out)
             case .entry(let e): e.write(into: &out)
@@ -78,7 +78,7 @@ public struct PatchOperation: Sendable, Equatable {
     }
 
     /// `json.encoded()`, written without building the object.
-    func write(into out: inout ByteWriter) {
+    package func write(into out: inout ByteWriter) {
         out.append(ascii: #"{"op":""#)
         out.append(contentsOf: op.rawValue.utf8)
         out.append(UInt8(ascii: "\""))

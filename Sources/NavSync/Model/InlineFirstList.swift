@@ -16,7 +16,7 @@ extension InlineFirstList {
     var isEmpty: Bool { head == nil }
     var count: Int { head == nil ? 0 : 1 + rest.count }
 
-    mutating func append(_ element: Element) {
+    package mutating func append(_ element: Element) {
         guard head != nil else { head = element; return }
         if rest.count == rest.capacity { rest.reserveCapacity(Swift.max(16, 2 * rest.count)) }
         rest.append(element)

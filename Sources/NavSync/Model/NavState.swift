@@ -236,7 +236,7 @@ extension Alert {
 /// `json.encoded()` without building the JSON: a patch carries new entries (a deep link
 /// a whole coordinator tree) as state values and writes them when it is broadcast.
 extension Entry {
-    func write(into out: inout ByteWriter) {
+    package func write(into out: inout ByteWriter) {
         if let written = writtenAhead { return written.write(into: &out) }
         out.append(ascii: #"{"id":"e"#)
         out.append(decimal: id.number)
@@ -270,7 +270,7 @@ extension Entry {
 }
 
 extension Coordinator {
-    func write(into out: inout ByteWriter) {
+    package func write(into out: inout ByteWriter) {
         out.append(ascii: #"{"type":"#)
         JSON.writeString(type, into: &out)
         out.append(ascii: #","kind":""#)

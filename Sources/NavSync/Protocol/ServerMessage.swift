@@ -90,7 +90,7 @@ public enum ServerMessage: Sendable, Equatable {
         // all five into one buffer.
 
         /// `{"type":"joined",…,"flow":`
-        func writeHead(id: JSON?, into out: inout ByteWriter) {
+        package func writeHead(id: JSON?, into out: inout ByteWriter) {
             out.append(ascii: #"{"type":"joined""#)
             if let id { out.append(ascii: #","id":"#); id.write(into: &out) }
             out.append(ascii: #","session":"#); JSON.writeString(session, into: &out)
@@ -99,11 +99,11 @@ public enum ServerMessage: Sendable, Equatable {
             out.append(ascii: #","flow":"#)
         }
 
-        static let afterFlow: StaticString = #","members":"#
+        package static let afterFlow: StaticString = #","members":"#
 
         /// The joiner when it is not listed, the listing's `]`, `others`, `,"state":`,
         /// and the state and `}` themselves when they are not encoded.
-        func writeMiddle(_ e: Encoded, state: JSON, into out: inout ByteWriter) {
+        package func writeMiddle(_ e: Encoded, state: JSON, into out: inout ByteWriter) {
             if let joiner = e.joiner {
                 if e.members.count > 2 { out.append(UInt8(ascii: ",")) }
                 out.append(contentsOf: joiner)
@@ -117,7 +117,7 @@ public enum ServerMessage: Sendable, Equatable {
             }
         }
 
-        static let afterState: StaticString = "}"
+        package static let afterState: StaticString = "}"
     }
 
     /// The wire bytes: `json(id:).encoded()`, except that a `patch` is written
@@ -131,14 +131,14 @@ public enum ServerMessage: Sendable, Equatable {
 
     /// About how many bytes the message takes when that is known up front (a joined
     /// message's encoded parts), else 0: the room a writer starts with.
-    var sizeHint: Int {
+    package var sizeHint: Int {
         guard case .joined(let j) = self, let e = j.encoded else { return 0 }
         return e.flow.count + e.members.count + (e.joiner?.count ?? 0) + (e.state?.count ?? 1024) + 128
     }
 
     /// Writes the wire bytes (`bytes(id:)`) into `out`: the server writes them straight
     /// into the frame a member is sent (`OutgoingBuffer(text:)`).
-    func write(id: JSON?, into out: inout ByteWriter) {
+    package func write(id: JSON?, into out: inout ByteWriter) {
         if case .patch(let session, let patch) = self, id == nil { return Self.write(session: session, patch, into: &out) }
         if case .ack(let session, let ack) = self { return Self.write(session: session, ack, into: &out) }
         guard case .joined(let j) = self, let e = j.encoded, case .state(let state) = j.catchUp else {
@@ -342,7 +342,7 @@ public struct ProtocolLimits: Sendable, Equatable {
 
 extension CommandID {
     /// `json.write(into:)`, without making the JSON value.
-    func write(into out: inout ByteWriter) {
+    package func write(into out: inout ByteWriter) {
         switch self {
         case .int(let n): out.append(decimal: n)
         case .string(let s): JSON.writeString(s, into: &out)

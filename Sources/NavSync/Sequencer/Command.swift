@@ -201,7 +201,7 @@ enum PatchOps: Sendable, Equatable {
     }
 
     /// The members of the `ops` array, written into a message.
-    func write(into out: inout ByteWriter) {
+    package func write(into out: inout ByteWriter) {
         switch self {
         case .encoded(let bytes): out.append(contentsOf: bytes)
         case .values(let ops):

@@ -405,7 +405,7 @@ public struct PatchLog: Sendable {
     /// The patches held, oldest first.
     public var patches: [Patch] { ring.count < capacity ? ring : Array(ring[start...] + ring[..<start]) }
 
-    mutating func append(_ patch: Patch) {
+    package mutating func append(_ patch: Patch) {
         guard capacity > 0 else { return }
         if ring.count < capacity { ring.append(patch) } else {
             ring[start] = patch

@@ -175,7 +175,7 @@ public struct StateDiff: Sendable, ~Copyable {
 
         /// The pointer so far with `last` appended, written into `out` (its tokens are
         /// names and numbers: nothing in it needs a JSON escape).
-        func write(ending last: Int, into out: inout ByteWriter) {
+        package func write(ending last: Int, into out: inout ByteWriter) {
             out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<count]))
             out.append(decimal: last)
         }

@@ -74,7 +74,7 @@ public struct Hub {
         case journal(JournalEntry)
         /// Close a WebSocket with this code (1008 for a token that is no longer valid).
         case close(Int, code: UInt16, reason: String)
-        case log(Logger.Level, String)
+        case log(LogLevel, String)
         /// Cluster mode: a request to Redis (section 17).
         case cluster(ClusterRequest)
     }

@@ -56,7 +56,11 @@ public struct UTF8Validator: Sendable {
     }
 
     public static func isValid(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { isValid($0) }
+    }
+
+    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var v = UTF8Validator()
-        return bytes.withUnsafeBytes { v.feed($0) } && v.isComplete
+        return v.feed(UnsafeRawBufferPointer(bytes)) && v.isComplete
     }
 }

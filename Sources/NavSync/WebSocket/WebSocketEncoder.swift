@@ -36,7 +36,7 @@ public enum WebSocketEncoder {
     /// Writes the header of an unmasked final frame so that it ends at `end`, where the
     /// payload starts, and returns its length: for a payload written first, behind room
     /// for the header (`OutgoingBuffer(frame:capacity:_:)`). The bytes of `header`.
-    static func writeHeader(_ opcode: Opcode, length: Int, endingAt end: UnsafeMutablePointer<UInt8>) -> Int {
+    package static func writeHeader(_ opcode: Opcode, length: Int, endingAt end: UnsafeMutablePointer<UInt8>) -> Int {
         let size = length <= 125 ? 2 : length <= 0xFFFF ? 4 : 10
         let p = end - size
         p[0] = 0x80 | opcode.rawValue

@@ -1,5 +1,7 @@
+import Foundation
 import Testing
 @testable import NavSync
+import TestSupport
 
 @Suite("Flows")
 struct FlowTests {
@@ -284,7 +286,7 @@ extension String {
     /// docs/flows.md's example is a flow that loads and does what the page says.
     @Test func theFlowDocsExampleLoadsAndRuns() throws {
         let root = #filePath.split(separator: "/").dropLast(4).joined(separator: "/")
-        let page = String(decoding: try #require(FileSystem.read("/" + root + "/docs/flows.md")), as: UTF8.self)
+        let page = String(decoding: try #require(FileManager.default.contents(atPath: "/" + root + "/docs/flows.md")), as: UTF8.self)
         let start = try #require(page.firstRange(of: "```json\n"))
         let end = try #require(page[start.upperBound...].firstRange(of: "\n```"))
         let flow = try Flow.load(bytes: Array(page[start.upperBound..<end.lowerBound].utf8), file: "docs/flows.md")

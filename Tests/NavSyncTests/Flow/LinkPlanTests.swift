@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// Links worked out ahead (`LinkPlan`): opening one by its plan must do exactly what
 /// applying its operations one by one does, from any state the session is in.

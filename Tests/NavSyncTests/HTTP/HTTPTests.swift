@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 @Suite("HTTP parser and WebSocket handshake")
 struct HTTPTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// `CoordinatorPath` against the array it stands for: random appends (past 8 levels and
 /// past 16-bit indices, where it spills) and cuts, checked after every step.

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// The id and key lists that hold their first element inline, against the arrays they
 /// stand for: empty, one (inline only), and past the spill array's first 16.

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// Every operation of DESIGN.md section 4 on the demo flow. After `Harness.onMain()`:
 /// App(root) e2 main -> Main(tabs) [e3 home -> Home(stack) e4 list,

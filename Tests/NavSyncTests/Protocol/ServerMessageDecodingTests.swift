@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// Every server message survives encode → bytes → decode, and a broken one is refused
 /// naming the field.

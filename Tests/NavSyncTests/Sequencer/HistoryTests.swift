@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// History (DESIGN.md section 15) as values: every state it holds is rebuilt exactly,
 /// what it no longer holds is `gone`, pages and labels.

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// SplitMix64: a small seeded generator, so every failure replays exactly.
 struct SeededRandom: RandomNumberGenerator {
@@ -14,15 +15,6 @@ struct SeededRandom: RandomNumberGenerator {
     }
 }
 
-/// A second flow, unlike the demo: a stack at the root, tabs inside a stack entry,
-/// recursion through non-initial routes, a root coordinator that is not the tree's
-/// root. The same file serves the integration tests (`navsyncd --flows`).
-let studioFlow: Flow = {
-    let path = #filePath.split(separator: "/").dropLast(4).joined(separator: "/")   // the repository root
-    let file = "/" + path + "/tests/integration/flows/studio.json"
-    guard let bytes = FileSystem.read(file) else { preconditionFailure("cannot read \(file)") }
-    return try! Flow.load(bytes: bytes, file: file)
-}()
 
 /// Generates plausible and hostile commands from the current state.
 struct CommandGenerator {

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 @Suite("Sequencer")
 struct SequencerTests {

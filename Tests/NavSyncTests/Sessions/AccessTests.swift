@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 @Suite("Access: tokens, roles, sessions")
 struct AccessTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// The durable path as a value, in the style of swift-nio-http2's state machine tests:
 /// a journaled hub, fake writer results, no files and no clock. Each step names the

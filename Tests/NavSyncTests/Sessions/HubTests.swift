@@ -1,52 +1,11 @@
 import Testing
 @testable import NavSync
+import TestSupport
 
 /// The session layer as a value: messages in, deliveries out, no sockets.
 @Suite("Hub")
 struct HubTests {
-    final class Fixture {
-        var n = 0
-        var hub: Hub
-        var now: Int64 = 0
-
-        init(_ configure: (inout HubConfiguration) -> Void = { _ in }) {
-            var config = HubConfiguration()
-            configure(&config)
-            var clients = 0
-            var epochs = 0
-            hub = Hub(configuration: config, flows: [studioFlow], newClientID: { clients += 1; return "c\(clients)" },
-                      newEpoch: { epochs += 1; return "ep\(epochs)" }, clock: { 0 })
-            #expect(hub.handle(.started, now: 0).isEmpty)   // no journal: the demo session, no effects
-        }
-
-        func connect() -> Int {
-            n += 1
-            #expect(hub.handle(.connected(n, grant: nil), now: now).isEmpty)
-            return n
-        }
-
-        func send(_ c: Int, _ message: JSON) -> [Hub.Effect] {
-            hub.handle(.text(c, message.encoded()), now: now)
-        }
-
-        func disconnect(_ c: Int) -> [Hub.Effect] { hub.handle(.disconnected(c), now: now) }
-
-        /// The presence interval passes.
-        func tick() -> [Hub.Effect] { hub.handle(.tick, now: now) }
-
-        /// The messages one connection receives from these effects, as JSON.
-        func inbox(_ c: Int, _ effects: [Hub.Effect]) -> [JSON] { Self.inbox(c, effects) }
-
-        static func inbox(_ c: Int, _ effects: [Hub.Effect]) -> [JSON] {
-            effects.compactMap { e -> JSON? in
-                switch e {
-                case .send(let to, let m, let id): return to == c ? m.json(id: id) : Optional<JSON>.none
-                case .broadcast(_, let m, let to): return to.contains(c) ? m.json() : Optional<JSON>.none
-                default: return Optional<JSON>.none
-                }
-            }
-        }
-    }
+    typealias Fixture = HubFixture
 
     @Test func helloWelcomeAndResumedIdentity() {
         let f = Fixture()

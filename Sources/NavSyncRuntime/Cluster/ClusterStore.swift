@@ -1,0 +1,306 @@
+import NavSync
+@preconcurrency import Glibc
+
+/// Cluster mode's store (DESIGN.md section 17): carries the hub's `ClusterRequest`s to
+/// Redis and turns what Redis answers and publishes into `ClusterEvent`s. Two
+/// connections: one for commands (scripts, reads, heartbeats), one subscribed to every
+/// session's live channel. Every change to a session is one Lua script, so it is
+/// atomic in Redis: see `ClusterScripts`.
+public final class ClusterStore {
+    /// `redis://HOST:PORT[/DB]`.
+    public struct Address: Sendable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public var db: Int
+
+        public init?(_ url: String) {
+            guard url.hasPrefix("redis://") else { return nil }
+            var rest = Substring(url.dropFirst("redis://".count))
+            var db = 0
+            if let slash = rest.firstIndex(of: "/") {
+                let tail = rest[rest.index(after: slash)...]
+                if !tail.isEmpty {
+                    guard let d = Int(tail), d >= 0, d < 16 else { return nil }
+                    db = d
+                }
+                rest = rest[..<slash]
+            }
+            var host = String(rest), port = 6379
+            if let colon = rest.lastIndex(of: ":"), !rest.hasPrefix("[") || rest[rest.index(before: colon)] == "]" {
+                guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else { return nil }
+                port = p
+                host = String(rest[..<colon])
+            }
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            if host == "localhost" { host = "127.0.0.1" }
+            guard !host.isEmpty, UV.Address(host: host, port: port) != nil else { return nil }
+            self.host = host; self.port = port; self.db = db
+        }
+
+        public var description: String { "redis://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(db)" }
+    }
+
+    public let address: Address
+    public let node: String
+    /// What this node tells the others clients may connect to (`GET /api/cluster`).
+    public var advertised = ""
+    /// Hands the hub what Redis said.
+    var onEvent: ((ClusterEvent) -> Void)?
+    /// The hub's replicas' positions, for the once-a-second check.
+    var positions: (() -> [String: StreamID])?
+    var logger: Logger?
+
+    private var commands: RedisConnection?
+    private var subscriber: RedisConnection?
+    private var runID = ""
+    private var subscribed = false
+    private var newEpoch: () -> String = { "" }
+
+    // Metrics (`navsync_cluster_*`).
+    public private(set) var appends = 0
+    public private(set) var appendedRecords = 0
+    public private(set) var catchUps = 0
+    public private(set) var connected = false
+    /// The nodes Redis lists, refreshed every second: name -> (url, last heartbeat ms, run).
+    public private(set) var nodes: [String: (url: String, seen: Int64, incarnation: String)] = [:]
+    /// This run of the node (a restarted node's old members are dropped by the others).
+    public let incarnation = RandomIDs.hex(8)
+    public var roundTripMs: Double { commands?.lastRoundTrip ?? 0 }
+
+    public init(address: Address, node: String) {
+        self.address = address
+        self.node = node
+    }
+
+    func start(on server: Server, newEpoch: @escaping () -> String) {
+        self.newEpoch = newEpoch
+        logger = server.logger
+        let commands = RedisConnection(loop: server.loop, host: address.host, port: address.port, db: address.db, subscriber: false)
+        let subscriber = RedisConnection(loop: server.loop, host: address.host, port: address.port, db: address.db, subscriber: true)
+        self.commands = commands
+        self.subscriber = subscriber
+        commands.onReady = { [unowned self] in commandsReady() }
+        commands.onDown = { [unowned self] reason in
+            if connected { logger?.error("cluster: lost Redis at \(address): \(reason)") }
+            connected = false
+            onEvent?(.disconnected(reason))
+        }
+        subscriber.onReady = { [unowned self] in
+            self.subscriber?.send(["PSUBSCRIBE", ClusterScripts.livePattern]) { [unowned self] result in
+                guard case .success(.array) = result else { return }
+                subscribed = true
+                refresh()
+            }
+        }
+        subscriber.onDown = { [unowned self] _ in subscribed = false }
+        subscriber.onMessage = { [unowned self] in message($0) }
+        commands.connect()
+        subscriber.connect()
+        server.every(1_000) { [unowned self] in heartbeat() }
+    }
+
+    func stop() {
+        commands?.send(["HDEL", ClusterScripts.nodesKey, node]) { _ in }
+        commands?.stop()
+        subscriber?.stop()
+    }
+
+    private func commandsReady() {
+        commands?.send(["INFO", "server"]) { [unowned self] result in
+            guard case .success(let r) = result, let info = r.text,
+                  let line = info.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("run_id:") }) else { return }
+            runID = String(line.dropFirst("run_id:".count))
+            if !connected { logger?.info("cluster: connected to Redis at \(address) (run \(runID.prefix(8))) as node \(node)") }
+            connected = true
+            heartbeat()
+            refresh()
+        }
+    }
+
+    /// Once both connections are up: the session list, and every session read from
+    /// where its replica stands (what was published while away is in the log).
+    private func refresh() {
+        guard connected, subscribed else { return }
+        commands?.send(["SMEMBERS", ClusterScripts.sessionsKey]) { [unowned self] result in
+            guard case .success(let r) = result, let list = r.array else { return }
+            catchUps += 1
+            onEvent?(.connected(sessions: list.compactMap(\.text)))
+        }
+    }
+
+    /// Every second: this node's heartbeat, the node list, and each session's position
+    /// in Redis (a silent pub/sub stall hides nothing for longer than that).
+    private func heartbeat() {
+        guard connected, let commands else { return }
+        onEvent?(.heartbeat(nodes: nodes.mapValues { NodeBeat(seen: $0.seen, incarnation: $0.incarnation) }, now: unixMilliseconds()))
+        let now = unixMilliseconds()
+        let me = JSON.object(["url": .string(advertised), "seen": .int(now), "inc": .string(incarnation)]).encodedString()
+        commands.send(["HSET", ClusterScripts.nodesKey, node, me]) { _ in }
+        commands.send(["HGETALL", ClusterScripts.nodesKey]) { [unowned self] result in
+            guard case .success(let r) = result, let list = r.array else { return }
+            var seen: [String: (String, Int64, String)] = [:]
+            for i in stride(from: 0, to: list.count - 1, by: 2) {
+                guard let name = list[i].text, let v = list[i + 1].text, let j = try? JSON.parse(Array(v.utf8)) else { continue }
+                seen[name] = (j["url"]?.stringValue ?? "", j["seen"]?.intValue ?? 0, j["inc"]?.stringValue ?? "")
+            }
+            nodes = seen
+        }
+        for (name, at) in positions?() ?? [:] {
+            commands.send(["HGET", ClusterScripts.key(name, "meta"), "last"]) { [unowned self] result in
+                guard case .success(let r) = result, let text = r.text, let last = StreamID(text), last > at else { return }
+                catchUps += 1
+                onEvent?(.behind(session: name))
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    func perform(_ request: ClusterRequest) {
+        guard commands != nil else { return }
+        switch request {
+        case .create(let name, let flow, let epoch, let snapshot):
+            let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.sessionsKey, ClusterScripts.key(name, "live")]
+            let args = [name, flow.source.encodedString(), epoch, String(unixMilliseconds()), snapshot.encodedString(), runID]
+            eval(ClusterScripts.create, keys: keys, args: args) { [unowned self] result in
+                switch result {
+                case .success(let r): onEvent?(.created(session: name, made: r.int == 1))
+                case .failure(let f): onEvent?(.read(session: name, .failed(f.reason)))
+                }
+            }
+        case .append(let name, let epoch, let after, let records, let token):
+            appends += 1
+            appendedRecords += records.count
+            let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "log"), ClusterScripts.key(name, "live")]
+            var args: [[UInt8]] = [epoch, after.description, runID, newEpoch()].map { Array($0.utf8) }
+            for r in records {
+                args.append(Array((r.revision ? "r" : "n").utf8))
+                args.append(r.json.encoded())
+            }
+            evalBytes(ClusterScripts.append, keys: keys, args: args) { [unowned self] result in
+                switch result {
+                case .success(let r):
+                    let list = r.array ?? []
+                    switch list.first?.text {
+                    case "ok":
+                        guard list.count > 1, let text = list[1].text, let last = StreamID(text) else { fallthrough }
+                        onEvent?(.appended(session: name, token: token, last: last))
+                    case "moved": onEvent?(.refused(session: name, token: token, .moved))
+                    case "gone": onEvent?(.refused(session: name, token: token, .gone))
+                    default:
+                        logger?.error("cluster: append to '\(name)': unexpected answer \(r)")
+                        onEvent?(.refused(session: name, token: token, .unknown("unexpected answer from Redis")))
+                    }
+                case .failure(.notSent(let reason)): onEvent?(.refused(session: name, token: token, .unavailable(reason)))
+                case .failure(.unknown(let reason)): onEvent?(.refused(session: name, token: token, .unknown(reason)))
+                }
+            }
+        case .read(let name, let after):
+            let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.key(name, "log"), ClusterScripts.key(name, "live")]
+            eval(ClusterScripts.read, keys: keys, args: [after?.description ?? "", runID, newEpoch()]) { [unowned self] result in
+                switch result {
+                case .success(let r): onEvent?(.read(session: name, Self.readResult(r)))
+                case .failure(let f): onEvent?(.read(session: name, .failed(f.reason)))
+                }
+            }
+        case .snapshot(let name, let epoch, let at, let data):
+            let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.key(name, "log")]
+            eval(ClusterScripts.snapshot, keys: keys, args: [epoch, at.description, data.encodedString()]) { _ in }
+        case .presence(let name, let payload):
+            commands?.send([Array("PUBLISH".utf8), Array(ClusterScripts.key(name, "live").utf8), Array("p ".utf8) + payload.encoded()]) { _ in }
+        case .askMembers(let name):
+            commands?.send(["PUBLISH", ClusterScripts.key(name, "live"), "c members"]) { _ in }
+        case .delete(let name):
+            let keys = ["meta", "snap", "log", "live"].map { ClusterScripts.key(name, $0) } + [ClusterScripts.sessionsKey]
+            eval(ClusterScripts.delete, keys: keys, args: [name]) { _ in }
+        }
+    }
+
+    private func eval(_ script: String, keys: [String], args: [String], _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+        evalBytes(script, keys: keys, args: args.map { Array($0.utf8) }, done)
+    }
+
+    private func evalBytes(_ script: String, keys: [String], args: [[UInt8]], _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+        guard let commands else { return done(.failure(.notSent("not started"))) }
+        let argv: [[UInt8]] = [Array("EVAL".utf8), Array(script.utf8), Array(String(keys.count).utf8)] + keys.map { Array($0.utf8) } + args
+        commands.send(argv) { [unowned self] result in
+            if case .success(.error(let e)) = result {
+                logger?.error("cluster: a script failed in Redis: \(e)")
+                return done(.failure(.notSent("Redis: \(e)")))
+            }
+            done(result)
+        }
+    }
+
+    static func readResult(_ r: RedisReply) -> ReadResult {
+        guard let list = r.array, let kind = list.first?.text else { return .failed("unexpected answer from Redis") }
+        func entries(from i: Int) -> [(StreamID, ClusterRecord)]? {
+            var out: [(StreamID, ClusterRecord)] = []
+            var i = i
+            while i + 2 < list.count {
+                guard let id = list[i].text.flatMap(StreamID.init), let k = list[i + 1].text, case .string(let bytes) = list[i + 2],
+                      let json = try? JSON.parse(bytes), let record = ClusterRecord(json: json, revision: k == "r") else { return nil }
+                out.append((id, record))
+                i += 3
+            }
+            return out
+        }
+        switch kind {
+        case "gone": return .gone
+        case "entries":
+            guard list.count >= 2, let epoch = list[1].text, let e = entries(from: 2) else { return .failed("a log entry in Redis does not parse") }
+            return .entries(epoch: epoch, e)
+        case "whole":
+            guard list.count >= 5, case .string(let flow) = list[1], let epoch = list[2].text, case .string(let snap) = list[3],
+                  let at = list[4].text.flatMap(StreamID.init), let flowJSON = try? JSON.parse(flow), let snapshot = try? JSON.parse(snap),
+                  let e = entries(from: 5) else { return .failed("the session's snapshot or log in Redis does not parse") }
+            return .whole(flow: flowJSON, epoch: epoch, snapshot: snapshot, at: at, e)
+        default:
+            return .failed("unexpected answer from Redis")
+        }
+    }
+
+    // MARK: The live channel
+
+    /// `pmessage PATTERN CHANNEL PAYLOAD` from the live channel of a session.
+    private func message(_ reply: RedisReply) {
+        guard let parts = reply.array, parts.count == 4, let channel = parts[2].text, case .string(let payload) = parts[3],
+              let name = ClusterScripts.session(ofLive: channel) else { return }
+        guard let event = Self.liveEvent(session: name, payload: payload) else {
+            logger?.warn("cluster: a live message of '\(name)' does not parse; reading the log")
+            return onEvent?(.epochChanged(session: name)) ?? ()
+        }
+        onEvent?(event)
+    }
+
+    /// A live message's payload as an event: `r PREV ID K{json}` a log entry (K: `r` a
+    /// revision, `n` none; the record is read later, when needed), `p {json}` presence,
+    /// `c created|deleted|members|epoch` the rest. nil when it does not parse.
+    static func liveEvent(session name: String, payload: [UInt8]) -> ClusterEvent? {
+        guard payload.count > 2, payload[1] == UInt8(ascii: " ") else { return nil }
+        switch payload[0] {
+        case UInt8(ascii: "c"):
+            switch String(decoding: payload.dropFirst(2), as: UTF8.self) {
+            case "created": return .appeared(session: name)
+            case "deleted": return .deleted(session: name)
+            case "members": return .membersWanted(session: name)
+            case "epoch": return .epochChanged(session: name)
+            default: return nil
+            }
+        case UInt8(ascii: "p"):
+            return (try? JSON.parse(Array(payload.dropFirst(2)))).map { .presence(session: name, $0) }
+        case UInt8(ascii: "r"):
+            // PREV and ID, each followed by a space, then the kind byte and the record.
+            let rest = payload[2...]
+            guard let s1 = rest.firstIndex(of: UInt8(ascii: " ")), let s2 = rest[(s1 + 1)...].firstIndex(of: UInt8(ascii: " ")),
+                  s2 + 2 < payload.count,
+                  let prev = StreamID(String(decoding: rest[..<s1], as: UTF8.self)),
+                  let id = StreamID(String(decoding: payload[(s1 + 1)..<s2], as: UTF8.self)) else { return nil }
+            let kind = payload[s2 + 1]
+            guard kind == UInt8(ascii: "r") || kind == UInt8(ascii: "n") else { return nil }
+            return .live(session: name, prev: prev, id: id, revision: kind == UInt8(ascii: "r"), record: Array(payload[(s2 + 2)...]))
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,313 @@
+import NavSync
+import CHiredis
+import CUV
+@preconcurrency import Glibc
+
+/// A reply from Redis (RESP2), copied out of hiredis's reader.
+public enum RedisReply: Sendable, Equatable {
+    case string([UInt8])
+    case status(String)
+    case error(String)
+    case int(Int64)
+    case array([RedisReply])
+    case null
+
+    public var text: String? {
+        switch self {
+        case .string(let b): String(decoding: b, as: UTF8.self)
+        case .status(let s): s
+        case .int(let i): String(i)
+        default: nil
+        }
+    }
+
+    public var array: [RedisReply]? { if case .array(let a) = self { a } else { nil } }
+    public var int: Int64? { if case .int(let i) = self { i } else { text.flatMap { Int64($0) } } }
+
+    init(_ r: UnsafeMutablePointer<redisReply>) {
+        switch r.pointee.type {
+        case REDIS_REPLY_STRING: self = .string(Array(UnsafeRawBufferPointer(start: r.pointee.str, count: r.pointee.len)))
+        case REDIS_REPLY_STATUS: self = .status(String(cString: r.pointee.str))
+        case REDIS_REPLY_ERROR: self = .error(String(cString: r.pointee.str))
+        case REDIS_REPLY_INTEGER: self = .int(r.pointee.integer)
+        case REDIS_REPLY_ARRAY: self = .array((0..<r.pointee.elements).map { RedisReply(r.pointee.element[$0]!) })
+        default: self = .null
+        }
+    }
+}
+
+/// Why a command got no reply.
+public enum RedisFailure: Error, Sendable, Equatable {
+    /// It was never sent (not connected): it did not run.
+    case notSent(String)
+    /// It was sent and no answer came (the connection broke, or the timeout passed): it
+    /// may or may not have run.
+    case unknown(String)
+
+    public var reason: String {
+        switch self { case .notSent(let r), .unknown(let r): r }
+    }
+}
+
+/// One connection to Redis on the server's libuv loop. navsync drives the socket
+/// itself and uses only hiredis's RESP reader and its command formatter, which gives it
+/// what the 0.14 libuv adapter lacks: a timeout on every command, a heartbeat that
+/// notices a silent link, poll errors that are not swallowed, and reconnects with
+/// backoff. Replies are matched to commands in order; in `subscriber` mode, messages
+/// (`message`, `pmessage`) go to `onMessage` instead.
+final class RedisConnection {
+    let host: String
+    let port: Int
+    let db: Int
+    let subscriber: Bool
+    /// What the command timeout and the heartbeat wait for an answer, ms.
+    var timeout: UInt64 = 2_000
+
+    /// Connected (and the database selected): send the subscriptions, read what was missed.
+    var onReady: (() -> Void)?
+    /// The connection was lost (every pending command has failed with `.unknown`); a
+    /// reconnect is scheduled.
+    var onDown: ((String) -> Void)?
+    /// A pub/sub message (subscriber connections).
+    var onMessage: ((RedisReply) -> Void)?
+
+    private(set) var isReady = false
+    /// Round-trip time of the last answered command, ms (for metrics).
+    private(set) var lastRoundTrip: Double = 0
+
+    private let loop: UnsafeMutablePointer<uv_loop_t>
+    private var tcp: UnsafeMutablePointer<uv_tcp_t>?
+    private var reader: UnsafeMutablePointer<redisReader>?
+    private var pending: [(sent: UInt64, deadline: UInt64, done: (Result<RedisReply, RedisFailure>) -> Void)] = []
+    private var pendingHead = 0
+    /// Bytes formatted but not yet handed to libuv; one write is in flight at a time.
+    private var outbox: [UInt8] = []
+    private var writing = false
+    private let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+    private var backoff: UInt64 = 100
+    private var reconnectAt: UInt64?
+    private var lastActivity: UInt64 = 0
+    private var stopped = false
+    private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+
+    init(loop: UnsafeMutablePointer<uv_loop_t>, host: String, port: Int, db: Int, subscriber: Bool) {
+        self.loop = loop
+        self.host = host
+        self.port = port
+        self.db = db
+        self.subscriber = subscriber
+        uv_timer_init(loop, timer)
+        timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        // One timer does the timeouts, the heartbeat and the reconnects.
+        uv_timer_start(timer, { h in Unmanaged<RedisConnection>.fromOpaque(h!.pointee.data).takeUnretainedValue().tick() }, 100, 100)
+    }
+
+    var now: UInt64 { uv_now(loop) }
+
+    // MARK: Connecting
+
+    func connect() {
+        guard tcp == nil, !stopped else { return }
+        guard let address = UV.Address(host: host, port: port) else { return down("'\(host)' is not an IP address") }
+        let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+        uv_tcp_init(loop, tcp)
+        uv_tcp_nodelay(tcp, 1)
+        tcp.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        self.tcp = tcp
+        reader = redisReaderCreate()
+        lastActivity = now
+        let req = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+        req.pointee.data = tcp.pointee.data
+        let rc = address.withSockaddr { uv_tcp_connect(req, tcp, $0) { req, status in
+            let me = Unmanaged<RedisConnection>.fromOpaque(req!.pointee.data).takeUnretainedValue()
+            let handle = req!.pointee.handle
+            req!.deallocate()
+            me.connected(status, handle: handle)
+        } }
+        if rc != 0 {
+            req.deallocate()
+            down("cannot connect to \(host):\(port): \(UV.error(rc))")
+        }
+    }
+
+    private func connected(_ status: Int32, handle: UnsafeMutablePointer<uv_stream_t>?) {
+        guard let tcp, handle == UV.stream(tcp) else { return }   // a connection given up on meanwhile
+        guard status == 0 else { return down("cannot connect to \(host):\(port): \(UV.error(status))") }
+        uv_read_start(UV.stream(tcp), { h, _, buf in
+            let me = Unmanaged<RedisConnection>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            buf!.pointee = uv_buf_init(me.readBuffer.assumingMemoryBound(to: CChar.self), 64 * 1024)
+        }, { stream, nread, _ in
+            let me = Unmanaged<RedisConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
+            if nread < 0 {
+                me.down(Int32(nread) == UV_EOF.rawValue ? "Redis closed the connection" : "Redis connection: \(UV.error(Int32(nread)))")
+            } else if nread > 0 {
+                me.received(count: nread)
+            }
+        })
+        // Ready once the database is selected (also a first round trip).
+        isReady = true
+        send(["SELECT", String(db)]) { [unowned self] result in
+            guard case .success(let r) = result, case .status = r else {
+                if case .success(.error(let e)) = result { down("SELECT \(db): \(e)") }
+                return
+            }
+            backoff = 100
+            onReady?()
+        }
+    }
+
+    /// Drops the connection: pending commands fail as `.unknown` (they may have run),
+    /// and a reconnect is scheduled with backoff.
+    private func down(_ reason: String) {
+        isReady = false
+        if let tcp {
+            self.tcp = nil
+            uv_read_stop(UV.stream(tcp))
+            uv_close(UV.handle(tcp)) { h in UnsafeMutablePointer<uv_tcp_t>(OpaquePointer(h!)).deallocate() }
+        }
+        if let reader { redisReaderFree(reader) }
+        reader = nil
+        outbox = []
+        writing = false
+        let failed = pending[pendingHead...]
+        pending = []
+        pendingHead = 0
+        for p in failed { p.done(.failure(.unknown(reason))) }
+        guard !stopped else { return }
+        // Jittered, capped exponential backoff.
+        let wait = backoff / 2 + UInt64.random(in: 0...backoff / 2)
+        backoff = min(backoff * 2, 2_000)
+        reconnectAt = now + wait
+        onDown?(reason)
+    }
+
+    func stop() {
+        stopped = true
+        down("stopping")
+        uv_timer_stop(timer)
+        let t = timer
+        uv_close(UV.handle(t)) { h in UnsafeMutablePointer<uv_timer_t>(OpaquePointer(h!)).deallocate() }
+    }
+
+    private func tick() {
+        let t = now
+        if let at = reconnectAt, t >= at, tcp == nil {
+            reconnectAt = nil
+            return connect()
+        }
+        guard tcp != nil else { return }
+        if pendingHead < pending.count, pending[pendingHead].deadline <= t {
+            return down("no answer from Redis in \(timeout) ms")
+        }
+        if !isReady, t - lastActivity > timeout { return down("cannot connect to \(host):\(port): timed out") }
+        // Heartbeat: a silent link shows up within a second or two.
+        if isReady, pendingHead == pending.count, t - lastActivity >= 1_000 {
+            send(["PING"]) { _ in }
+        }
+    }
+
+    // MARK: Commands
+
+    /// Sends a command; `done` gets its reply, or why none came.
+    func send(_ args: [String], timeout: UInt64? = nil, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+        send(args.map { Array($0.utf8) }, timeout: timeout, done)
+    }
+
+    func send(_ args: [[UInt8]], timeout: UInt64? = nil, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+        guard isReady, tcp != nil else { return done(.failure(.notSent("not connected to Redis at \(host):\(port)"))) }
+        var command: UnsafeMutablePointer<CChar>?
+        let length = withArgv(args) { argc, argv, lengths in redisFormatCommandArgv(&command, argc, argv, lengths) }
+        guard length > 0, let command else { return done(.failure(.notSent("could not format a Redis command"))) }
+        outbox.append(contentsOf: UnsafeRawBufferPointer(start: command, count: Int(length)))
+        redisFreeCommand(command)
+        let t = now
+        pending.append((t, t + (timeout ?? self.timeout), done))
+        flush()
+    }
+
+    private func withArgv<R>(_ args: [[UInt8]], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R) -> R {
+        let buffers = args.map { a -> UnsafeMutableRawBufferPointer in
+            let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(a.count, 1), alignment: 1)
+            b.copyBytes(from: a)
+            return b
+        }
+        defer { buffers.forEach { $0.deallocate() } }
+        var argv = buffers.map { UnsafePointer<CChar>?($0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+        let lengths = args.map(\.count)
+        return argv.withUnsafeMutableBufferPointer { av in lengths.withUnsafeBufferPointer { body(Int32(args.count), av.baseAddress!, $0.baseAddress!) } }
+    }
+
+    private final class WriteRequest {
+        let bytes: UnsafeMutableRawBufferPointer
+        init(_ source: [UInt8]) {
+            bytes = .allocate(byteCount: source.count, alignment: 1)
+            bytes.copyBytes(from: source)
+        }
+        deinit { bytes.deallocate() }
+    }
+
+    private func flush() {
+        guard !writing, !outbox.isEmpty, let tcp else { return }
+        let request = WriteRequest(outbox)
+        outbox.removeAll(keepingCapacity: true)
+        writing = true
+        let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
+        req.pointee.data = Unmanaged.passRetained(request).toOpaque()
+        var buf = uv_buf_init(request.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(request.bytes.count))
+        let rc = uv_write(req, UV.stream(tcp), &buf, 1) { req, status in
+            Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).release()
+            let handle = req!.pointee.handle
+            req!.deallocate()
+            // Connections live as long as the server (closed handles answer ECANCELED first).
+            let me = Unmanaged<RedisConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            me.written(status, on: handle)
+        }
+        if rc != 0 {
+            Unmanaged<WriteRequest>.fromOpaque(req.pointee.data).release()
+            req.deallocate()
+            writing = false
+            down("writing to Redis: \(UV.error(rc))")
+        }
+    }
+
+    private func written(_ status: Int32, on handle: UnsafeMutablePointer<uv_stream_t>?) {
+        guard let tcp, handle == UV.stream(tcp) else { return }
+        writing = false
+        guard status == 0 else { return down("writing to Redis: \(UV.error(status))") }
+        flush()
+    }
+
+    private func received(count: Int) {
+        guard let reader else { return }
+        lastActivity = now
+        guard redisReaderFeed(reader, readBuffer.assumingMemoryBound(to: CChar.self), count) == REDIS_OK else {
+            return down("bad reply from Redis")
+        }
+        while let r = self.reader {
+            var raw: UnsafeMutableRawPointer?
+            guard redisReaderGetReply(r, &raw) == REDIS_OK else {
+                return down("bad reply from Redis: \(withUnsafeBytes(of: r.pointee.errstr) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })")
+            }
+            guard let raw else { return }
+            let reply = RedisReply(raw.assumingMemoryBound(to: redisReply.self))
+            freeReplyObject(raw)
+            deliver(reply)
+        }
+    }
+
+    private func deliver(_ reply: RedisReply) {
+        if subscriber, let kind = reply.array?.first?.text, kind == "message" || kind == "pmessage" {
+            onMessage?(reply)
+            return
+        }
+        guard pendingHead < pending.count else { return down("an answer from Redis that nothing asked for") }
+        let p = pending[pendingHead]
+        pendingHead += 1
+        if pendingHead > 64, pendingHead * 2 > pending.count {
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
+        }
+        lastRoundTrip = Double(now - p.sent)
+        p.done(.success(reply))
+    }
+}

@@ -1,0 +1,272 @@
+import NavSync
+import CUV
+
+/// One client connection: the libuv shell around a `ConnectionMachine`.
+///
+/// Output is queued (`OutputQueue`) and the server flushes every connection with
+/// queued output once per loop iteration, before the loop blocks.
+///
+/// Lifetime (libuv's rules): the `uv_tcp_t` holds a +1 reference to this object from
+/// `uv_tcp_init` until its close callback, where the handle memory is freed. A
+/// connection is never freed inside its own callbacks: `close` only starts `uv_close`.
+public final class Connection {
+    /// Unique per server run, in accept order.
+    public let id: Int
+    /// The peer's address, `127.0.0.1:50312`.
+    public let peer: String
+    /// Free for the application: its per-connection state.
+    public var context: AnyObject?
+
+    /// The server that owns this connection, and outlives it (`unowned(unsafe)`: no
+    /// reference counting on the path of every send).
+    public unowned(unsafe) let server: Server
+    let tcp: UnsafeMutablePointer<uv_tcp_t>
+    // Loop-thread state touched per member per broadcast: exclusivity is checked
+    // statically (no overlapping access is possible), not at run time, where the checks
+    // cost ~10% of fan-out CPU (swift_beginAccess and its thread-local set).
+    @exclusivity(unchecked) private(set) var machine: ConnectionMachine
+
+    /// Queued and in-flight output.
+    @exclusivity(unchecked) private var output = OutputQueue()
+    @exclusivity(unchecked) var isQueuedForFlush = false
+    /// On the server's list of connections flushed first (`Server.flushFirst`).
+    @exclusivity(unchecked) var isAnswered = false
+    /// `--max-queue`, read once: the send path touches nothing but this connection.
+    private let maxQueueBytes: Int
+
+    /// Why the connection is ending, once it is; output still queued is flushed first.
+    @exclusivity(unchecked) public private(set) var closeReason: CloseReason?
+    @exclusivity(unchecked) private var handleClosed = false
+    /// After our last bytes are flushed and our side is shut down, input is read and
+    /// discarded until the peer closes or this time (ms) passes: closing a socket with
+    /// unread input sends a RST, which can destroy the close frame we just sent.
+    private var lingerUntil: Int64?
+
+    /// Bytes read from / written to the socket.
+    public private(set) var bytesIn = 0
+    public private(set) var bytesOut = 0
+
+    init(server: Server, id: Int, tcp: UnsafeMutablePointer<uv_tcp_t>, peer: String, now: Int64) {
+        self.server = server
+        self.id = id
+        self.tcp = tcp
+        self.peer = peer
+        maxQueueBytes = server.configuration.maxQueueBytes
+        machine = ConnectionMachine(limits: server.configuration.connection, now: now)
+    }
+
+    /// Whether messages may be sent: the WebSocket opened and no close frame is queued.
+    /// Not the machine's state: when one read holds a valid message and then a protocol
+    /// error, the machine is already closed while the message is handled, and what the
+    /// application answers must still go out before the close frame (RFC 6455 section
+    /// 7.1.7 fails the connection after what was sent before).
+    public var isOpen: Bool { acceptsMessages && closeReason == nil }
+    @exclusivity(unchecked) private var acceptsMessages = false
+
+    /// Output bytes queued or in flight.
+    public var queuedBytes: Int { output.queuedBytes }
+
+    // MARK: Sending
+
+    /// Queues bytes (a whole frame). Returns false when the queue would pass the hard
+    /// cap; then nothing is queued and the application decides (drop, resync, close).
+    @discardableResult
+    public func send(_ bytes: [UInt8]) -> Bool { send(OutgoingBuffer(bytes)) }
+
+    @discardableResult
+    public func send(_ buffer: OutgoingBuffer) -> Bool {
+        guard !handleClosed else { return false }
+        guard queuedBytes + buffer.count <= maxQueueBytes else { return false }
+        if queuedBytes == 0 { machine.outputQueued(now: server.now) }
+        output.append(buffer)
+        if !isQueuedForFlush { server.needsFlush(self) }
+        return true
+    }
+
+    /// One frame queued as the buffers it is made of, in order (`JoinedFrames`): all
+    /// of them or, past the cap, none. (Not the one-buffer `send` through a collection
+    /// of one: that was no longer inlined in a broadcast's loop over its members, and
+    /// a fan-out took 14% more instructions.)
+    @discardableResult
+    func send(_ parts: [OutgoingBuffer]) -> Bool {
+        guard !handleClosed else { return false }
+        var total = 0
+        for part in parts { total += part.count }
+        guard queuedBytes + total <= maxQueueBytes else { return false }
+        if queuedBytes == 0 { machine.outputQueued(now: server.now) }
+        for part in parts { output.append(part) }
+        if !isQueuedForFlush { server.needsFlush(self) }
+        return true
+    }
+
+    /// A text message, framed.
+    @discardableResult
+    public func sendText(_ bytes: [UInt8]) -> Bool { send(OutgoingBuffer(frame: .text, bytes)) }
+
+    /// What is queued here is written ahead of the other connections' output this
+    /// iteration: for a direct answer (a command's ack), so that its sender does not wait
+    /// behind the writes of the broadcast the command made (a thousand members are a
+    /// thousand writes), and a client pipelining commands sends its next ones sooner.
+    public func writeFirst() {
+        if isQueuedForFlush { server.flushFirst(self) }
+    }
+
+    /// Starts the WebSocket close handshake (or ends an HTTP connection).
+    public func close(code: UInt16, reason: String) {
+        acceptsMessages = false
+        perform(machine.close(code: code, reason: reason, now: server.now))
+    }
+
+    /// Ends the connection: flushes what is queued, then closes after a linger.
+    public func drop(_ reason: CloseReason) {
+        guard closeReason == nil else { return }
+        closeReason = reason
+        if queuedBytes == 0 { linger() }
+    }
+
+    /// Closes at once, dropping queued output: for a peer that cannot be served
+    /// (its queue is over the cap, the socket failed, shutdown's grace is over).
+    public func abort(_ reason: CloseReason) {
+        closeReason = closeReason ?? reason
+        discardOutput()
+        closeHandle()
+    }
+
+    /// Shuts down our side (FIN after the queued bytes) and waits for the peer's EOF.
+    private func linger() {
+        guard lingerUntil == nil, !handleClosed else { return }
+        lingerUntil = server.now + server.configuration.lingerTimeout
+        let req = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        if uv_shutdown(req, UV.stream(tcp), { req, _ in req!.deallocate() }) != 0 {
+            req.deallocate()
+            closeHandle()
+        }
+    }
+
+    // MARK: Events from the server
+
+    func start() {
+        let rc = uv_read_start(UV.stream(tcp), { handle, _, buf in
+            let server = Unmanaged<Connection>.fromOpaque(handle!.pointee.data).takeUnretainedValue().server
+            buf!.pointee = uv_buf_init(server.readBuffer.assumingMemoryBound(to: CChar.self), UInt32(server.readBufferSize))
+        }, { stream, nread, buf in
+            let connection = Unmanaged<Connection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
+            connection.didRead(nread, buf!.pointee)
+        })
+        if rc != 0 { abort(.ioError(UV.error(rc))) }
+    }
+
+    private func didRead(_ nread: Int, _ buf: uv_buf_t) {
+        if nread < 0 {
+            // EOF or a reset: the peer is gone, perhaps mid-frame. Nothing to flush to it.
+            closeReason = closeReason ?? (Int32(nread) == UV_EOF.rawValue ? .peerGone : .ioError(UV.error(Int32(nread))))
+            discardOutput()
+            closeHandle()
+            return
+        }
+        // While closing, input is read and dropped (see `lingerUntil`).
+        guard nread > 0, closeReason == nil else { return }
+        bytesIn += nread
+        server.bytesIn += nread
+        let bytes = Array(UnsafeRawBufferPointer(start: buf.base, count: nread))
+        perform(machine.received(bytes, now: server.now))
+    }
+
+    /// Heartbeats and timeouts; called about once a second.
+    func tick(now: Int64) {
+        guard !handleClosed else { return }
+        if let deadline = lingerUntil {
+            if now >= deadline { closeHandle() }
+            return
+        }
+        output.trim()
+        perform(machine.tick(now: now))
+    }
+
+    /// The application's answer to an HTTP request it did not answer at once.
+    public func answer(_ request: HTTPRequest, with response: HTTPResponse) {
+        guard !handleClosed else { return }
+        server.logger.debug("#\(id) \(peer) \(request.method) \(redactedTarget(request.target)) \(response.status)")
+        perform(machine.respond(to: request, with: response, now: server.now))
+    }
+
+    private func perform(_ actions: [ConnectionMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .write(let bytes):
+                if !send(bytes) { abort(.overflow) }
+            case .request(let request):
+                if let response = server.application.respond(to: request, on: self) { answer(request, with: response) }
+            case .upgradeRequest(let request):
+                let refusal = server.application.admit(request, on: self)
+                perform(machine.admit(request, refusal: refusal, now: server.now))
+            case .opened(let request, let subprotocol):
+                acceptsMessages = true
+                server.logger.info("#\(id) \(peer) websocket open \(redactedTarget(request.target))\(subprotocol.map { " (\($0))" } ?? "")")
+                server.application.opened(self, request: request, subprotocol: subprotocol)
+            case .text(let bytes):
+                if isOpen { server.application.received(text: bytes, from: self) }
+            case .binary(let bytes):
+                if isOpen { server.application.received(binary: bytes, from: self) }
+            case .closeSocket(let reason):
+                acceptsMessages = false
+                drop(reason)
+            case .abortSocket(let reason):
+                acceptsMessages = false
+                server.logger.warn("#\(id) \(peer): \(reason) with \(queuedBytes) bytes queued (no write progress for \(machine.limits.writeTimeout) ms)")
+                abort(reason)
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Hands everything queued to libuv in one write (writev), if no write is in flight.
+    func flush() {
+        isQueuedForFlush = false
+        guard !handleClosed else { return }
+        let rc = output.flush(to: UV.stream(tcp), owner: self) { request, status in
+            Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
+        }
+        if rc != 0 {
+            closeReason = closeReason ?? .ioError(UV.error(rc))
+            closeHandle()
+        }
+    }
+
+    private func didWrite(_ status: Int32) {
+        let written = output.finished()
+        bytesOut += written
+        server.bytesOut += written
+        machine.outputWritten(remaining: queuedBytes, now: server.now)
+        if status < 0 {
+            closeReason = closeReason ?? .ioError(UV.error(status))
+            discardOutput()
+            closeHandle()
+            return
+        }
+        if output.hasPending {
+            flush()
+        } else if closeReason != nil {
+            linger()
+        } else {
+            server.application.drained(self)
+        }
+    }
+
+    private func discardOutput() { output.discard() }
+
+    // MARK: Closing
+
+    private func closeHandle() {
+        guard !handleClosed else { return }
+        handleClosed = true
+        lingerUntil = nil
+        uv_read_stop(UV.stream(tcp))
+        uv_close(UV.handle(tcp)) { handle in
+            let connection = Unmanaged<Connection>.fromOpaque(handle!.pointee.data).takeRetainedValue()
+            connection.tcp.deallocate()
+            connection.server.connectionClosed(connection)
+        }
+    }
+}

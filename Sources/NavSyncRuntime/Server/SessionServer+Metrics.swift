@@ -1,0 +1,36 @@
+import NavSync
+/// `GET /metrics`: the transport's figures, then the journal's and the hub's.
+extension SessionServer {
+    func metrics() -> String {
+        var m = PrometheusText()
+        if let store {
+            m.counter("navsync_journal_batches_total", "Journal batches written (group commits).", store.batchesWritten)
+            m.counter("navsync_journal_records_total", "Journal records written.", store.recordsWritten)
+            m.counter("navsync_journal_bytes_total", "Bytes written to the data directory.", store.bytesWritten)
+            m.counter("navsync_journal_syncs_total", "fdatasync/fsync calls on journal files.", store.syncs)
+            m.counter("navsync_journal_write_failures_total", "Session writes that failed (their commands were rejected).", store.failedWrites)
+        }
+        if let cluster {
+            m.counter("navsync_cluster_appends_total", "Compare-and-append calls to Redis.", cluster.appends)
+            m.counter("navsync_cluster_appended_records_total", "Log entries those calls carried (several commands per call under load).", cluster.appendedRecords)
+            m.counter("navsync_cluster_retries_total", "Appends refused because another node appended first (the commands ran again).", hub.clusterRetries)
+            m.counter("navsync_cluster_catchups_total", "Times this node read sessions from Redis to catch up (reconnects, gaps, stalls).", cluster.catchUps)
+            m.gauge("navsync_cluster_redis_rtt_seconds", "Round-trip time of the last answered Redis command.", cluster.roundTripMs / 1000)
+            m.gauge("navsync_cluster_redis_connected", "1 while the command connection to Redis is up.", cluster.connected ? 1 : 0)
+            m.gauge("navsync_cluster_nodes", "Nodes whose heartbeat is at most 5 s old.", cluster.nodes.values.filter { unixMilliseconds() - $0.seen <= 5_000 }.count)
+        }
+        m.gauge("navsync_sessions", "Sessions held.", hub.sessions.count)
+        m.gauge("navsync_members", "Session memberships (a connection in two sessions counts twice).", hub.memberCount)
+        m.counter("navsync_commands_total", "Commands by outcome: applied, unchanged, duplicate, or the error code.",
+                  labelled: hub.commandOutcomes.sorted { $0.key < $1.key }.map { ("result=\"\($0.key)\"", $0.value) })
+        m.counter("navsync_patches_sent_total", "Patch messages queued to members.", patchesSent)
+        let held = hub.sessions.values.reduce(0) { $0 + $1.sequencer.history.count }
+        m.gauge("navsync_history_revisions", "Revisions held by history, all sessions (--history per session).", held)
+        m.gauge("navsync_history_earliest", "The oldest revision history holds, per session.",
+                labelled: hub.sessions.keys.sorted().map { ("session=\"\($0)\"", hub.sessions[$0]!.sequencer.history.earliest) })
+        let h = hub.applyLatency
+        m.histogram("navsync_command_apply_seconds", "Time to sequence and apply one command.", bounds: LatencyHistogram.bounds,
+                    cumulative: h.cumulative, sum: h.sum, count: h.count)
+        return m.text
+    }
+}

@@ -1,0 +1,253 @@
+import NavSync
+/// navsyncd's application: protocol v1 over WebSocket and the HTTP API, around one
+/// `Hub` (DESIGN.md sections 6–9). Every event goes to the hub; this class only
+/// carries out the effects that come back: frames to connections, HTTP answers,
+/// journal entries to the `DataStore`, closes and log lines.
+///
+/// A broadcast is encoded and framed once; the same bytes are queued on every member.
+/// A member whose queue passes `lagThreshold` stops getting patches of that session
+/// and, once its queue has drained, the hub sends it the session's state: memory stays
+/// bounded and the others are not slowed (section 8).
+public final class SessionServer: ServerApplication {
+    public private(set) var hub: Hub
+    /// Queued bytes past which a member is lagging and patches stop being queued for it.
+    public let lagThreshold: Int
+    /// `--allow-origin`: origins browsers may connect or POST from, besides the server's own.
+    public let allowedOrigins: [String]
+    /// This machine's IP addresses, for the server's own origin (`OriginPolicy`).
+    let localAddresses = Set(interfaceAddresses(includingLoopback: true))
+    /// The auth file, re-read on SIGHUP; nil without one.
+    public let authFile: String?
+    /// With `--data`: where the hub's journal entries are written.
+    public let store: DataStore?
+    /// With `--cluster`: Redis, where the hub's sessions live (section 17).
+    public let cluster: ClusterStore?
+    /// The server this application runs in, set on its first loop iteration. Not
+    /// `weak`: a weak reference gives the server a side table, and every retain and
+    /// release of it then takes the slow path, on every send to every member.
+    private unowned(unsafe) var server: Server?
+    /// Patch messages queued to members (one per member per patch), for /metrics.
+    public private(set) var patchesSent = 0
+
+    /// Per connection, kept in `Connection.context`.
+    final class ClientState {
+        /// Sessions whose patches this client missed; it gets their state when drained.
+        @exclusivity(unchecked) var lagging: Set<String> = []
+        /// The grant of the token shown on the upgrade.
+        var grant: AccessPolicy.Grant?
+    }
+
+    /// `hub` must be `journaled` exactly when there is a `store`.
+    public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String] = [], authFile: String? = nil, store: DataStore? = nil,
+                cluster: ClusterStore? = nil) {
+        precondition(hub.journaled == (store != nil), "a journaled hub needs a store, and a store a journaled hub")
+        precondition(hub.isClustered == (cluster != nil), "a clustered hub needs Redis, and Redis a clustered hub")
+        self.cluster = cluster
+        self.hub = hub
+        self.lagThreshold = lagThreshold
+        self.allowedOrigins = allowedOrigins
+        self.authFile = authFile
+        self.store = store
+        store?.onResult = { [unowned self] in handle(.journal($0), on: server) }
+        handle(.started, on: nil)
+    }
+
+    /// The one way into the hub: the event, then its effects carried out.
+    package func handle(_ event: Hub.Event, on server: Server?) {
+        perform(hub.handle(event, now: server?.now ?? 0), on: server)
+    }
+
+    private func perform(_ effects: [Hub.Effect], on server: Server?) {
+        // By index: iterating made one more whole copy of each effect (some 600
+        // instructions through the payloads of the effect and its message).
+        for i in effects.indices {
+            switch effects[i] {
+            case .journal(let entry):
+                store?.write(entry)
+            case .cluster(let request):
+                cluster?.perform(request)
+            case .send(let to, let message, let id):
+                guard let connection = server?.connections[to], connection.isOpen else { continue }
+                // A `joined` goes in parts its session's joins share; the rest whole.
+                let parts = joinedFrames.frame(message, id: id, live: { hub.sessions[$0] != nil })
+                let sent = parts.map { connection.send($0) } ?? connection.send(OutgoingBuffer(text: message, id: id))
+                if !sent { connection.abort(.overflow); continue }
+                connection.writeFirst()
+            case .broadcast(let session, let message, let members):
+                if let server { broadcast(message, to: members, of: session, on: server) }
+            case .answer(let c, let request, let message, let id):
+                var response: HTTPResponse
+                if case .error(let e) = message { response = Self.error(e, id: id) } else { response = .json(200, message.json()) }
+                if case .ack(_, let ack) = message, ack.duplicate { response.headers.append(("Idempotent-Replayed", "true")) }
+                guard let connection = server?.connections[c] else { continue }
+                connection.answer(request, with: response)
+                connection.writeFirst()
+            case .close(let c, let code, let reason):
+                server?.connections[c]?.close(code: code, reason: reason)
+            case .log(let level, let line):
+                server?.logger.log(level, line)
+            }
+        }
+    }
+
+    /// A session's members as connections, for the hub's member list `ids`: a
+    /// broadcast to the same list (the same array, while membership is unchanged)
+    /// reuses them instead of looking each member up and casting its state. The
+    /// references are unretained: a member's connection is open while it is on the
+    /// hub's list, and a connection that closes leaves the list (`closed` tells the
+    /// hub) before it is freed, so a list with it is never equal to a newer one.
+    private struct Audience {
+        var ids: [Int]
+        var members: [(connection: Unmanaged<Connection>, state: Unmanaged<ClientState>)]
+    }
+    private var audiences: [String: Audience] = [:]
+    /// The parts of `joined` messages the joins of a session share.
+    private var joinedFrames = JoinedFrames()
+
+    private func audience(of session: String, ids: [Int], on server: Server) -> Audience {
+        // Array == is O(1) when both share storage: the usual case.
+        if let known = audiences[session], known.ids == ids { return known }
+        var members: [(connection: Unmanaged<Connection>, state: Unmanaged<ClientState>)] = []
+        members.reserveCapacity(ids.count)
+        for id in ids {
+            // Every member's context is its ClientState (set when its upgrade was admitted).
+            guard let connection = server.connections[id], let state = connection.context as? ClientState else { continue }
+            members.append((.passUnretained(connection), .passUnretained(state)))
+        }
+        let made = Audience(ids: ids, members: members)
+        audiences[session] = made
+        return made
+    }
+
+    /// The message is encoded and framed once; every member queues the same buffer.
+    /// Per member: no lookup, cast, retain or counter update beyond queueing it.
+    private func broadcast(_ message: ServerMessage, to ids: [Int], of session: String, on server: Server) {
+        let frame = OutgoingBuffer(text: message)
+        let isPatch: Bool
+        if case .patch = message { isPatch = true } else { isPatch = false }
+        let audience = audience(of: session, ids: ids, on: server)
+        let lagThreshold = self.lagThreshold
+        var sent = 0
+        for member in audience.members {
+            member.connection._withUnsafeGuaranteedRef { connection in
+                guard connection.isOpen else { return }
+                member.state._withUnsafeGuaranteedRef { state in
+                    if isPatch {
+                        if !state.lagging.isEmpty, state.lagging.contains(session) { return }
+                        if connection.queuedBytes > lagThreshold {
+                            state.lagging.insert(session)
+                            server.logger.info("#\(connection.id) \(connection.peer) is lagging on '\(session)' (\(connection.queuedBytes) bytes queued): patches paused until it drains")
+                            return
+                        }
+                    }
+                    if connection.send(frame) {
+                        sent += 1
+                    } else if isPatch {
+                        state.lagging.insert(session)
+                    } else {
+                        connection.abort(.overflow)
+                    }
+                }
+            }
+        }
+        if isPatch { patchesSent += sent }
+        if case .deleted = message { audiences[session] = nil }
+    }
+
+    // MARK: The loop
+
+    public func beforeSleep(on server: Server) {
+        if self.server == nil {
+            // Presence is gathered per session and sent once per interval (section 14).
+            server.every(hub.configuration.presenceInterval) { [unowned self, unowned server] in handle(.tick, on: server) }
+            if let cluster {
+                cluster.onEvent = { [unowned self, unowned server] in handle(.cluster($0), on: server) }
+                cluster.positions = { [unowned self] in hub.replicaPositions }
+                if cluster.advertised.isEmpty { cluster.advertised = server.webSocketURL }
+                cluster.start(on: server, newEpoch: { RandomIDs.hex(8) })
+            }
+        }
+        self.server = server
+        store?.submit(on: server.loop)
+    }
+
+    public func stopping(on server: Server) {
+        store?.stop()
+        cluster?.stop()
+    }
+
+    // MARK: Access
+
+    /// The upgrade: the origin must be allowed (403) and a token, when shown, valid (401).
+    /// A connection without a token is admitted but may only `hello` and `ping`.
+    public func admit(_ request: HTTPRequest, on connection: Connection) -> HTTPResponse? {
+        guard originAllowed(request, on: connection.server) else {
+            return .text(403, "origin \(request.header("Origin") ?? "") is not allowed here (navsyncd --allow-origin)\n")
+        }
+        let state = ClientState()
+        connection.context = state
+        if let policy = hub.policy, let token = AccessPolicy.token(of: request) {
+            guard let grant = policy.grant(for: token) else {
+                var r = HTTPResponse.text(401, "that token is not valid here\n")
+                r.headers.append(("WWW-Authenticate", "Bearer"))
+                return r
+            }
+            state.grant = grant
+        }
+        return nil
+    }
+
+    /// SIGHUP: re-reads the auth file; connections whose token is gone are closed with
+    /// 1008. A file that does not load leaves everything as it was.
+    public func reload(on server: Server) {
+        guard let authFile else { return server.logger.info("SIGHUP: no auth file to reload") }
+        do {
+            let policy = try AccessPolicy.load(file: authFile)
+            let loopback = server.host.hasPrefix("127.") || server.host == "::1"
+            if !loopback, let (i, reason) = policy.weakTokens.first {
+                return server.logger.error("SIGHUP: auth file not reloaded, the old one stays: \(authFile): tokens[\(i)].token \(reason), and the server listens on \(server.host)")
+            }
+            handle(.policy(policy), on: server)
+        } catch {
+            server.logger.error("SIGHUP: auth file not reloaded, the old one stays: \(error)")
+        }
+    }
+
+    // MARK: WebSocket
+
+    public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {
+        let state = connection.context as? ClientState ?? ClientState()
+        connection.context = state
+        handle(.connected(connection.id, grant: state.grant), on: connection.server)
+        if let grant = state.grant { connection.server.logger.info("#\(connection.id) \(connection.peer) is \(grant.name) (\(grant.role.rawValue))") }
+    }
+
+    public func received(text: [UInt8], from connection: Connection) {
+        handle(.text(connection.id, text), on: connection.server)
+    }
+
+    public func received(binary: [UInt8], from connection: Connection) {
+        connection.close(code: CloseCode.unsupportedData, reason: "protocol navsync.v1 is text only")
+    }
+
+    public func closed(_ connection: Connection) {
+        guard connection.context != nil else { return }
+        handle(.disconnected(connection.id), on: connection.server)
+    }
+
+    public func drained(_ connection: Connection) {
+        guard let state = connection.context as? ClientState, !state.lagging.isEmpty, connection.isOpen else { return }
+        let sessions = state.lagging.sorted()
+        state.lagging = []
+        connection.server.logger.info("#\(connection.id) \(connection.peer) drained: catching up on \(sessions.joined(separator: ", ")) with a snapshot")
+        handle(.caughtUp(connection.id, sessions: sessions), on: connection.server)
+    }
+}
+
+extension OutgoingBuffer {
+    /// The text frame of a server message, written straight into the buffer (the
+    /// message's bytes are `message.bytes(id:)`; no array of them is made).
+    public convenience init(text message: ServerMessage, id: JSON? = nil) {
+        self.init(frame: .text, capacity: message.sizeHint) { message.write(id: id, into: &$0) }
+    }
+}

@@ -1,0 +1,184 @@
+import NavSync
+import CUV
+@preconcurrency import Glibc
+
+/// Small helpers around the libuv C API: casts between handle types, error text,
+/// socket addresses.
+package enum UV {
+    package static func stream<T>(_ p: UnsafeMutablePointer<T>) -> UnsafeMutablePointer<uv_stream_t> {
+        UnsafeMutablePointer<uv_stream_t>(OpaquePointer(p))
+    }
+
+    package static func handle<T>(_ p: UnsafeMutablePointer<T>) -> UnsafeMutablePointer<uv_handle_t> {
+        UnsafeMutablePointer<uv_handle_t>(OpaquePointer(p))
+    }
+
+    static func error(_ code: Int32) -> String {
+        "\(String(cString: uv_err_name(code))): \(String(cString: uv_strerror(code)))"
+    }
+
+    /// A listening or peer address, IPv4 or IPv6.
+    struct Address {
+        var storage = sockaddr_storage()
+
+        /// Parses a numeric IPv4 or IPv6 address ("127.0.0.1", "::1", "0.0.0.0").
+        init?(host: String, port: Int) {
+            var storage = sockaddr_storage()
+            let ok: Bool = withUnsafeMutablePointer(to: &storage) { p in
+                if host.contains(":") {
+                    return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { uv_ip6_addr(host, Int32(port), $0) == 0 }
+                }
+                return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) == 0 }
+            }
+            guard ok else { return nil }
+            self.storage = storage
+        }
+
+        init(storage: sockaddr_storage) { self.storage = storage }
+
+        var isIPv6: Bool { Int32(storage.ss_family) == AF_INET6 }
+
+        var port: Int {
+            var s = storage
+            return withUnsafePointer(to: &s) { p in
+                isIPv6 ? p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                       : p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            }
+        }
+
+        var host: String {
+            var s = storage
+            var buffer = [CChar](repeating: 0, count: 64)
+            _ = withUnsafePointer(to: &s) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_ip_name($0, &buffer, buffer.count) }
+            }
+            return String(nulTerminated: buffer)
+        }
+
+        /// `127.0.0.1:7420` or `[::1]:7420`.
+        var description: String { description(host: host) }
+
+        /// The same, with the host already formatted (formatting it is the most of it).
+        func description(host: String) -> String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+        var isLoopback: Bool {
+            isIPv6 ? host == "::1" : host.hasPrefix("127.")
+        }
+
+        func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {
+            var s = storage
+            return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
+        }
+    }
+}
+
+/// Bytes queued for one or many connections. A broadcast is encoded once, straight
+/// into one buffer as a WebSocket frame, and the same buffer is queued on every member
+/// (reference counted), so a patch for 1,000 members costs one serialization and no
+/// copy, whatever the member count.
+public final class OutgoingBuffer {
+    public let bytes: UnsafeMutableRawBufferPointer
+    /// The allocation `bytes` lies in (a frame written in place starts a few bytes in).
+    private let storage: UnsafeMutableRawPointer
+
+    public init(_ source: [UInt8]) {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(source.count, 1), alignment: 1)
+        source.withUnsafeBytes { src in
+            if let base = src.baseAddress { storage.baseAddress!.copyMemory(from: base, byteCount: src.count) }
+        }
+        self.storage = storage.baseAddress!
+        bytes = storage
+        count = source.count
+    }
+
+    /// An unmasked WebSocket frame of `payload`, header and payload in one allocation.
+    public convenience init(frame opcode: Opcode, _ payload: [UInt8]) {
+        self.init(frame: opcode, capacity: payload.count) { $0.append(contentsOf: payload) }
+    }
+
+    /// An unmasked frame whose payload `write` writes behind room for the longest
+    /// header; the header then goes into the end of the room. A message is encoded and
+    /// framed in one pass into one allocation (making the payload an array, a header
+    /// array, and copying both into the frame were three allocations and two copies of
+    /// the message: some 1,700 instructions of a push's broadcast).
+    ///
+    /// With `rest`, the frame's payload goes on for that many bytes in the buffers
+    /// queued after this one (a message sent in parts, `JoinedFrames`): the header
+    /// counts them.
+    init(frame opcode: Opcode, capacity: Int, followedBy rest: Int = 0, _ write: (inout ByteWriter) -> Void) {
+        let room = WebSocketEncoder.maxServerHeader
+        let (base, end) = ByteWriter.allocation(room: room, capacity: capacity, write)
+        let length = end - room
+        let header = WebSocketEncoder.writeHeader(opcode, length: length + rest, endingAt: base + room)
+        storage = UnsafeMutableRawPointer(base)
+        count = header + length
+        bytes = UnsafeMutableRawBufferPointer(start: storage + (room - header), count: count)
+    }
+
+    /// Bytes `write` writes, unframed (a part of a frame), in one allocation.
+    init(capacity: Int, _ write: (inout ByteWriter) -> Void) {
+        let (base, end) = ByteWriter.allocation(room: 0, capacity: capacity, write)
+        storage = UnsafeMutableRawPointer(base)
+        count = end
+        bytes = UnsafeMutableRawBufferPointer(start: storage, count: count)
+    }
+
+    public let count: Int
+
+    /// Output queues holding this buffer (loop thread only). The first to queue it
+    /// retains it once for all of them and the last to let go releases it: a broadcast
+    /// to 1,000 members costs one atomic retain and release, not 1,000 (`OutputQueue`).
+    @exclusivity(unchecked) var holders = 0
+
+    deinit { storage.deallocate() }
+}
+
+/// Starts a thread that runs `body` (used to run a server's loop beside a test or an
+/// embedding program; the loop then belongs to that thread).
+public func startThread(_ body: sending @escaping () -> Void) {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var tid = pthread_t()
+    let rc = pthread_create(&tid, nil, { arg in
+        let b = Unmanaged<AnyObject>.fromOpaque(arg!).takeRetainedValue() as! Box
+        b.body()
+        return nil
+    }, box)
+    precondition(rc == 0, "pthread_create failed: \(rc)")
+    pthread_detach(tid)
+}
+
+/// The IP addresses of this machine's interfaces (`uv_interface_addresses`), IPv4
+/// first; loopback ones only with `includingLoopback`.
+public func interfaceAddresses(includingLoopback: Bool = false) -> [String] {
+    var list: UnsafeMutablePointer<uv_interface_address_t>?
+    var count: Int32 = 0
+    guard uv_interface_addresses(&list, &count) == 0, let list else { return [] }
+    defer { uv_free_interface_addresses(list, count) }
+    var v4: [String] = [], v6: [String] = []
+    for i in 0..<Int(count) {
+        let item = list[i]
+        if item.is_internal != 0 && !includingLoopback { continue }
+        var name = [CChar](repeating: 0, count: 64)
+        var a = item.address
+        if a.address4.sin_family == sa_family_t(AF_INET) {
+            uv_ip4_name(&a.address4, &name, name.count)
+            v4.append(String(nulTerminated: name))
+        } else {
+            uv_ip6_name(&a.address6, &name, name.count)
+            v6.append(String(nulTerminated: name).split(separator: "%").first.map(String.init) ?? "")
+        }
+    }
+    var seen = Set<String>()
+    return (v4 + v6).filter { !$0.isEmpty && seen.insert($0).inserted }
+}
+
+extension String {
+    /// The text a C call wrote into `buffer`, up to its NUL.
+    init(nulTerminated buffer: [CChar]) {
+        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,114 @@
+import NavSync
+import NavSyncRuntime
+/// navclient's shared flags (DESIGN.md section 12), parsed as a value.
+public struct ClientOptions: Sendable, Equatable {
+    /// The servers: the nodes of a cluster, tried in turn (a lost one moves to the next).
+    public var urls = [WebSocketURL.default]
+    /// The first server (setting it makes it the only one).
+    public var url: WebSocketURL {
+        get { urls[0] }
+        set { urls = [newValue] }
+    }
+    public var session = "demo"
+    public var name = "navclient"
+    public var token: String?
+    public var json = false
+    public var create = false
+    public var flow: String?
+    /// Arguments that are neither the URL nor a flag (the commands of `exec`).
+    public var rest: [String] = []
+
+    public static let help = """
+      URL                the server: ws://HOST:PORT/ws, http://HOST:PORT/ (the web: address
+                         navsyncd prints), HOST:PORT or PORT (default ws://127.0.0.1:7420/ws);
+                         several, comma-separated, are tried in turn (the nodes of a cluster)
+      --server URL       a server (repeatable): the same as URL; clients move to the next
+                         one when a server fails and resume where they were
+      --session NAME     the session (default demo)
+      --create           create the session if it does not exist
+      --flow NAME        the flow of a session created with --create
+      --name NAME        the name others see for this client (default navclient)
+      --token TOKEN      an access token, for servers with an auth file
+      --json             machine-readable output
+    """
+
+    public static func parse(_ args: [String]) -> Result<ClientOptions, UsageError> {
+        var o = ClientOptions()
+        var rest = args[...]
+        var sawURL = false
+        var servers: [WebSocketURL] = []
+        func addresses(_ text: String) -> Result<[WebSocketURL], UsageError> {
+            var list: [WebSocketURL] = []
+            for part in text.split(separator: ",", omittingEmptySubsequences: false).map(String.init) {
+                guard let url = WebSocketURL(part) else { return .failure(UsageError(WebSocketURL.refusal(part))) }
+                list.append(url)
+            }
+            return .success(list)
+        }
+        while let arg = rest.popFirst() {
+            func value() -> String? { rest.popFirst() }
+            switch arg {
+            case "--server":
+                guard let v = value() else { return .failure(UsageError("--server needs a URL (ws://HOST:PORT/ws, HOST:PORT or PORT)")) }
+                switch addresses(v) {
+                case .success(let list): servers += list
+                case .failure(let e): return .failure(e)
+                }
+            case "--session":
+                guard let v = value(), ClientRequest.isValidSessionName(v) else { return .failure(UsageError("--session needs a name (letters, digits, -_.:)")) }
+                o.session = v
+            case "--name":
+                guard let v = value() else { return .failure(UsageError("--name needs a name")) }
+                o.name = v
+            case "--token":
+                guard let v = value() else { return .failure(UsageError("--token needs a token")) }
+                o.token = v
+            case "--flow":
+                guard let v = value() else { return .failure(UsageError("--flow needs a flow name")) }
+                o.flow = v
+            case "--json": o.json = true
+            case "--create": o.create = true
+            case "-h", "--help": return .failure(.help)
+            default:
+                if arg.hasPrefix("--") { return .failure(UsageError("unknown option '\(arg)'")) }
+                // The first word, when it looks like an address (ws://…, http://…, HOST:PORT,
+                // PORT), is the server; one that does not parse is refused, never ignored.
+                if !sawURL && o.rest.isEmpty && WebSocketURL.looksLikeAddress(arg.split(separator: ",").first.map(String.init) ?? arg) {
+                    switch addresses(arg) {
+                    case .success(let list): servers = list + servers
+                    case .failure(let e): return .failure(e)
+                    }
+                    sawURL = true
+                } else {
+                    o.rest.append(arg)
+                }
+            }
+        }
+        if !servers.isEmpty { o.urls = servers }
+        return .success(o)
+    }
+
+}
+
+
+/// A usage mistake on the command line; an empty message asks for the help text.
+public struct UsageError: Error, Sendable, Equatable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public static let help = UsageError("")
+}
+
+extension ClientOptions {
+    /// The session client's options for these command-line options.
+    public func sessionOptions(reconnect: Bool) -> SessionClient.Options {
+        var s = SessionClient.Options()
+        s.urls = urls
+        s.session = session
+        s.name = name
+        s.create = create
+        s.flow = flow
+        s.reconnect = reconnect
+        s.token = token
+        return s
+    }
+}
