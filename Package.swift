@@ -29,14 +29,19 @@ let package = Package(
         // time, so navsyncd stays one self-contained binary.
         .executableTarget(name: "embed-web", path: "Plugins/EmbedWebTool"),
         .plugin(name: "EmbedWebPlugin", capability: .buildTool(), dependencies: ["embed-web"]),
+        // The example app's model (typed routes of the demo shop), shared by the SwiftUI
+        // app in Examples/Shop/App (built by Xcode, not here) and by a headless run of
+        // the same flow against a real server.
+        .target(name: "ShopModel", dependencies: ["NavSyncClient"], path: "Examples/Shop/Model"),
+        .executableTarget(name: "shop-headless", dependencies: ["ShopModel", "NavSyncRuntime"], path: "Examples/Shop/Headless"),
         .executableTarget(name: "navsyncd", dependencies: ["NavSyncRuntime"]),
         .executableTarget(name: "navclient", dependencies: ["NavSyncRuntime", "CUV"]),
         .executableTarget(name: "navsync-bench", dependencies: ["NavSyncRuntime", "CUV"]),
         // Fixtures the test targets share (a second flow, the hub as a value, a harness).
         .target(name: "TestSupport", dependencies: ["NavSync"], path: "Tests/Support"),
         .testTarget(name: "NavSyncTests", dependencies: ["NavSync", "TestSupport"]),
-        .testTarget(name: "NavSyncClientTests", dependencies: ["NavSyncClient", "TestSupport"]),
-        .testTarget(name: "NavSyncRuntimeTests", dependencies: ["NavSyncRuntime", "NavSyncClient", "TestSupport"]),
+        .testTarget(name: "NavSyncClientTests", dependencies: ["NavSyncClient", "ShopModel", "TestSupport"]),
+        .testTarget(name: "NavSyncRuntimeTests", dependencies: ["NavSyncRuntime", "NavSyncClient", "ShopModel", "TestSupport"]),
         .testTarget(name: "navclientTests", dependencies: ["navclient", "NavSyncRuntime", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

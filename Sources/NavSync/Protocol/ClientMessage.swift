@@ -82,12 +82,16 @@ public struct ClientRequest: Sendable {
     /// Decodes one text message. Never throws: a bad message becomes a `bad_json` or
     /// `bad_request` error that says what is wrong, with the request id when it has one.
     public init(bytes: [UInt8]) {
-        let json: JSON
-        do { json = try JSON.parse(bytes) } catch {
-            self.init(id: nil, message: .failure(NavError(.badJSON, "not valid JSON: \(error)")))
-            return
+        self.init(parsed: Result { () throws(JSONParseError) -> JSON in try JSON.parse(bytes) })
+    }
+
+    /// Decodes a message some parser read (the server's is jansson): a parse error is
+    /// `bad_json` with where and why.
+    public init(parsed: Result<JSON, JSONParseError>) {
+        switch parsed {
+        case .success(let json): self.init(json: json)
+        case .failure(let error): self.init(id: nil, message: .failure(NavError(.badJSON, "not valid JSON: \(error)")))
         }
-        self.init(json: json)
     }
 
     public init(json: JSON) {

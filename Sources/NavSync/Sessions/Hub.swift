@@ -20,8 +20,9 @@ public struct Hub {
         case started
         /// A WebSocket opened, with the grant of the token it showed on the upgrade.
         case connected(Int, grant: AccessPolicy.Grant?)
-        /// A text message from a connection.
-        case text(Int, [UInt8])
+        /// A message from a connection, decoded (or why not) by the runtime: the server
+        /// parses its hot path with jansson, the core with its own parser (`text`).
+        case request(Int, ClientRequest)
         /// The connection is gone: it leaves every session it was in.
         case disconnected(Int)
         /// A member that lagged (its patches of these sessions were dropped) has drained
@@ -205,8 +206,8 @@ public struct Hub {
             if let demo = configuration.demoSession, sessions[demo] == nil, !isClustered { _ = try? createSession(demo, flow: Flow.demo.name) }
         case .connected(let c, let grant):
             connect(c, grant: grant, now: now)
-        case .text(let c, let bytes):
-            message(ClientRequest(bytes: bytes), from: c, now: now)
+        case .request(let c, let request):
+            message(request, from: c, now: now)
         case .disconnected(let c):
             disconnect(c)
         case .caughtUp(let c, let names):
@@ -367,5 +368,12 @@ public struct Hub {
         case .failed(let e):
             return fail(e)
         }
+    }
+}
+
+extension Hub.Event {
+    /// A text message from a connection, parsed by the core's parser.
+    public static func text(_ connection: Int, _ bytes: [UInt8]) -> Hub.Event {
+        .request(connection, ClientRequest(bytes: bytes))
     }
 }

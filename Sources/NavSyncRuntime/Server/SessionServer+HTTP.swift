@@ -195,7 +195,7 @@ extension SessionServer {
     /// command is `id_reused`, 409.
     private func postCommand(_ request: HTTPRequest, session: String, on connection: Connection, role: Hub.Role) -> HTTPResponse? {
         let body: JSON
-        do { body = try JSON.parse(request.body) } catch {
+        do { body = try Jansson.parse(request.body) } catch {
             return Self.error(NavError(.badJSON, "the body is not valid JSON: \(error)"))
         }
         guard var object = body.objectValue else {

@@ -223,7 +223,8 @@ public final class SessionServer: ServerApplication {
     }
 
     public func received(text: [UInt8], from connection: Connection) {
-        handle(.text(connection.id, text), on: connection.server)
+        handle(.request(connection.id, ClientRequest(parsed: Result { () throws(JSONParseError) -> JSON in try Jansson.parse(text) })),
+               on: connection.server)
     }
 
     public func received(binary: [UInt8], from connection: Connection) {

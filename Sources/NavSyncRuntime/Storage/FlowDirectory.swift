@@ -2,7 +2,8 @@ import NavSync
 @preconcurrency import Glibc
 
 /// Loading flows from a directory (`navsyncd --flows DIR`): every `*.json` file, in
-/// name order, each checked by `Flow.load`; any refusal names the file.
+/// name order, each parsed by jansson and checked by `Flow.load`; any refusal names the
+/// file.
 public enum FlowDirectory {
     public static func load(_ path: String) throws(FlowError) -> [Flow] {
         guard let dir = opendir(path) else {
@@ -21,7 +22,9 @@ public enum FlowDirectory {
             guard let bytes = FileSystem.read(file) else {
                 throw FlowError(file: file, path: "", message: "cannot read: \(String(cString: strerror(errno)))")
             }
-            let flow = try Flow.load(bytes: bytes, file: file)
+            let json: JSON
+            do { json = try Jansson.parse(bytes) } catch { throw FlowError(file: file, path: "", message: "not valid JSON: \(error)") }
+            let flow = try Flow.load(json, file: file)
             if let other = seen[flow.name] {
                 throw FlowError(file: file, path: "name", message: "flow name '\(flow.name)' is already used by \(other)")
             }

@@ -1,0 +1,211 @@
+import NavSync
+
+/// Two-way bindings: what SwiftUI's `NavigationStack(path:)`, `.sheet(item:)`,
+/// `.fullScreenCover(item:)`, `TabView(selection:)` and `.alert` read and write.
+///
+/// There is one source of truth, the mirror; each binding is computed from it and never
+/// kept as a second copy. A write turns into one intent (`BindingIntent`) and one
+/// command: a shorter path (the user swiped back) is a `pop` from the first removed
+/// entry's id, so two devices swiping back at once pop once; a longer one pushes; any
+/// other change is a `setStack`. Until the server answers, the binding shows what was
+/// written (else SwiftUI would push the view back); the answer's patch then updates the
+/// mirror, and a refusal drops the write, so the binding snaps back to the mirror and
+/// the error is in `lastError`.
+extension Navigator {
+    /// The stack coordinator at `address` (a type name, an entry id or `"root"`), its
+    /// entries read as `Route`.
+    public func stack<Route: NavRoute>(_ address: String, _ routes: Route.Type) -> StackBinding<Route> {
+        StackBinding(navigator: self, address: address)
+    }
+
+    /// The tab bar at `address`, its tabs read as `Route`.
+    public func tabs<Route: NavRoute>(_ address: String, _ routes: Route.Type) -> TabsBinding<Route> {
+        TabsBinding(navigator: self, address: address)
+    }
+
+    /// The alert shown; setting nil answers it with its cancel button (else its last).
+    public var presentedAlert: NavAlert? {
+        get { pending["alert"] != nil ? nil : tree?.alert }
+        set {
+            guard newValue == nil, let alert = tree?.alert, let button = alert.dismissButton else { return }
+            write("alert", shows: .null, [Operation(.respond(alert: alert.id, button: button.id))])
+        }
+    }
+
+    /// Shows `shows` at `key` until the command of `operations` is answered; a refusal
+    /// goes to `lastError`. A later write to the same key replaces an earlier one.
+    func write(_ key: String, shows: JSON, _ operations: [Operation]) {
+        guard !operations.isEmpty else { return }
+        writes += 1
+        let mine: JSON = ["write": .int(Int64(writes)), "shows": shows]
+        pending[key] = mine
+        Task {
+            do throws(NavError) { try await send(operations) } catch { lastError = error }
+            if pending[key] == mine { pending[key] = nil }
+        }
+    }
+
+    /// What a binding shows at `key`: the write in flight, else nil (the mirror).
+    func shown(_ key: String) -> JSON? { pending[key]?["shows"] }
+}
+
+/// A stack coordinator, bound. Layer 0 is its root entry and what is pushed on it
+/// (`path`); a sheet or cover above it (`sheet`, `cover`) starts layer 1, with its own
+/// pushes (`path(layer: 1)`), and so on (`NavCoordinator.layers`).
+@MainActor
+public struct StackBinding<Route: NavRoute> {
+    public let navigator: Navigator
+    /// A type name, an entry id or `"root"`.
+    public let address: String
+
+    /// The coordinator in the mirror; nil while it is not on the tree.
+    public var coordinator: NavCoordinator? { navigator.tree?.coordinator(address) }
+
+    /// Every entry, bottom up, typed (nil where `Route` has no such case).
+    public var routes: [Route?] { coordinator?.entries.map { $0.route(as: Route.self) } ?? [] }
+
+    /// The routes pushed on the root entry: `NavigationStack(path:)`'s path.
+    public var path: [Route] {
+        get { path(layer: 0) }
+        nonmutating set { setPath(newValue, layer: 0) }
+    }
+
+    /// The sheet shown above layer 0, if any.
+    public var sheet: Route? {
+        get { modal(above: 0, .sheet) }
+        nonmutating set { setModal(newValue, .sheet, above: 0) }
+    }
+
+    /// The full-screen cover shown above layer 0, if any.
+    public var cover: Route? {
+        get { modal(above: 0, .cover) }
+        nonmutating set { setModal(newValue, .cover, above: 0) }
+    }
+
+    private func key(_ what: String, _ layer: Int) -> String { "\(address)|\(what)|\(layer)" }
+
+    /// The routes pushed in a layer.
+    public func path(layer: Int) -> [Route] {
+        if let shown = navigator.shown(key("path", layer)) {
+            return (shown.arrayValue ?? []).compactMap { RouteCoding.route(Route.self, name: $0["route"]?.stringValue ?? "",
+                                                                           params: $0["params"]?.objectValue ?? [:]) }
+        }
+        guard let layers = coordinator?.layers, layer < layers.count else { return [] }
+        return layers[layer].pushes.compactMap { $0.route(as: Route.self) }
+    }
+
+    /// Writes a layer's path: one command (see `BindingIntent.path`).
+    public func setPath(_ routes: [Route], layer: Int) {
+        guard let c = coordinator else { return }
+        let ops = BindingIntent.path(c, at: address, layer: layer, to: routes)
+        let shows = JSON.array(routes.compactMap { try? RouteCoding.item($0) }.map { ["route": .string($0.route), "params": .object($0.params)] })
+        navigator.write(key("path", layer), shows: shows, ops)
+    }
+
+    /// The modal of that style shown above a layer, if any.
+    public func modal(above layer: Int, _ style: Presentation) -> Route? {
+        if let shown = navigator.shown(key(style.rawValue, layer)) {
+            return shown.isNull ? nil : RouteCoding.route(Route.self, name: shown["route"]?.stringValue ?? "", params: shown["params"]?.objectValue ?? [:])
+        }
+        guard let layers = coordinator?.layers, layer + 1 < layers.count, layers[layer + 1].presentation == style else { return nil }
+        return layers[layer + 1].root.route(as: Route.self)
+    }
+
+    /// Shows a modal above a layer, replaces the one shown, or (nil) dismisses it.
+    public func setModal(_ route: Route?, _ style: Presentation, above layer: Int) {
+        guard let c = coordinator else { return }
+        let ops = BindingIntent.modal(c, at: address, above: layer, style: style, to: route)
+        let shows: JSON = route.flatMap { try? RouteCoding.item($0) }.map { ["route": .string($0.route), "params": .object($0.params)] } ?? .null
+        navigator.write(key(style.rawValue, layer), shows: shows, ops)
+    }
+}
+
+/// A tab bar, bound: `TabView(selection:)`'s selection.
+@MainActor
+public struct TabsBinding<Route: NavRoute> {
+    public let navigator: Navigator
+    public let address: String
+
+    public var coordinator: NavCoordinator? { navigator.tree?.coordinator(address) }
+
+    /// The tabs, in order, typed (nil where `Route` has no such case).
+    public var tabs: [Route?] { coordinator?.entries.map { $0.route(as: Route.self) } ?? [] }
+
+    /// The selected tab's route; setting it selects the first tab of that route.
+    public var selection: Route? {
+        get {
+            if let shown = navigator.shown("\(address)|selection") {
+                return RouteCoding.route(Route.self, name: shown["route"]?.stringValue ?? "", params: shown["params"]?.objectValue ?? [:])
+            }
+            return coordinator?.visible?.route(as: Route.self)
+        }
+        nonmutating set {
+            guard let c = coordinator, let newValue, let item = try? RouteCoding.item(newValue) else { return }
+            let ops = BindingIntent.select(c, at: address, to: newValue)
+            navigator.write("\(address)|selection", shows: ["route": .string(item.route), "params": .object(item.params)], ops)
+        }
+    }
+}
+
+/// What a write through a binding means, as operations: pure functions of the mirrored
+/// coordinator and the new value, so the rules are tested as values.
+public enum BindingIntent {
+    /// A layer's pushes set to `routes`. Nothing changed: nothing. A prefix of what is
+    /// there: `pop` from the first entry removed (by id, so a second device doing the same
+    /// pops nothing more). What is there plus more, on the top layer: a `route` per new
+    /// one. Anything else: `setStack` with the layers below, the layer's root and the new
+    /// routes pushed (the entries above are new ones).
+    public static func path<Route: NavRoute>(_ stack: NavCoordinator, at: String, layer: Int, to routes: [Route]) -> [Operation] {
+        let layers = stack.layers
+        guard layer < layers.count else { return [] }
+        let pushes = layers[layer].pushes
+        let old = pushes.map { $0.route(as: Route.self) }
+        let items = routes.compactMap { try? RouteCoding.item($0) }
+        guard items.count == routes.count else { return [] }
+        if old.count == routes.count, zip(old, routes).allSatisfy({ $0 == $1 }) { return [] }
+        let common = zip(old, routes).prefix { $0 == $1 }.count
+        if common == routes.count {
+            return [Operation(.pop(count: 1, from: pushes[routes.count].id))]
+        }
+        if common == old.count, layer == layers.count - 1 {
+            return items[common...].map { Operation(.route($0), at: at) }
+        }
+        var kept: [Operation.OpenItem] = []
+        for l in layers[...layer] {
+            kept.append(Operation.OpenItem(l.root.route, params: l.root.params, presentation: l.root.presentation))
+            if l.root.id != layers[layer].root.id {
+                kept += l.pushes.map { Operation.OpenItem($0.route, params: $0.params, presentation: $0.presentation) }
+            }
+        }
+        kept[0].presentation = nil   // the first item becomes the root
+        return [Operation(.setStack(kept + items.map { var i = $0; i.presentation = .push; return i }), at: at)]
+    }
+
+    /// The modal above a layer set to `route` (nil: dismissed). Dismissing pops from the
+    /// modal entry, by id; showing one where another is shown pops that one and presents
+    /// the new one, in one command.
+    public static func modal<Route: NavRoute>(_ stack: NavCoordinator, at: String, above layer: Int, style: Presentation,
+                                              to route: Route?) -> [Operation] {
+        let layers = stack.layers
+        guard layer < layers.count else { return [] }
+        let current = layer + 1 < layers.count ? layers[layer + 1] : nil
+        if let route, let current, current.presentation == style, current.root.route(as: Route.self) == route { return [] }
+        var ops: [Operation] = []
+        if let current { ops.append(Operation(.pop(count: 1, from: current.root.id))) }
+        if let route, let item = try? RouteCoding.item(route) {
+            ops.append(Operation(.present(item, style: style), at: at))
+        }
+        return ops
+    }
+
+    /// A tab bar's selection set to `route`: `select` of the first tab whose route is
+    /// it (by entry id), else of the route by name.
+    public static func select<Route: NavRoute>(_ tabs: NavCoordinator, at: String, to route: Route) -> [Operation] {
+        if tabs.visible?.route(as: Route.self) == route { return [] }
+        if let tab = tabs.entries.first(where: { $0.route(as: Route.self) == route }) {
+            return [Operation(.select(.entry(tab.id)))]
+        }
+        guard let item = try? RouteCoding.item(route) else { return [] }
+        return [Operation(.select(.route(item.route)), at: at)]
+    }
+}
