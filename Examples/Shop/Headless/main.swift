@@ -1,1 +1,87 @@
-print("todo")
+import Foundation
+import NavSync
+import NavSyncClient
+import NavSyncRuntime
+import ShopModel
+
+// The demo shop's flow without a screen: the same typed routes and navigator calls the
+// SwiftUI app (Examples/Shop/App) makes, driven against a real server on Linux through
+// the libuv transport. It prints the active path after each step and exits non-zero at
+// the first error.
+//
+//   shop-headless [ws://127.0.0.1:7420/ws] [--session demo]
+
+var urls: [WebSocketURL] = []
+var session = "demo"
+var arguments = CommandLine.arguments.dropFirst()
+while let a = arguments.popFirst() {
+    if a == "--session", let s = arguments.popFirst() { session = s }
+    else if let u = WebSocketURL(a) { urls.append(u) }
+    else { FileHandle.standardError.write(Data("usage: shop-headless [URL...] [--session NAME]\n".utf8)); exit(2) }
+}
+
+@MainActor
+func run() async throws {
+    let transport = LibuvTransport()
+    defer { transport.shutdown() }
+    let nav = Navigator(.init(session: session, urls: urls.isEmpty ? [.default] : urls, name: "shop-headless", create: true),
+                        routes: RouteCheck.shop, transport: transport)
+    try await nav.connect()
+    func show(_ step: String) {
+        let path = nav.tree?.activePath.map { $0.params.isEmpty ? $0.route : "\($0.route)\(JSON.object($0.params).encodedString())" } ?? []
+        print("rev \(nav.rev)  \(step): \(path.joined(separator: " > "))")
+    }
+    show("joined")
+    // Sign in, land on the shop's front (one command: all or nothing).
+    try await nav.batch { b in
+        try b.setRoot(AppRoute.main)
+        try b.select(MainTab.home)
+    }
+    show("signed in")
+    let home = nav.stack("Home", HomeRoute.self)
+    // What a NavigationStack does when the user taps a product, then swipes back.
+    home.path = [.detail(id: 42)]
+    try await until { home.path == [.detail(id: 42)] && !nav.isWriting }
+    show("tapped a product")
+    try await nav.route(to: HomeRoute.reviews(id: 42, rating: 4.5))
+    show("opened its reviews")
+    home.path = [.detail(id: 42)]
+    try await until { !nav.isWriting }
+    show("swiped back")
+    // The settings sheet, and a step inside it, then dismissed by the binding.
+    home.sheet = .settings
+    try await until { !nav.isWriting }
+    try await nav.route(to: SettingsRoute.notifications(enabled: true))
+    show("settings sheet")
+    home.sheet = nil
+    try await until { !nav.isWriting }
+    show("dismissed")
+    // The cart tab and a checkout cover, by a deep link.
+    nav.tabs("Main", MainTab.self).selection = .cart
+    try await until { !nav.isWriting }
+    try await nav.open("/checkout?total=19.5")
+    show("checkout")
+    try await nav.alert("Pay 19.50?", buttons: [AlertButton(id: "cancel", label: "Cancel", role: "cancel"), AlertButton(id: "pay", label: "Pay")])
+    try await nav.respond(alert: nav.presentedAlert!.id, button: "pay")
+    try await nav.route(to: CheckoutRoute.done)
+    show("paid")
+    if let error = nav.lastError { throw error }
+    await nav.close()
+}
+
+/// Waits for a binding's write to be answered.
+@MainActor
+func until(_ condition: () -> Bool) async throws {
+    for _ in 0..<500 {
+        if condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    throw NavError(.internal, "timed out")
+}
+
+do {
+    try await run()
+} catch {
+    FileHandle.standardError.write(Data("shop-headless: \(error)\n".utf8))
+    exit(1)
+}

@@ -86,6 +86,9 @@ public final class Navigator {
     var pending: [String: JSON] = [:]
     @ObservationIgnored var writes = 0
 
+    /// Whether a change made through a binding is still waiting for the server.
+    public var isWriting: Bool { !pending.isEmpty }
+
     /// The state, read: coordinators, entries, the alert, the active path.
     public var tree: NavTree? { state.flatMap(NavTree.init) }
 

@@ -1,0 +1,79 @@
+import Testing
+import NavSync
+@testable import NavSyncClient
+import ShopModel
+import TestSupport
+@testable import NavSyncRuntime
+
+/// The app client against a real navsyncd on loopback, through the libuv transport:
+/// what the hub-backed value tests show, over real sockets.
+@MainActor
+@Suite("Navigator on loopback", .serialized)
+struct NavigatorLoopbackTests {
+    /// Waits (on real sockets) until `condition` holds, at most `seconds`.
+    func until(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+        for _ in 0..<Int(seconds * 100) {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    func url(_ server: TestServer) -> WebSocketURL { WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws") }
+
+    @Test func twoNavigatorsAndASessionClientMirrorOneSessionAndBackSwipesPopOnce() async throws {
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        let transport = LibuvTransport()
+        defer { transport.shutdown() }
+        let phone = Navigator(.init(session: "demo", urls: [url(server)], name: "phone"), routes: RouteCheck.shop, transport: transport)
+        let tablet = Navigator(.init(session: "demo", urls: [url(server)], name: "tablet"), routes: RouteCheck.shop, transport: transport)
+        try await phone.connect()
+        try await tablet.connect()
+        var options = SessionClient.Options()
+        options.url = url(server)
+        let mirror = SessionClient.running(options)
+
+        try await phone.open("/product/7")
+        try await phone.route(to: HomeRoute.reviews(id: 7, rating: 4.5))
+        #expect(await until { tablet.rev == 2 })
+        #expect(tablet.stack("Home", HomeRoute.self).path == [.detail(id: 7), .reviews(id: 7, rating: 4.5)])
+
+        // Both devices swipe back from the reviews screen at once.
+        phone.stack("Home", HomeRoute.self).path = [.detail(id: 7)]
+        tablet.stack("Home", HomeRoute.self).path = [.detail(id: 7)]
+        #expect(await until { phone.rev == 3 && tablet.rev == 3 && phone.pending.isEmpty && tablet.pending.isEmpty })
+        try? await Task.sleep(for: .milliseconds(100))   // a second pop, were there one, would show by now
+        #expect(phone.rev == 3 && tablet.rev == 3, "popped once")
+        #expect(phone.stack("Home", HomeRoute.self).path == [.detail(id: 7)] && tablet.lastError == nil)
+        var mirrored: JSON?
+        for await state in mirror.states() {
+            if state == phone.state { mirrored = state; break }
+        }
+        #expect(mirrored == tablet.state && mirrored != nil, "the terminal client's mirror is the same document")
+
+        await mirror.close()
+        await phone.close()
+        await tablet.close()
+    }
+
+    @Test func aNavigatorMovesToTheNextServerWhenItsServerStops() async throws {
+        let first = try TestServer.sessions()
+        let second = try TestServer.sessions()
+        defer { second.stop() }
+        let transport = LibuvTransport()
+        defer { transport.shutdown() }
+        let nav = Navigator(.init(session: "demo", urls: [url(first), url(second)]), routes: RouteCheck.shop, transport: transport)
+        try await nav.connect()
+        try await nav.open("/product/7")
+        #expect(nav.rev == 1)
+        first.stop()
+        #expect(await until { nav.status != .joined })
+        #expect(await until(10) { nav.status == .joined })
+        // The second server's demo session is another history: a snapshot of it.
+        #expect(nav.rev == 0 && nav.tree?.root.visible?.route(as: AppRoute.self) == .onboarding)
+        try await nav.setRoot(AppRoute.main)
+        #expect(nav.rev == 1 && nav.tabs("Main", MainTab.self).selection == .home)
+        await nav.close()
+    }
+}

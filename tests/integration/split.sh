@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The package split: what an app adds links no C library (docs/swift.md).
+#  1. `swift package describe`: NavSync and NavSyncClient reach no system-library target.
+#  2. A copy of the package holding only NavSync, NavSyncClient and docs/swift.md's
+#     snippets (no CUV, CJansson or CHiredis target, so no libuv, jansson or hiredis
+#     header in reach) builds.
+#  3. The same copy with `import CJansson` in the client fails to build: the check fails
+#     when it should.
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+swift package describe --type json >"$OUT/split-describe.json"
+no_c_target() {   # no_c_target TARGET: nothing it depends on, transitively, is a C target
+    python3 - "$OUT/split-describe.json" "$1" <<'PY'
+import json, sys
+targets = {t["name"]: t for t in json.load(open(sys.argv[1]))["targets"]}
+seen, todo = set(), [sys.argv[2]]
+while todo:
+    name = todo.pop()
+    if name in seen: continue
+    seen.add(name)
+    todo += targets[name].get("target_dependencies", [])
+c = sorted(n for n in seen if targets[n]["type"] == "system-target" or targets[n].get("module_type") != "SwiftTarget")
+print(sys.argv[2], "depends on", sorted(seen - {sys.argv[2]}), "; C targets:", c)
+sys.exit(1 if c else 0)
+PY
+}
+check "NavSyncClient reaches no C target" no_c_target NavSyncClient
+check "NavSync reaches no C target" no_c_target NavSync
+has_c_target() { ! no_c_target "$1"; }
+check "NavSyncRuntime does (the check sees C targets)" has_c_target NavSyncRuntime
+
+copy="$OUT/split-copy"
+rm -rf "$copy"
+mkdir -p "$copy/Sources/DocSnippets"
+cp -r Sources/NavSync Sources/NavSyncClient "$copy/Sources/"
+# Every ```swift block of docs/swift.md, in one file; a block importing SwiftUI only
+# where SwiftUI exists.
+python3 - docs/swift.md "$copy/Sources/DocSnippets/Snippets.swift" <<'PY'
+import re, sys
+blocks = re.findall(r"```swift\n(.*?)```", open(sys.argv[1]).read(), re.S)
+imports, bodies = {"import NavSyncClient"}, []
+for b in blocks:
+    body = "\n".join(l for l in b.splitlines() if not l.startswith("import "))
+    if "import SwiftUI" in b:
+        body = "#if canImport(SwiftUI)\nimport SwiftUI\n" + body + "\n#endif"
+    imports |= {l for l in b.splitlines() if l.startswith("import ") and l != "import SwiftUI"}
+    bodies.append(body)
+open(sys.argv[2], "w").write("\n".join(sorted(imports)) + "\n\n" + "\n\n".join(bodies) + "\n")
+print(len(blocks), "snippets")
+PY
+cat >"$copy/Package.swift" <<'SWIFT'
+// swift-tools-version:6.0
+import PackageDescription
+let package = Package(
+    name: "navsync-client-only",
+    targets: [
+        .target(name: "NavSync"),
+        .target(name: "NavSyncClient", dependencies: ["NavSync"]),
+        .target(name: "DocSnippets", dependencies: ["NavSyncClient"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+SWIFT
+check "the client and docs/swift.md's snippets build with no C target in the package" \
+    swift build --package-path "$copy" --scratch-path "$OUT/split-build"
+echo 'import CJansson' >"$copy/Sources/NavSyncClient/Poison.swift"
+fails() { ! "$@"; }
+check "...and the build fails once the client imports CJansson" \
+    fails swift build --package-path "$copy" --scratch-path "$OUT/split-build"
+finish
