@@ -1,4 +1,4 @@
-// Type declarations of navsync.js, the browser client of navsync (DESIGN.md section 16).
+// Type declarations of navsync.js, the browser client of navsync (docs/javascript.md; served by navsyncd at /navsync.js).
 // Served by navsyncd at GET /navsync.d.ts. Guide: docs/javascript.md.
 
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
@@ -139,7 +139,7 @@ export interface Session {
   respond(alert: string, button: string, options?: OpOptions): Promise<Ack>;
   reset(options?: OpOptions): Promise<Ack>;
 
-  /** A page of history, newest first (DESIGN.md section 15). */
+  /** A page of history, newest first (docs/protocol.md, "History"). */
   history(options?: { before?: number; limit?: number }): Promise<{ rev: number; earliest: number; entries: HistoryEntry[] }>;
   /** The state of a revision history holds; the mirror is untouched. */
   stateAt(rev: number): Promise<{ rev: number; state: NavState; historic: boolean }>;

@@ -1,4 +1,4 @@
-// navsync.js: the browser client of navsync (DESIGN.md section 16).
+// navsync.js: the browser client of navsync (docs/javascript.md; served by navsyncd at /navsync.js).
 //
 // One ES module, no dependencies, no build step. It speaks the navsync WebSocket
 // protocol (docs/protocol.md): it says hello (resuming its client identity), joins
@@ -373,7 +373,7 @@ class Session extends Emitter {
     });
   }
 
-  // One helper per operation (DESIGN.md section 4). The last argument may be an
+  // One helper per operation (docs/protocol.md, "Operations"). The last argument may be an
   // options object: `at` (the coordinator) and `hints` go in the op, the rest
   // (`base`, `onConflict`, `label`) in the command.
   #op(op, fields, options = {}) {
@@ -421,7 +421,7 @@ class Session extends Emitter {
   respond(alert, button, options) { return this.#op("respond", { alert, button }, options); }
   reset(options) { return this.#op("reset", {}, options); }
 
-  // ---- history (DESIGN.md section 15) ----
+  // ---- history (docs/protocol.md, "History") ----
 
   /** A page of history, newest first: {rev (current), earliest (oldest held),
    *  entries: [{rev, ts, client, name, cmd, ops, results, label?}]}. */

@@ -15,6 +15,8 @@ public struct ClientOptions: Sendable, Equatable {
     public var json = false
     public var create = false
     public var flow: String?
+    /// A label for the commands sent (history shows it; `restore LABEL` finds it).
+    public var label: String?
     /// Arguments that are neither the URL nor a flag (the commands of `exec`).
     public var rest: [String] = []
 
@@ -29,6 +31,7 @@ public struct ClientOptions: Sendable, Equatable {
       --flow NAME        the flow of a session created with --create
       --name NAME        the name others see for this client (default navclient)
       --token TOKEN      an access token, for servers with an auth file
+      --label TEXT       label the commands sent (exec): history shows it, restore finds it
       --json             machine-readable output
     """
 
@@ -63,6 +66,9 @@ public struct ClientOptions: Sendable, Equatable {
             case "--token":
                 guard let v = value() else { return .failure(UsageError("--token needs a token")) }
                 o.token = v
+            case "--label":
+                guard let v = value(), (1...64).contains(v.count) else { return .failure(UsageError("--label needs a label of 1 to 64 characters")) }
+                o.label = v
             case "--flow":
                 guard let v = value() else { return .failure(UsageError("--flow needs a flow name")) }
                 o.flow = v

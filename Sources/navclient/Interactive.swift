@@ -48,16 +48,42 @@ final class Interactive {
 
     /// Joins a session; creates it only with `--create` or the `create` command, so a
     /// typo is an error that offers to create, never a new session (as `exec` does).
+    /// Joins a session. The first one at start; a later one (`join`, `create`) stays a
+    /// candidate until it is joined, so a refused join leaves the prompt where it was.
     func join(_ session: String, create: Bool = false) {
-        client?.stop()
-        options.session = session
         var s = options.sessionOptions(reconnect: true)
+        s.session = session
         s.create = create || options.create
         let c = SessionClient(loop: loop, options: s)
-        client = c
+        let previous: SessionClient? = client
+        if previous == nil {
+            client = c
+            options.session = session
+        }
         var refused = false
         c.onEvent = { [unowned self, weak c] event in
-            guard let c, c === client, !quitting else { return }
+            guard let c, !quitting else { return }
+            if c !== client {
+                // A join still deciding: it takes over once joined, or is dropped.
+                switch event {
+                case .connection(true, let reason):
+                    previous?.stop()
+                    client = c
+                    options.session = session
+                    connection = "connected"
+                    say(reason)
+                case .error(let e):
+                    refused = true
+                    c.stop()
+                    let why = e.code == .unknownSession ? "no session '\(session)' here (type `create \(session)` to make it, `sessions` to list them)" : describe(e)
+                    say("cannot join \(session): \(why); still in \(options.session)", error: true)
+                case .connection(false, let reason) where !c.isJoined && !refused:
+                    refused = true
+                    say("cannot join \(session): \(reason); still in \(options.session)", error: true)
+                default: return
+                }
+                return draw()
+            }
             switch event {
             case .state:
                 c.reportStatus()
@@ -72,14 +98,15 @@ final class Interactive {
                 connection = up ? "connected" : refused ? "not joined" : "reconnecting"
                 if up || !refused { say(up ? reason : "connection lost: \(reason); reconnecting", error: !up) }
             case .error(let e):
-                say(describe(e), error: true)
                 if !c.isJoined {
                     refused = true
                     connection = "not joined"
                     if e.code == .unknownSession {
-                        say("  no session '\(session)' here: type `create \(session)` to make it, `sessions` to list them, or `join NAME`")
+                        say("no session '\(session)' here: type `create \(session)` to make it, `sessions` to list them, or `join NAME`", error: true)
+                        break
                     }
                 }
+                say(describe(e), error: true)
             }
             draw()
         }
@@ -135,7 +162,7 @@ final class Interactive {
         switch command {
         case .ops(let ops):
             say("> \(line)")
-            client.send(ops) { [weak self] result in
+            client.send(ops, label: options.label) { [weak self] result in
                 switch result {
                 case .success(let ack): self?.say("  \(describe(ack))")
                 case .failure(let e): self?.say("  \(describe(e))", error: true)
@@ -223,7 +250,7 @@ final class Interactive {
         if tree.count > treeRows { out += "\u{1B}[2m… \(tree.count - treeRows) more lines\u{1B}[0m\r\n" }
         out += "\u{1B}[\(rows - messageRows - 1);1H"
         let up = client.isJoined
-        let status = "\(up ? "●" : "○") \(connection)  session \(options.session)  rev \(client.rev)"
+        let status = "\(up ? "●" : "○") \(connection) to \(client.server)  session \(options.session)  rev \(client.rev)"
             + (client.unacknowledged > 0 ? "  unacknowledged \(client.unacknowledged)" : "")
             + "  members \(client.members.count)" + (client.clientID.map { "  you \($0)" } ?? "")
         out += "\u{1B}[7m" + fit(status).padding(toLength: columns, withPad: " ", startingAt: 0) + "\u{1B}[0m\r\n"

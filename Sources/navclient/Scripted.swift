@@ -83,7 +83,7 @@ enum Scripted {
         case nil:
             done(true)
         case .ops(let ops)?:
-            client.send(ops) { result in
+            client.send(ops, label: o.label) { result in
                 switch result {
                 case .success(let ack):
                     printLine(o.json ? ServerMessage.ack(session: o.session, ack).json().encodedString() : "\(line) -> \(describe(ack))")

@@ -89,8 +89,7 @@ if options.wsEcho {
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, journaled: store != nil,
                   cluster: cluster.map { Hub.ClusterSettings(node: $0.node, incarnation: $0.incarnation,
                                                              snapshotEvery: options.snapshotEveryGiven ? options.snapshotEvery : 10_000) },
-                  newClientID: { "c" + RandomIDs.hex(cluster == nil ? 6 : 10) }, newEpoch: { RandomIDs.hex(8) }, clock: monotonicNanoseconds,
-                  wallClock: unixMilliseconds)
+                  ids: .random(seed: UInt64.random(in: .min ... .max)))
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
                                 allowedOrigins: options.allowedOrigins, authFile: options.authFile,
                                 store: store, cluster: cluster)

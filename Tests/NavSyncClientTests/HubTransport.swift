@@ -25,8 +25,7 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
         var config = HubConfiguration()
         configure(&config)
         var clients = 0
-        hub = Hub(configuration: config, flows: [studioFlow], newClientID: { clients += 1; return "c\(clients)" },
-                  newEpoch: { "ep1" }, clock: { 0 })
+        hub = Hub(configuration: config, flows: [studioFlow], ids: .counting())
         _ = hub.handle(.started, now: 0)
     }
 

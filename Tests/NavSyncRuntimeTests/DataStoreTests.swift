@@ -26,8 +26,7 @@ struct DataStoreTests {
                                                         configuration: HubConfiguration(), logger: Logger(level: .off))
             var n = 0
             let hub = Hub(configuration: HubConfiguration(), flows: [], restored: restored, journaled: true,
-                          newClientID: { n += 1; return "c\(n)" }, newEpoch: { RandomIDs.hex(4) }, clock: monotonicNanoseconds,
-                          wallClock: unixMilliseconds)
+                          ids: .counting(epoch: RandomIDs.hex(4) + "-"))
             return SessionServer(hub: hub, store: store)
         }
     }

@@ -179,8 +179,7 @@ extension TestServer {
             var config = HubConfiguration()
             configure(&config)
             var n = 0
-            let hub = Hub(configuration: config, flows: [], newClientID: { n += 1; return "c\(n)" },
-                          newEpoch: { RandomIDs.hex(4) }, clock: monotonicNanoseconds)
+            let hub = Hub(configuration: config, flows: [], ids: .counting(epoch: RandomIDs.hex(4) + "-"))
             return SessionServer(hub: hub, lagThreshold: lagThreshold)
         }
     }

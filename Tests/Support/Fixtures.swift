@@ -24,8 +24,7 @@ package final class HubFixture {
         configure(&config)
         var clients = 0
         var epochs = 0
-        hub = Hub(configuration: config, flows: [studioFlow], newClientID: { clients += 1; return "c\(clients)" },
-                  newEpoch: { epochs += 1; return "ep\(epochs)" }, clock: { 0 })
+        hub = Hub(configuration: config, flows: [studioFlow], ids: .counting())
         #expect(hub.handle(.started, now: 0).isEmpty)   // no journal: the demo session, no effects
     }
 

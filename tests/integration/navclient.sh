@@ -15,6 +15,7 @@ wait_screen() {   # wait_screen TEXT: until the tmux pane shows TEXT (5 s at mos
 
 # --- exec, get, watch --json, sessions: scripts and exit codes
 check "exec runs commands in order, exit 0" bash -c "'$NC' exec '$WS_URL' 'setRoot main' 'push detail id=42' | grep -q 'push detail id=42 -> rev 2: applied'"
+check "exec --label labels what it sends; history shows it" bash -c "'$NC' exec '$WS_URL' --label 'checkout start' 'push detail id=43' >/dev/null && curl -sf '${HTTP_URL}api/sessions/demo/history?limit=1' | grep -q '\"label\":\"checkout start\"'"
 check "exec stops at a refused command, exit 1" bash -c "'$NC' exec '$WS_URL' 'push nowhere' 'push detail id=1' 2>'$OUT/exec-err.txt'; [ \$? -eq 1 ] && grep -q unknown_route '$OUT/exec-err.txt'"
 check "exec refuses a mistyped param before sending, exit 1" bash -c "'$NC' exec '$WS_URL' 'push detail id=abc' 2>&1; [ \$? -eq 1 ]"
 check "get prints the tree" bash -c "'$NC' get '$WS_URL' | grep -q 'detail id=42'"
@@ -107,6 +108,10 @@ check "...and the server has no such session" bash -c "! curl -sf '${HTTP_URL}ap
 tmux send-keys -t nc2 'create tpyo' Enter
 check "interactive: create NAME makes it and joins" wait_screen2 "session tpyo  rev 0"
 check "...on the server too" bash -c "curl -sf '${HTTP_URL}api/sessions/tpyo' | grep -q '\"rev\":0'"
+check "interactive: the status line names the server" wait_screen2 "connected to $WS_URL  session tpyo"
+tmux send-keys -t nc2 'join nosuch' Enter
+check "interactive: a refused join says so once and stays where it was" wait_screen2 "cannot join nosuch: no session 'nosuch'"
+check "...one error, the prompt and the status line still on tpyo" bash -c "screen=\$(tmux capture-pane -t nc2 -p); [ \$(grep -c 'cannot join nosuch' <<<\"\$screen\") -eq 1 ] && grep -q 'navsync tpyo>' <<<\"\$screen\" && grep -q 'session tpyo  rev 0' <<<\"\$screen\""
 # Long output: help and get wrap and page (PgUp/PgDn) instead of being cut.
 tmux send-keys -t nc2 'help' Enter
 check "interactive: help's last entry shows" wait_screen2 "quit "

@@ -136,12 +136,15 @@ public struct SessionMachine: Sendable {
 
     /// A command of operations; its answer comes as `.answered(command: id, …)`.
     /// Commands queue while disconnected and go out (or out again) once joined.
-    public mutating func command(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase) -> (id: Int64, effects: [Effect]) {
+    /// `label` names the revision in history (section 15: 1 to 64 characters).
+    public mutating func command(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase,
+                                 label: String? = nil) -> (id: Int64, effects: [Effect]) {
         let id = nextCommand
         nextCommand += 1
         var m: JSONObject = ["type": "command", "session": .string(options.session), "id": .int(id), "ops": .array(ops)]
         if let base { m["base"] = .int(Int64(base)) }
         if onConflict != .rebase { m["onConflict"] = .string(onConflict.rawValue) }
+        if let label { m["label"] = .string(label) }
         let bytes = JSON.object(m).encoded()
         pending.append((id, bytes))
         return (id, isJoined ? [.send(bytes)] : [])

@@ -62,6 +62,9 @@ extension NavDocument {
         case .appendTab(let item), .insertTab(let item, _):
             let p = try target(name, route: item.route, at)
             let owner = state[p]
+            // The op's own fields first (its params: bad_params), then what depends on
+            // the state (the index's range: invalid_op), as Appendix A orders errors.
+            let params = try params(item, of: p)
             var index = owner.entries.count
             if case .insertTab(_, let i) = action {
                 guard (0...owner.entries.count).contains(i) else {
@@ -69,7 +72,6 @@ extension NavDocument {
                 }
                 index = i
             }
-            let params = try params(item, of: p)
             guard owner.entries.count < limits.maxTabs else {
                 throw NavError(.invalidOp, "\(owner.type) already has \(limits.maxTabs) tabs, the most a tab bar may")
             }

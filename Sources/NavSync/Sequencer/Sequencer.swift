@@ -272,24 +272,32 @@ public struct Sequencer: Sendable {
         for key in o.keys where !["op", "rev", "label"].contains(key) && !(trusted && key == "state") {
             throw NavError(.badParams, "'restore' takes 'rev' or 'label', not '\(key)'")
         }
+        // Its fields, then the conflict check, then the lookup (Appendix A's order): a
+        // stale `reject` is a conflict even when the revision it names is not there.
+        enum Wanted { case rev(Int), label(String) }
+        let wanted: Wanted
+        switch (o["rev"], o["label"]) {
+        case (.int(let r)?, nil) where r >= 0: wanted = .rev(Int(r))
+        case (nil, .string(let label)?): wanted = .label(label)
+        default:
+            throw NavError(.badParams, "'restore' takes 'rev' (a revision, an integer >= 0) or 'label' (a string), one of them")
+        }
+        try Self.checkWholeChange("restore", ctx)
         let target: Int
         let stateJSON: JSON
-        switch (o["rev"], o["label"]) {
-        case (.int(let r)?, nil) where r >= 0:
-            target = Int(r)
+        switch wanted {
+        case .rev(let r):
+            target = r
             if trusted, let carried = o["state"] { stateJSON = carried } else {
                 stateJSON = try history.state(at: target, current: working.state.json)
             }
-        case (nil, .string(let label)?):
+        case .label(let label):
             guard let r = history.newest(label: label) else {
                 throw NavError(.notFound, "no revision history holds has the label '\(label)'")
             }
             target = r
             stateJSON = try history.state(at: r, current: working.state.json)
-        default:
-            throw NavError(.badParams, "'restore' takes 'rev' (a revision, an integer >= 0) or 'label' (a string), one of them")
         }
-        try Self.checkWholeChange("restore", ctx)
         let state: NavState
         do { state = try NavState(json: stateJSON) } catch {
             throw NavError(.internal, "revision \(target) could not be read back: \(error)")

@@ -109,7 +109,7 @@ extension Hub {
             return answer(reply, .error(NavError(.internal, "store unavailable: \(storeDown ?? "not connected to Redis"); nothing was applied, try again")))
         }
         replicas[name, default: Replica()].queue.append(Pending(object: object, client: client, name: senderName, role: role,
-                                                                reply: reply, arrived: clockNow()))
+                                                                reply: reply, arrived: time.nanos))
         pump(name)
     }
 
@@ -123,7 +123,7 @@ extension Hub {
         var answers: [ServerMessage] = []
         var outcomes: [String] = []
         var patches: [Patch] = []
-        let ts = wallClock()
+        let ts = time.wallMS
         for p in r.queue {
             let sender = Sequencer.Sender(name: p.name, ts: ts, mayLoad: p.role == .admin)
             let (outcome, command) = copy.submitDecoding(p.object, client: p.client, refused: p.role.refusedOperations, sender: sender)
@@ -180,7 +180,7 @@ extension Hub {
         replicas[name] = r
         for (i, p) in f.commands.enumerated() {
             commandOutcomes[f.outcomes[i], default: 0] += 1
-            applyLatency.record(nanoseconds: clockNow() &- p.arrived)
+            applyLatency.record(nanoseconds: time.nanos &- p.arrived)
             answer(p.reply, f.answers[i])
         }
         if r.sinceSnapshot >= clusterSettings!.snapshotEvery, let s = sessions[name] {
@@ -536,7 +536,7 @@ extension Hub {
 
     mutating func requestCreate(_ name: String, flow: Flow) {
         guard creating.insert(name).inserted else { return }
-        let seq = Sequencer(flow: flow, epoch: newEpoch(), limits: configuration.limits.model,
+        let seq = Sequencer(flow: flow, epoch: ids.nextEpoch(), limits: configuration.limits.model,
                             idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog,
                             historyCapacity: configuration.history)
         pendingCreations[name] = Session(name: name, flow: flow, sequencer: seq)

@@ -1,7 +1,7 @@
 /// Connections and protocol v1 messages (DESIGN.md sections 6 and 10).
 extension Hub {
     mutating func connect(_ connection: Int, grant: AccessPolicy.Grant?, now: Int64) {
-        let id = newClientID()
+        let id = ids.nextClient()
         peers[connection] = Peer(client: id, name: grant?.label ?? id, role: policy == nil ? .admin : grant?.role, grant: grant,
                                  rate: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now))
     }

@@ -118,16 +118,16 @@ public struct Hub {
     public private(set) var flows: [String: Flow]
     public internal(set) var sessions: [String: Session] = [:]
     var peers: [Int: Peer] = [:]
-    let newClientID: () -> String
-    let newEpoch: () -> String
-    /// Monotonic nanoseconds, for the latency histogram only.
-    private let clock: () -> UInt64
-    /// Milliseconds since the Unix epoch, for history's `ts`.
-    let wallClock: () -> Int64
-    func clockNow() -> UInt64 { clock() }
+    /// Client ids and session epochs: counted in tests, random (from a seed the runtime
+    /// gives) in a server. A value, not a closure, so the hub stays a plain value.
+    var ids: IDSource
+    /// When the event being handled happened (`handle(_:at:)`): the hub reads no clock.
+    public private(set) var time = Instant(ms: 0)
 
     /// Commands by outcome: `applied`, `unchanged`, `duplicate`, or an error code.
     public internal(set) var commandOutcomes: [String: Int] = [:]
+    /// Cluster mode: from a command's arrival to its answer (the append's round trip
+    /// included), by the events' times. A plain server measures its own handling.
     public internal(set) var applyLatency = LatencyHistogram()
 
     // MARK: The journal's side (Hub+Journal.swift)
@@ -176,8 +176,7 @@ public struct Hub {
     var failedReads: Set<String> = []
 
     public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, restored: [Session] = [],
-                journaled: Bool = false, cluster: ClusterSettings? = nil, newClientID: @escaping () -> String, newEpoch: @escaping () -> String,
-                clock: @escaping () -> UInt64, wallClock: @escaping () -> Int64 = { 0 }) {
+                journaled: Bool = false, cluster: ClusterSettings? = nil, ids: IDSource) {
         self.configuration = configuration
         self.policy = policy
         var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
@@ -186,20 +185,19 @@ public struct Hub {
         self.journaled = journaled
         precondition(!(journaled && cluster != nil), "cluster mode keeps nothing on disk")
         clusterSettings = cluster
-        self.newClientID = newClientID
-        self.newEpoch = newEpoch
-        self.clock = clock
-        self.wallClock = wallClock
+        self.ids = ids
         for s in restored { sessions[s.name] = s }
     }
 
     // MARK: The reducer
 
-    public mutating func handle(_ event: Event, now: Int64) -> [Effect] {
+    public mutating func handle(_ event: Event, at time: Instant) -> [Effect] {
         // The hub keeps no effects once they are returned: one would hold a copy of a
         // sequencer, and the session's next command would copy its tables.
         defer { out = [] }
         out = []
+        self.time = time
+        let now = time.ms
         switch event {
         case .started:
             // In cluster mode the demo session is made once Redis answers.
@@ -216,7 +214,7 @@ public struct Hub {
                 emit(.send(to: c, .snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json), id: nil))
             }
         case .httpCommand(let h):
-            let client = h.client ?? "http-" + newClientID()
+            let client = h.client ?? "http-" + ids.nextClient()
             if isClustered {
                 clusterCommand(session: h.session, h.command, client: client, name: client, role: h.role, reply: .http(h))
                 return out
@@ -321,7 +319,7 @@ public struct Hub {
         guard let flow = flows[flowName] else {
             throw NavError(.notFound, "no flow '\(flowName)' (known: \(flows.keys.sorted().joined(separator: ", ")))")
         }
-        let sequencer = Sequencer(flow: flow, epoch: newEpoch(), limits: configuration.limits.model,
+        let sequencer = Sequencer(flow: flow, epoch: ids.nextEpoch(), limits: configuration.limits.model,
                                   idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog,
                                   historyCapacity: configuration.history)
         sessions[name] = Session(name: name, flow: flow, sequencer: sequencer)
@@ -344,12 +342,10 @@ public struct Hub {
         }
         guard let at = sessions.index(forKey: name) else { return fail(NavError(.unknownSession, "no session '\(name)'")) }
         if let e = frozen[name] { return fail(e) }
-        let started = clock()
-        let sender = Sequencer.Sender(name: senderName, ts: wallClock(), mayLoad: role == .admin)
+        let sender = Sequencer.Sender(name: senderName, ts: time.wallMS, mayLoad: role == .admin)
         // Through the dictionary's values in place (`sessions[name]!` copied the session
         // out and back, some 1,000 instructions per command).
         let (outcome, command) = sessions.values[at].sequencer.submitDecoding(object, client: client, refused: role.refusedOperations, sender: sender)
-        applyLatency.record(nanoseconds: clock() &- started)
         switch outcome {
         case .applied(let ack, let patch):
             commandOutcomes["applied", default: 0] += 1
@@ -372,8 +368,89 @@ public struct Hub {
 }
 
 extension Hub.Event {
+    /// A command, from a connection or over HTTP.
+    public var isCommand: Bool {
+        switch self {
+        case .httpCommand: return true
+        case .request(_, let r): if case .success(.command) = r.message { return true } else { return false }
+        default: return false
+        }
+    }
+
     /// A text message from a connection, parsed by the core's parser.
     public static func text(_ connection: Int, _ bytes: [UInt8]) -> Hub.Event {
         .request(connection, ClientRequest(bytes: bytes))
     }
+}
+
+extension Hub {
+    /// When an event happened, as the runtime's clocks read it.
+    public struct Instant: Sendable, Equatable {
+        /// Monotonic milliseconds (the loop's clock): rate limits, presence intervals.
+        public var ms: Int64
+        /// Milliseconds since the Unix epoch: history's `ts`.
+        public var wallMS: Int64
+        /// Monotonic nanoseconds: latencies across events.
+        public var nanos: UInt64
+
+        public init(ms: Int64, wallMS: Int64 = 0, nanos: UInt64? = nil) {
+            self.ms = ms
+            self.wallMS = wallMS
+            self.nanos = nanos ?? UInt64(max(ms, 0)) &* 1_000_000
+        }
+    }
+
+    /// The reducer with only the monotonic milliseconds (tests; history's `ts` is 0).
+    public mutating func handle(_ event: Event, now: Int64) -> [Effect] {
+        handle(event, at: Instant(ms: now))
+    }
+
+    /// Where client ids and epochs come from.
+    public struct IDSource: Sendable {
+        enum Kind: Sendable { case counting(client: String, epoch: String), random }
+        let kind: Kind
+        private var count = 0
+        private var epochs = 0
+        /// SplitMix64 state (random ids).
+        private var state: UInt64
+
+        /// `c1`, `c2`, … and `ep1`, `ep2`, …: tests.
+        public static func counting(client: String = "c", epoch: String = "ep") -> IDSource {
+            IDSource(kind: .counting(client: client, epoch: epoch), state: 0)
+        }
+
+        /// Random hex ids from `seed`: a server seeds it from the system's generator, so
+        /// ids never repeat across restarts or nodes.
+        public static func random(seed: UInt64) -> IDSource { IDSource(kind: .random, state: seed) }
+
+        private init(kind: Kind, state: UInt64) { self.kind = kind; self.state = state }
+
+        /// A client id: `c` and 16 hex digits (unique across the nodes of a cluster).
+        mutating func nextClient() -> String {
+            switch kind {
+            case .counting(let prefix, _): count += 1; return prefix + String(count)
+            case .random: return "c" + String(next(), radix: 16).leftPadded(16)
+            }
+        }
+
+        /// An epoch: 16 hex digits.
+        mutating func nextEpoch() -> String {
+            switch kind {
+            case .counting(_, let prefix): epochs += 1; return prefix + String(epochs)
+            case .random: return String(next(), radix: 16).leftPadded(16)
+            }
+        }
+
+        private mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ n: Int) -> String { String(repeating: "0", count: max(0, n - count)) + self }
 }

@@ -40,6 +40,8 @@ public struct LatencyHistogram: Sendable {
     public private(set) var count = 0
     public private(set) var sum = 0.0
 
+    public init() {}
+
     public mutating func record(nanoseconds: UInt64) {
         let seconds = Double(nanoseconds) / 1e9
         count += 1

@@ -28,7 +28,7 @@ extension SessionServer {
         m.gauge("navsync_history_revisions", "Revisions held by history, all sessions (--history per session).", held)
         m.gauge("navsync_history_earliest", "The oldest revision history holds, per session.",
                 labelled: hub.sessions.keys.sorted().map { ("session=\"\($0)\"", hub.sessions[$0]!.sequencer.history.earliest) })
-        let h = hub.applyLatency
+        let h = hub.isClustered ? hub.applyLatency : commandLatency
         m.histogram("navsync_command_apply_seconds", "Time to sequence and apply one command.", bounds: LatencyHistogram.bounds,
                     cumulative: h.cumulative, sum: h.sum, count: h.count)
         return m.text

@@ -28,6 +28,8 @@ public final class SessionServer: ServerApplication {
     private unowned(unsafe) var server: Server?
     /// Patch messages queued to members (one per member per patch), for /metrics.
     public private(set) var patchesSent = 0
+    /// Time to handle one command (decode, sequence, apply, encode), outside cluster mode.
+    public private(set) var commandLatency = LatencyHistogram()
 
     /// Per connection, kept in `Connection.context`.
     final class ClientState {
@@ -53,8 +55,14 @@ public final class SessionServer: ServerApplication {
     }
 
     /// The one way into the hub: the event, then its effects carried out.
+    /// The hub reads no clock: each event comes with the loop's time, the wall clock (for
+    /// history) and monotonic nanoseconds. A command's handling is timed here, around
+    /// the reducer (in cluster mode the hub times arrival to answer itself).
     package func handle(_ event: Hub.Event, on server: Server?) {
-        perform(hub.handle(event, now: server?.now ?? 0), on: server)
+        let started = monotonicNanoseconds()
+        let effects = hub.handle(event, at: Hub.Instant(ms: server?.now ?? 0, wallMS: unixMilliseconds(), nanos: started))
+        if !hub.isClustered, event.isCommand { commandLatency.record(nanoseconds: monotonicNanoseconds() &- started) }
+        perform(effects, on: server)
     }
 
     private func perform(_ effects: [Hub.Effect], on server: Server?) {

@@ -16,6 +16,8 @@ public final class SessionClient {
     public var members: [Member] { machine.members }
     /// This client's identity; kept across reconnects.
     public var clientID: String? { machine.clientID }
+    /// The server this client is on (or trying next).
+    public var server: WebSocketURL { machine.currentURL }
     public var isJoined: Bool { machine.isJoined }
     /// A lost or failed connection will be tried again (the next server, or later).
     public var willRetry: Bool { machine.willRetry }
@@ -58,15 +60,15 @@ public final class SessionClient {
 
     /// Sends a command of operations; `done` gets its ack or error. Commands queue up
     /// while disconnected and go out (or out again) once joined.
-    public func send(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase,
-                     done: @escaping (Result<Ack, NavError>) -> Void = { _ in }) {
+    public func send(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase, label: String? = nil,
+                     done: @escaping (Result<Ack, NavError>) -> Void) {
         guard !isFinished else { return done(.failure(Self.closed)) }
-        let (id, effects) = machine.command(ops, base: base, onConflict: onConflict)
+        let (id, effects) = machine.command(ops, base: base, onConflict: onConflict, label: label)
         answers[id] = done
         perform(effects)
     }
 
-    public func send(_ operations: [Operation], done: @escaping (Result<Ack, NavError>) -> Void = { _ in }) {
+    public func send(_ operations: [Operation], done: @escaping (Result<Ack, NavError>) -> Void) {
         send(operations.map(\.json), done: done)
     }
 

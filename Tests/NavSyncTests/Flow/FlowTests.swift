@@ -182,7 +182,17 @@ struct FlowTests {
 
     @Test func recursionThroughNonInitialRoutesIsAllowed() throws {
         let text = Self.shopText.replacingFirst(#""about": {}"#, with: #""about": { "coordinator": "Settings" }"#)
-        _ = try Flow.load(bytes: Array(text.utf8), file: "shop.json")
+        let flow = try Flow.load(bytes: Array(text.utf8), file: "shop.json")
+        #expect(flow.spec("Settings").routes["about"]?.coordinator == "Settings")
+        #expect(flow.spec("Settings").initial == [RouteRef(route: "main", params: [:])])
+        // The recursion is there to use: each `about` opens a Settings of its own, in its
+        // initial state, one level deeper, and nothing nests by itself.
+        var h = Harness(flow: flow)
+        h.ok(["op": "setRoot", "route": "main"], ["op": "present", "route": "settings"], ["op": "route", "route": "about"],
+             ["op": "route", "route": "about"])
+        #expect(h.stack("Settings") == ["(3 Settings)"], "three Settings stacks now")
+        #expect(h.at("/root/current/coordinator/tabs/0/coordinator/stack/1/coordinator/stack/1/coordinator/stack/1/coordinator/stack/0/route") == "main")
+        #expect(h.state.activePath.count == 6, "App, Main, Home and three Settings")
     }
 
     @Test func initialItemsMayCarryParams() throws {

@@ -287,6 +287,9 @@ struct OperationTests {
         #expect(h.entries("Main").map(\.route) == ["cart", "home", "search", "cart", "profile", "search"])
         h.fails(.invalidOp, ["op": "insertTab", "route": "cart", "index": 7])
         h.fails(.badParams, ["op": "insertTab", "route": "cart"])
+        // The op's own fields are checked before the state: unknown params with an index
+        // out of range are bad_params, not invalid_op (Appendix A's order).
+        h.fails(.badParams, ["op": "insertTab", "route": "cart", "index": 7, "params": ["nope": 1]])
         #expect(h.ok(["op": "removeLast", "route": "search"]) == [.applied])
         #expect(h.ok(["op": "removeFirst", "route": "cart"]) == [.applied])
         #expect(h.entries("Main").map(\.route) == ["home", "search", "cart", "profile"])

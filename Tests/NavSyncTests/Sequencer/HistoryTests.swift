@@ -241,6 +241,16 @@ struct RestoreTests {
             Issue.record("a stale undo applied"); return
         }
         #expect(e.code == .conflict && e.rev == 7)
+        // A stale reject is a conflict before the revision is looked up: one newer than
+        // the current one is not_found only when nothing conflicts.
+        guard case .failed(let newer) = seq.submit(["id": 203, "ops": [["op": "restore", "rev": 99]], "base": 6, "onConflict": "reject"], client: "a") else {
+            Issue.record("a restore of a future revision applied"); return
+        }
+        #expect(newer.code == .conflict && newer.rev == 7)
+        guard case .failed(let missing) = seq.submit(["id": 204, "ops": [["op": "restore", "rev": 99]], "base": 7, "onConflict": "reject"], client: "a") else {
+            Issue.record("a restore of a future revision applied"); return
+        }
+        #expect(missing.code == .notFound)
     }
 }
 

@@ -64,8 +64,7 @@ struct AccessTests {
 
     func hub() throws -> Hub {
         var n = 0
-        var h = Hub(configuration: HubConfiguration(), flows: [], policy: try Self.policy(), newClientID: { n += 1; return "c\(n)" },
-                    newEpoch: { "ep" }, clock: { 0 })
+        var h = Hub(configuration: HubConfiguration(), flows: [], policy: try Self.policy(), ids: .counting())
         _ = h.handle(.started, now: 0)
         _ = try? h.createSession("lab-1", flow: "shop")
         _ = try? h.createSession("prod", flow: "shop")
@@ -90,7 +89,7 @@ struct AccessTests {
             ("join", ["type": "join", "session": "demo"]),
             ("create", ["type": "join", "session": "new-1", "create": true]),
             ("get", ["type": "get", "session": "demo"]),
-            ("sync", ["type": "sync", "session": "demo", "since": 0, "epoch": "ep"]),
+            ("sync", ["type": "sync", "session": "demo", "since": 0, "epoch": "ep1"]),
             ("sessions", ["type": "sessions"]),
             ("command", ["type": "command", "session": "demo", "id": 1, "ops": [["op": "dismiss"]]]),
             ("reset", ["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]]),

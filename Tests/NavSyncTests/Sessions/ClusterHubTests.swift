@@ -83,8 +83,7 @@ struct ClusterHubTests {
             var epochs = 0
             var clients = 0
             hub = Hub(configuration: HubConfiguration(), flows: [], cluster: .init(node: name, incarnation: "1", snapshotEvery: 7),
-                      newClientID: { clients += 1; return "\(name)\(clients)" }, newEpoch: { epochs += 1; return "\(name)-ep\(epochs)" },
-                      clock: { 0 })
+                      ids: .counting(client: name, epoch: "\(name)-ep"))
             _ = hub.handle(.started, now: 0)
         }
 

@@ -14,7 +14,7 @@ struct HubJournalTests {
         init() {
             var clients = 0
             hub = Hub(configuration: HubConfiguration(), flows: [studioFlow], journaled: true,
-                      newClientID: { clients += 1; return "c\(clients)" }, newEpoch: { "ep" }, clock: { 0 })
+                      ids: .counting())
         }
 
         mutating func on(_ event: Hub.Event) -> [Hub.Effect] { hub.handle(event, now: now) }
