@@ -65,11 +65,15 @@ public enum ClusterRequest: Sendable {
     case presence(session: String, JSON)
     /// Asks every node for all its members of the session (a node that just read it).
     case askMembers(session: String)
+    /// At each heartbeat: where each replica stands, for the store to compare with
+    /// Redis (a silent pub/sub stall hides nothing for longer than a second).
+    case checkPositions([String: StreamID])
 
     public var session: String {
         switch self {
         case .create(let s, _, _, _), .append(let s, _, _, _, _), .read(let s, _), .snapshot(let s, _, _, _), .delete(let s),
              .presence(let s, _), .askMembers(let s): s
+        case .checkPositions: ""
         }
     }
 }
@@ -84,6 +88,7 @@ extension ClusterRequest: Equatable {
         case (.snapshot(let x, _, let p, _), .snapshot(let y, _, let q, _)): x == y && p == q
         case (.delete(let x), .delete(let y)), (.askMembers(let x), .askMembers(let y)): x == y
         case (.presence(let x, let p), .presence(let y, let q)): x == y && p == q
+        case (.checkPositions(let p), .checkPositions(let q)): p == q
         default: false
         }
     }

@@ -259,6 +259,7 @@ extension Hub {
             out.append(.cluster(.read(session: name, after: nil)))
         case .heartbeat(let nodes, let now):
             expireRemoteMembers(nodes: nodes, now: now)
+            out.append(.cluster(.checkPositions(replicaPositions)))
             for name in failedReads.sorted() where replicas[name]?.reading != true {
                 failedReads.remove(name)
                 replicas[name, default: Replica()].reading = true

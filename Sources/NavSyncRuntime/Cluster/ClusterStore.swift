@@ -46,8 +46,6 @@ public final class ClusterStore {
     public var advertised = ""
     /// Hands the hub what Redis said.
     var onEvent: ((ClusterEvent) -> Void)?
-    /// The hub's replicas' positions, for the once-a-second check.
-    var positions: (() -> [String: StreamID])?
     var logger: Logger?
 
     private var commands: RedisConnection?
@@ -145,13 +143,6 @@ public final class ClusterStore {
             }
             nodes = seen
         }
-        for (name, at) in positions?() ?? [:] {
-            commands.send(["HGET", ClusterScripts.key(name, "meta"), "last"]) { [unowned self] result in
-                guard case .success(let r) = result, let text = r.text, let last = StreamID(text), last > at else { return }
-                catchUps += 1
-                onEvent?(.behind(session: name))
-            }
-        }
     }
 
     // MARK: Requests
@@ -159,6 +150,15 @@ public final class ClusterStore {
     func perform(_ request: ClusterRequest) {
         guard commands != nil else { return }
         switch request {
+        case .checkPositions(let positions):
+            for (name, at) in positions {
+                commands?.send(["HGET", ClusterScripts.key(name, "meta"), "last"]) { [unowned self] result in
+                    guard case .success(let r) = result, let text = r.text, let last = StreamID(text), last > at else { return }
+                    catchUps += 1
+                    onEvent?(.behind(session: name))
+                }
+            }
+
         case .create(let name, let flow, let epoch, let snapshot):
             let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.sessionsKey, ClusterScripts.key(name, "live")]
             let args = [name, flow.source.encodedString(), epoch, String(unixMilliseconds()), snapshot.encodedString(), runID]

@@ -83,7 +83,7 @@ extension SessionServer {
         case .flows:
             if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
             return only("GET") {
-                .json(200, ["flows": .array(([Flow.demo.name] + hub.flows.keys.filter { $0 != Flow.demo.name }.sorted()).map { .string($0) })])
+                .json(200, ["flows": .array(hub.flowNames.map { .string($0) })])
             }
         case .session(let name) where request.method == "DELETE":
             guard originAllowed(request, on: connection.server) else {
@@ -95,7 +95,7 @@ extension SessionServer {
         case .session(let name):
             if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
             return only("GET", also: ["DELETE"]) {
-                guard let s = hub.sessions[name] else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
+                guard hub.hasSession(name) else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
                 if let text = request.query("rev") {
                     // A revision history holds (section 15): the snapshot message, historic when past.
                     guard let rev = Int(text), rev >= 0 else { return Self.error(NavError(.badRequest, "'rev' must be a revision (an integer >= 0), got '\(text)'")) }
@@ -104,8 +104,10 @@ extension SessionServer {
                     case .failure(let e): return Self.error(e)
                     }
                 }
-                return .json(200, ["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
-                                   "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
+                switch hub.sessionDocument(name) {
+                case .success(let document): return .json(200, document)
+                case .failure(let e): return Self.error(e)
+                }
             }
         case .log(let name):
             if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
@@ -127,7 +129,7 @@ extension SessionServer {
         case .history(let name):
             if let refusal = authorize(request, needs: .viewer, session: name).refusal { return refusal }
             return only("GET") {
-                guard let s = hub.sessions[name] else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
+                guard hub.hasSession(name) else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
                 var before: Int?
                 if let text = request.query("before") {
                     guard let b = Int(text) else { return Self.error(NavError(.badRequest, "'before' must be a revision, got '\(text)'")) }
@@ -137,9 +139,10 @@ extension SessionServer {
                 guard let limit = Int(limitText), (1...1_000).contains(limit) else {
                     return Self.error(NavError(.badRequest, "'limit' must be 1 to 1000, got '\(limitText)'"))
                 }
-                let h = s.sequencer.history
-                return .json(200, ServerMessage.history(session: name, rev: s.sequencer.rev, earliest: h.earliest,
-                                                        entries: h.page(before: before, limit: limit)).json())
+                switch hub.historyPage(name, before: before, limit: limit) {
+                case .success(let page): return .json(200, page.json())
+                case .failure(let e): return Self.error(e)
+                }
             }
         case .commands(let name):
             return only("POST") {

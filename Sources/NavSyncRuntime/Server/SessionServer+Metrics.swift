@@ -19,15 +19,15 @@ extension SessionServer {
             m.gauge("navsync_cluster_redis_connected", "1 while the command connection to Redis is up.", cluster.connected ? 1 : 0)
             m.gauge("navsync_cluster_nodes", "Nodes whose heartbeat is at most 5 s old.", cluster.nodes.values.filter { unixMilliseconds() - $0.seen <= 5_000 }.count)
         }
-        m.gauge("navsync_sessions", "Sessions held.", hub.sessions.count)
+        m.gauge("navsync_sessions", "Sessions held.", hub.sessionCount)
         m.gauge("navsync_members", "Session memberships (a connection in two sessions counts twice).", hub.memberCount)
         m.counter("navsync_commands_total", "Commands by outcome: applied, unchanged, duplicate, or the error code.",
                   labelled: hub.commandOutcomes.sorted { $0.key < $1.key }.map { ("result=\"\($0.key)\"", $0.value) })
         m.counter("navsync_patches_sent_total", "Patch messages queued to members.", patchesSent)
-        let held = hub.sessions.values.reduce(0) { $0 + $1.sequencer.history.count }
+        let held = hub.heldRevisions
         m.gauge("navsync_history_revisions", "Revisions held by history, all sessions (--history per session).", held)
         m.gauge("navsync_history_earliest", "The oldest revision history holds, per session.",
-                labelled: hub.sessions.keys.sorted().map { ("session=\"\($0)\"", hub.sessions[$0]!.sequencer.history.earliest) })
+                labelled: hub.earliestRevisions.map { ("session=\"\($0.session)\"", $0.rev) })
         let h = hub.isClustered ? hub.applyLatency : commandLatency
         m.histogram("navsync_command_apply_seconds", "Time to sequence and apply one command.", bounds: LatencyHistogram.bounds,
                     cumulative: h.cumulative, sum: h.sum, count: h.count)

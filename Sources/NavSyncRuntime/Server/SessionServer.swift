@@ -77,7 +77,7 @@ public final class SessionServer: ServerApplication {
             case .send(let to, let message, let id):
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
                 // A `joined` goes in parts its session's joins share; the rest whole.
-                let parts = joinedFrames.frame(message, id: id, live: { hub.sessions[$0] != nil })
+                let parts = joinedFrames.frame(message, id: id, live: { self.hub.hasSession($0) })
                 let sent = parts.map { connection.send($0) } ?? connection.send(OutgoingBuffer(text: message, id: id))
                 if !sent { connection.abort(.overflow); continue }
                 connection.writeFirst()
@@ -170,7 +170,6 @@ public final class SessionServer: ServerApplication {
             server.every(hub.configuration.presenceInterval) { [unowned self, unowned server] in handle(.tick, on: server) }
             if let cluster {
                 cluster.onEvent = { [unowned self, unowned server] in handle(.cluster($0), on: server) }
-                cluster.positions = { [unowned self] in hub.replicaPositions }
                 if cluster.advertised.isEmpty { cluster.advertised = server.webSocketURL }
                 cluster.start(on: server, newEpoch: { RandomIDs.hex(8) })
             }

@@ -64,6 +64,10 @@ struct ClusterHubTests {
                 return (nil, [.presence(session: name, payload)])
             case .askMembers(let name):
                 return (nil, [.membersWanted(session: name)])
+            case .checkPositions(let positions):
+                // A replica behind what Redis holds is told so (the first such, by name).
+                let behind = positions.keys.sorted().first { name in sessions[name].map { $0.last > positions[name]! } ?? false }
+                return (behind.map { .behind(session: $0) }, [])
             }
         }
     }

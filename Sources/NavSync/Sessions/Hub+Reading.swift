@@ -1,0 +1,34 @@
+/// What the runtime may read of the hub, and nothing else: the answers of the HTTP API's
+/// GET routes and the figures of `/metrics`. Reads change nothing; everything that
+/// changes the hub goes through `handle(_:at:)`.
+extension Hub {
+    /// Whether the session is held here.
+    public func hasSession(_ name: String) -> Bool { sessions[name] != nil }
+
+    /// `GET /api/sessions/NAME`: the session's flow, epoch, revision, members and state.
+    public func sessionDocument(_ name: String) -> Result<JSON, NavError> {
+        guard let s = sessions[name] else { return .failure(NavError(.unknownSession, "no session '\(name)'")) }
+        return .success(["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
+                         "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
+    }
+
+    /// A page of history (section 15), newest first, below `before`.
+    public func historyPage(_ name: String, before: Int?, limit: Int) -> Result<ServerMessage, NavError> {
+        guard let s = sessions[name] else { return .failure(NavError(.unknownSession, "no session '\(name)'")) }
+        let h = s.sequencer.history
+        return .success(.history(session: name, rev: s.sequencer.rev, earliest: h.earliest, entries: h.page(before: before, limit: limit)))
+    }
+
+    /// The flows sessions may be made of, the built-in demo first.
+    public var flowNames: [String] { [Flow.demo.name] + flows.keys.filter { $0 != Flow.demo.name }.sorted() }
+
+    public var sessionCount: Int { sessions.count }
+
+    /// Revisions history holds, all sessions together.
+    public var heldRevisions: Int { sessions.values.reduce(0) { $0 + $1.sequencer.history.count } }
+
+    /// The oldest revision history holds, per session, by name.
+    public var earliestRevisions: [(session: String, rev: Int)] {
+        sessions.keys.sorted().map { ($0, sessions[$0]!.sequencer.history.earliest) }
+    }
+}
