@@ -33,25 +33,32 @@ extension Hub {
         for c in lost.sorted() { out.append(.close(c, code: CloseCode.policyViolation, reason: "token no longer valid")) }
     }
 
+    /// A message from a connection: decoded, allowed, then served (in cluster mode a
+    /// read waits for the replica first, and is served when it is up to date).
     mutating func message(_ request: ClientRequest, from c: Int, now: Int64) {
         guard var peer = peers[c] else { return }
         let first = !peer.greeted
         peer.greeted = true
         peers[c] = peer
-        func reply(_ m: ServerMessage) { emit(.send(to: c, m, id: request.id)) }
-        func error(_ code: ErrorCode, _ message: String) { reply(.error(NavError(code, message))) }
-
         let message: ClientMessage
         switch request.message {
-        case .failure(let e): return reply(.error(e))
+        case .failure(let e): return emit(.send(to: c, .error(e), id: request.id))
         case .success(let m): message = m
         }
-        if let refusal = permission(message, peer) { return reply(.error(refusal)) }
+        if let refusal = permission(message, peer) { return emit(.send(to: c, .error(refusal), id: request.id)) }
         // Cluster mode: a join, sync or get is answered once the replica has caught up
         // with what Redis holds (section 17); requests arriving meanwhile wait together.
-        if isClustered, !answeringParked, let name = message.readSession, sessions[name] != nil {
-            return parkForRead(name, c, request, now: now)
+        if isClustered, let name = message.readSession, sessions[name] != nil {
+            return parkForRead(name, Parked(connection: c, message: message, id: request.id, now: now))
         }
+        serve(message, id: request.id, from: c, first: first, now: now)
+    }
+
+    /// Answers one allowed message (`first`: the first of its connection).
+    mutating func serve(_ message: ClientMessage, id requestID: JSON?, from c: Int, first: Bool, now: Int64) {
+        guard var peer = peers[c] else { return }
+        func reply(_ m: ServerMessage) { emit(.send(to: c, m, id: requestID)) }
+        func error(_ code: ErrorCode, _ message: String) { reply(.error(NavError(code, message))) }
 
         switch message {
         case .hello(let h):
@@ -80,7 +87,7 @@ extension Hub {
                                  heartbeat: configuration.heartbeat, limits: configuration.limits)))
 
         case .join(let j):
-            join(j, peer, c, request.id)
+            join(j, peer, c, requestID)
 
         case .leave(let name):
             if let at = sessions.index(forKey: name), let m = sessions.values[at].remove(c, detail: configuration.presenceDetail) {
@@ -96,7 +103,7 @@ extension Hub {
             }
             if isClustered {
                 clusterCommand(session: name, object, client: peer.client, name: peer.name, role: peer.role ?? .viewer,
-                               reply: .socket(c, id: request.id))
+                               reply: .socket(c, id: requestID))
             } else {
                 reply(command(session: name, object, client: peer.client, name: peer.name, role: peer.role ?? .viewer))
             }

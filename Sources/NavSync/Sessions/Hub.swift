@@ -170,8 +170,7 @@ public struct Hub {
     var nextRemoteID = 0
     var lastHeartbeat: Int64 = 0
     /// Joins, syncs and gets waiting for a read of their session from Redis.
-    var parkedReads: [String: [(Int, ClientRequest, Int64)]] = [:]
-    var answeringParked = false
+    var parkedReads: [String: [Parked]] = [:]
     /// Sessions whose read failed: tried again at the next heartbeat.
     var failedReads: Set<String> = []
 
