@@ -9,6 +9,8 @@ final class Interactive {
     let terminal: Terminal
     var options: ClientOptions
     var client: SessionClient!
+    /// A later join still deciding (kept alive here until it joins or is refused).
+    var candidate: SessionClient?
     var editor = LineEditor()
     var messages: [(text: String, error: Bool)] = []
     /// How many lines the message pane is scrolled back from the newest (PgUp/PgDn).
@@ -59,26 +61,34 @@ final class Interactive {
         if previous == nil {
             client = c
             options.session = session
+        } else {
+            candidate?.stop()
+            candidate = c
         }
         var refused = false
         c.onEvent = { [unowned self, weak c] event in
             guard let c, !quitting else { return }
             if c !== client {
-                // A join still deciding: it takes over once joined, or is dropped.
+                // A join still deciding: it takes over once joined, or is dropped. (A
+                // client left behind by a switch says nothing more.)
+                guard c === candidate else { return }
                 switch event {
                 case .connection(true, let reason):
                     previous?.stop()
+                    candidate = nil
                     client = c
                     options.session = session
                     connection = "connected"
                     say(reason)
                 case .error(let e):
                     refused = true
+                    candidate = nil
                     c.stop()
                     let why = e.code == .unknownSession ? "no session '\(session)' here (type `create \(session)` to make it, `sessions` to list them)" : describe(e)
                     say("cannot join \(session): \(why); still in \(options.session)", error: true)
                 case .connection(false, let reason) where !c.isJoined && !refused:
                     refused = true
+                    candidate = nil
                     say("cannot join \(session): \(reason); still in \(options.session)", error: true)
                 default: return
                 }
