@@ -13,7 +13,7 @@ struct EmbedWebPlugin: BuildToolPlugin {
         let output = context.pluginWorkDirectoryURL.appending(path: "WebAssets.swift")
         let inputs = Self.files.map { web.appending(path: $0.1) }
         return [.buildCommand(
-            displayName: "Embedding web/ in \(target.name)",
+            displayName: "Embedding the web page and navsync.js in \(target.name)",
             executable: try context.tool(named: "embed-web").url,
             arguments: [output.path] + zip(Self.files, inputs).map { "\($0.0.0)=\($0.1.path)" },
             inputFiles: inputs,

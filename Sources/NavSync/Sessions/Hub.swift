@@ -410,25 +410,25 @@ extension Hub {
         let kind: Kind
         private var count = 0
         private var epochs = 0
-        /// SplitMix64 state (random ids).
-        private var state: UInt64
+        /// Random ids' generator.
+        private var random: SplitMix64
 
         /// `c1`, `c2`, … and `ep1`, `ep2`, …: tests.
         public static func counting(client: String = "c", epoch: String = "ep") -> IDSource {
-            IDSource(kind: .counting(client: client, epoch: epoch), state: 0)
+            IDSource(kind: .counting(client: client, epoch: epoch), random: SplitMix64(seed: 0))
         }
 
         /// Random hex ids from `seed`: a server seeds it from the system's generator, so
         /// ids never repeat across restarts or nodes.
-        public static func random(seed: UInt64) -> IDSource { IDSource(kind: .random, state: seed) }
+        public static func random(seed: UInt64) -> IDSource { IDSource(kind: .random, random: SplitMix64(seed: seed)) }
 
-        private init(kind: Kind, state: UInt64) { self.kind = kind; self.state = state }
+        private init(kind: Kind, random: SplitMix64) { self.kind = kind; self.random = random }
 
         /// A client id: `c` and 16 hex digits (unique across the nodes of a cluster).
         mutating func nextClient() -> String {
             switch kind {
             case .counting(let prefix, _): count += 1; return prefix + String(count)
-            case .random: return "c" + String(next(), radix: 16).leftPadded(16)
+            case .random: return "c" + String(random.next(), radix: 16).leftPadded(16)
             }
         }
 
@@ -436,20 +436,28 @@ extension Hub {
         mutating func nextEpoch() -> String {
             switch kind {
             case .counting(_, let prefix): epochs += 1; return prefix + String(epochs)
-            case .random: return String(next(), radix: 16).leftPadded(16)
+            case .random: return String(random.next(), radix: 16).leftPadded(16)
             }
-        }
-
-        private mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }
 
 extension String {
     fileprivate func leftPadded(_ n: Int) -> String { String(repeating: "0", count: max(0, n - count)) + self }
+}
+
+/// SplitMix64: a small seeded generator. The hub's random ids come from one seeded by
+/// the runtime; tests seed one so that every failure replays exactly.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }

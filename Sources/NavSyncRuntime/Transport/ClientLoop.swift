@@ -1,5 +1,6 @@
 import NavSync
 import CUV
+import Dispatch
 @preconcurrency import Glibc
 
 /// A libuv loop for clients (navclient, the load generator, embedders): WebSocket
@@ -92,6 +93,25 @@ public final class ClientLoop {
         for body in work { body() }
     }
 
+    /// A loop on a thread of its own: `setUp` runs there first and its result comes
+    /// back to the caller; then the loop runs, kept up by `keepsRunningForPosts(true)`
+    /// until the owner lets it go (`keepsRunningForPosts(false)`, posted) and nothing is
+    /// left to do. Used by `SessionClient.running` and `LibuvTransport`.
+    public static func onThreadOfItsOwn<T>(_ setUp: sending @escaping (ClientLoop) -> T) -> T {
+        let handoff = LoopHandoff<T>()
+        startThread {
+            let loop = ClientLoop()
+            loop.keepsRunningForPosts(true)
+            handoff.value = setUp(loop)
+            handoff.ready.signal()
+            loop.run()
+            loop.endPosts()
+            loop.shutdown()
+        }
+        handoff.ready.wait()
+        return handoff.value!
+    }
+
     /// Call `shutdown()` first. If handles are still open here, running the loop would
     /// call back into a half-destroyed object, so the loop's memory is left as it is.
     deinit {
@@ -180,4 +200,10 @@ public final class ClientLoop {
             owner.forget(self)
         }
     }
+}
+
+/// What a loop's new thread hands back to the thread that started it.
+private final class LoopHandoff<T>: @unchecked Sendable {
+    var value: T?
+    let ready = DispatchSemaphore(value: 0)
 }

@@ -1,6 +1,5 @@
 import NavSync
 import NavSyncClient
-import Dispatch
 
 /// The app client's transport on Linux: WebSocket connections on a `ClientLoop` that
 /// runs on a thread of its own (the navigator lives on the main actor). Calls from any
@@ -14,22 +13,7 @@ public final class LibuvTransport: WebSocketTransport, @unchecked Sendable {
 
     /// Starts the loop's thread; it ends with `shutdown()`.
     public init() {
-        final class Handoff: @unchecked Sendable {
-            var loop: ClientLoop?
-            let ready = DispatchSemaphore(value: 0)
-        }
-        let handoff = Handoff()
-        startThread {
-            let loop = ClientLoop()
-            loop.keepsRunningForPosts(true)
-            handoff.loop = loop
-            handoff.ready.signal()
-            loop.run()
-            loop.endPosts()
-            loop.shutdown()
-        }
-        handoff.ready.wait()
-        loop = handoff.loop!
+        loop = ClientLoop.onThreadOfItsOwn { $0 }
     }
 
     /// Lets the loop's thread end once its connections are gone.

@@ -18,24 +18,13 @@ extension SessionClient {
     /// A client on a loop of its own, run on a thread of its own until the client is
     /// closed for good. Use it through the async methods.
     public static func running(_ options: Options) -> SessionClient {
-        final class Handoff: @unchecked Sendable {
-            var client: SessionClient?
-            let ready = DispatchSemaphore(value: 0)
-        }
-        let handoff = Handoff()
-        startThread {
-            let loop = ClientLoop()
+        // The loop runs until `close()` lets it go and the client's socket is gone.
+        ClientLoop.onThreadOfItsOwn { loop in
             let client = SessionClient(loop: loop, options: options)
             client.ownedLoop = loop
-            loop.keepsRunningForPosts(true)   // until `close()`
             client.start()
-            handoff.client = client
-            handoff.ready.signal()
-            loop.run()   // until the client is closed for good and its socket is gone
-            loop.endPosts()
+            return client
         }
-        handoff.ready.wait()
-        return handoff.client!
     }
 
     /// Sends a command and waits for its ack; throws the server's `NavError`. Like
