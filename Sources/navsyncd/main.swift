@@ -86,9 +86,11 @@ if options.wsEcho {
     application = EchoApplication()
 } else {
     // Client ids are unique across a cluster: random, and long enough.
-    let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, journaled: store != nil,
-                  cluster: cluster.map { Hub.ClusterSettings(node: $0.node, incarnation: $0.incarnation,
-                                                             snapshotEvery: options.snapshotEveryGiven ? options.snapshotEvery : 10_000) },
+    let mode: Hub.Mode = if let cluster {
+        .clustered(Hub.ClusterSettings(node: cluster.node, incarnation: cluster.incarnation,
+                                       snapshotEvery: options.snapshotEveryGiven ? options.snapshotEvery : 10_000))
+    } else if store != nil { .journaled } else { .plain }
+    let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, mode: mode,
                   ids: .random(seed: UInt64.random(in: .min ... .max)))
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
                                 allowedOrigins: options.allowedOrigins, authFile: options.authFile,

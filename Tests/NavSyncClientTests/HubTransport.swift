@@ -24,7 +24,6 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
     init(configure: (inout HubConfiguration) -> Void = { _ in }) {
         var config = HubConfiguration()
         configure(&config)
-        var clients = 0
         hub = Hub(configuration: config, flows: [studioFlow], ids: .counting())
         _ = hub.handle(.started, now: 0)
     }

@@ -24,8 +24,7 @@ struct DataStoreTests {
         try TestServer { $0.shutdownGrace = 100 } application: {
             let (store, restored) = try! DataStore.open(path: dir, sync: sync, repair: false, snapshotEvery: snapshotEvery, flows: [],
                                                         configuration: HubConfiguration(), logger: Logger(level: .off))
-            var n = 0
-            let hub = Hub(configuration: HubConfiguration(), flows: [], restored: restored, journaled: true,
+            let hub = Hub(configuration: HubConfiguration(), flows: [], restored: restored, mode: .journaled,
                           ids: .counting(epoch: RandomIDs.hex(4) + "-"))
             return SessionServer(hub: hub, store: store)
         }

@@ -178,7 +178,6 @@ extension TestServer {
         try TestServer(server) {
             var config = HubConfiguration()
             configure(&config)
-            var n = 0
             let hub = Hub(configuration: config, flows: [], ids: .counting(epoch: RandomIDs.hex(4) + "-"))
             return SessionServer(hub: hub, lagThreshold: lagThreshold)
         }

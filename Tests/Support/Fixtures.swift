@@ -22,8 +22,6 @@ package final class HubFixture {
     package init(_ configure: (inout HubConfiguration) -> Void = { _ in }) {
         var config = HubConfiguration()
         configure(&config)
-        var clients = 0
-        var epochs = 0
         hub = Hub(configuration: config, flows: [studioFlow], ids: .counting())
         #expect(hub.handle(.started, now: 0).isEmpty)   // no journal: the demo session, no effects
     }

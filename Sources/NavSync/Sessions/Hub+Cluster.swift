@@ -17,6 +17,37 @@
 /// answers and publishes), `Hub+ClusterPresence` (presence across nodes) and
 /// `Hub+ClusterJoins` (reads that wait for the replica, sessions made in Redis).
 extension Hub {
+    /// Cluster mode's state.
+    struct ClusterSide: Sendable {
+        /// Each session's side of the cluster.
+        var replicas: [String: Replica] = [:]
+        /// Whether Redis is reachable, and why not.
+        var storeUp = false
+        var storeDown: String?
+        /// Names the appends out.
+        var nextToken = 0
+        /// Appends refused because the log had moved on (commands run again).
+        var retries = 0
+        /// Sessions this node is making, with joins waiting for them.
+        var creating: Set<String> = []
+        var pendingCreations: [String: Session] = [:]
+        var parkedJoins: [String: [(Int, ClientMessage.Join, JSON?)]] = [:]
+        /// Presence across nodes: this node's changes since the last tick, and the
+        /// other nodes' members per session (under negative connection ids, counted
+        /// down from `nextRemoteID`).
+        var localPresence: [String: LocalPresence] = [:]
+        var remote: [String: [String: RemoteNode]] = [:]
+        var nextRemoteID = 0
+        var lastHeartbeat: Int64 = 0
+        /// Joins, syncs and gets waiting for a read of their session from Redis.
+        var parkedReads: [String: [Parked]] = [:]
+        /// Sessions whose read failed: tried again at the next heartbeat.
+        var failedReads: Set<String> = []
+    }
+
+    /// Appends refused because the log had moved on (metrics).
+    public var clusterRetries: Int { cluster.retries }
+
     /// Who waits for the answer to a command.
     enum Reply: Sendable {
         case socket(Int, id: JSON?)
@@ -100,12 +131,10 @@ extension Hub {
         var since: Int64
     }
 
-    public var isClustered: Bool { clusterSettings != nil }
-
     /// Where each replica stands in its log (sessions not being read).
     public var replicaPositions: [String: StreamID] {
         var out: [String: StreamID] = [:]
-        for (name, r) in replicas where sessions[name] != nil && !r.reading && r.inflight == nil { out[name] = r.last }
+        for (name, r) in cluster.replicas where sessions[name] != nil && !r.reading && r.inflight == nil { out[name] = r.last }
         return out
     }
 }

@@ -8,18 +8,18 @@ extension Hub {
             commandOutcomes[ErrorCode.unknownSession.rawValue, default: 0] += 1
             return answer(reply, .error(NavError(.unknownSession, "no session '\(name)'")))
         }
-        guard storeUp else {
+        guard cluster.storeUp else {
             commandOutcomes[ErrorCode.internal.rawValue, default: 0] += 1
-            return answer(reply, .error(NavError(.internal, "store unavailable: \(storeDown ?? "not connected to Redis"); nothing was applied, try again")))
+            return answer(reply, .error(NavError(.internal, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); nothing was applied, try again")))
         }
-        replicas[name, default: Replica()].queue.append(Pending(object: object, client: client, name: senderName, role: role,
+        cluster.replicas[name, default: Replica()].queue.append(Pending(object: object, client: client, name: senderName, role: role,
                                                                 reply: reply, arrived: time.nanos))
         pump(name)
     }
 
     /// Sends the session's waiting commands as one append, when none is out.
     mutating func pump(_ name: String) {
-        guard var r = replicas[name], r.inflight == nil, !r.reading, !r.queue.isEmpty, let s = sessions[name] else { return }
+        guard var r = cluster.replicas[name], r.inflight == nil, !r.reading, !r.queue.isEmpty, let s = sessions[name] else { return }
         // `restore` reads history, which a scratch copy does not hold: those pay a full copy.
         let restores = r.queue.contains { $0.object["ops"]?.arrayValue?.contains { $0["op"] == "restore" } ?? false }
         var copy = restores ? s.sequencer : s.sequencer.scratchCopy()
@@ -55,22 +55,22 @@ extension Hub {
         }
         let commands = r.queue
         r.queue = []
-        nextToken += 1
-        r.inflight = Inflight(token: nextToken, commands: commands, copy: copy, scratch: !restores, answers: answers,
+        cluster.nextToken += 1
+        r.inflight = Inflight(token: cluster.nextToken, commands: commands, copy: copy, scratch: !restores, answers: answers,
                               outcomes: outcomes, patches: patches, records: records.count)
-        replicas[name] = r
+        cluster.replicas[name] = r
         if records.isEmpty {
             // Nothing to store: the answers only depend on what the replica holds.
-            return finish(name, token: nextToken, last: r.last)
+            return finish(name, token: cluster.nextToken, last: r.last)
         }
-        out.append(.cluster(.append(session: name, epoch: s.sequencer.epoch, after: r.last, records: records, token: nextToken)))
+        out.append(.cluster(.append(session: name, epoch: s.sequencer.epoch, after: r.last, records: records, token: cluster.nextToken)))
     }
 
     /// The append is in Redis (or there was nothing to append): the copy is the replica
     /// (unless the live channel got there first), members get the patches, senders their
     /// answers.
     mutating func finish(_ name: String, token: Int, last: StreamID) {
-        guard var r = replicas[name], let f = r.inflight, f.token == token, sessions[name] != nil else { return }
+        guard var r = cluster.replicas[name], let f = r.inflight, f.token == token, sessions[name] != nil else { return }
         r.inflight = nil
         if last > r.last {
             // The live channel may have brought the first of these revisions already:
@@ -81,14 +81,14 @@ extension Hub {
             r.sinceSnapshot += f.records
             for p in f.patches where p.rev > had { broadcast(name, .patch(session: name, p)) }
         }
-        replicas[name] = r
+        cluster.replicas[name] = r
         for (i, p) in f.commands.enumerated() {
             commandOutcomes[f.outcomes[i], default: 0] += 1
             applyLatency.record(nanoseconds: time.nanos &- p.arrived)
             answer(p.reply, f.answers[i])
         }
         if r.sinceSnapshot >= clusterSettings!.snapshotEvery, let s = sessions[name] {
-            replicas[name]!.sinceSnapshot = 0
+            cluster.replicas[name]!.sinceSnapshot = 0
             out.append(.cluster(.snapshot(session: name, epoch: s.sequencer.epoch, at: r.last, data: s.sequencer.snapshot())))
         }
         pump(name)

@@ -1,31 +1,31 @@
 /// Cluster mode: what the store answers or the live channel carries, applied to the
 /// replicas strictly in log order (see `Hub+Cluster.swift`).
 extension Hub {
-    mutating func cluster(_ event: ClusterEvent) {
+    mutating func clusterEvent(_ event: ClusterEvent) {
         switch event {
         case .connected(let names):
-            let wasDown = storeDown
-            storeUp = true
-            storeDown = nil
+            let wasDown = cluster.storeDown
+            cluster.storeUp = true
+            cluster.storeDown = nil
             if let wasDown { out.append(.log(.info, "cluster: Redis is reachable again (was: \(wasDown)); catching up")) }
             let held = Set(names)
             for name in sessions.keys.sorted() where !held.contains(name) { dropSession(name, because: "it is no longer in Redis") }
             for name in names.sorted() {
-                replicas[name, default: Replica()].reading = true
-                out.append(.cluster(.read(session: name, after: sessions[name] == nil ? nil : replicas[name]!.last)))
+                cluster.replicas[name, default: Replica()].reading = true
+                out.append(.cluster(.read(session: name, after: sessions[name] == nil ? nil : cluster.replicas[name]!.last)))
             }
             if let demo = configuration.demoSession, !held.contains(demo), sessions[demo] == nil {
                 requestCreate(demo, flow: Flow.demo)
             }
         case .disconnected(let reason):
-            if storeUp { out.append(.log(.error, "cluster: Redis unreachable: \(reason); commands fail until it is back, reads go on")) }
-            storeUp = false
-            storeDown = reason
+            if cluster.storeUp { out.append(.log(.error, "cluster: Redis unreachable: \(reason); commands fail until it is back, reads go on")) }
+            cluster.storeUp = false
+            cluster.storeDown = reason
             // Commands not yet sent never ran.
-            for name in replicas.keys.sorted() {
-                let waiting = replicas[name]!.queue
-                replicas[name]!.queue = []
-                replicas[name]!.reading = false
+            for name in cluster.replicas.keys.sorted() {
+                let waiting = cluster.replicas[name]!.queue
+                cluster.replicas[name]!.queue = []
+                cluster.replicas[name]!.reading = false
                 for p in waiting { fail(p, NavError(.internal, "store unavailable: \(reason); nothing was applied, try again")) }
                 answerParkedReads(name)
             }
@@ -35,7 +35,7 @@ extension Hub {
                 finishJoins(name)
             } else {
                 // Someone made it first: read it.
-                replicas[name, default: Replica()].reading = true
+                cluster.replicas[name, default: Replica()].reading = true
                 out.append(.cluster(.read(session: name, after: nil)))
             }
         case .appended(let name, let token, let last):
@@ -49,16 +49,16 @@ extension Hub {
         case .deleted(let name):
             dropSession(name, because: "it was deleted on another node")
         case .appeared(let name):
-            guard sessions[name] == nil, !creating.contains(name), replicas[name]?.reading != true else { return }
-            replicas[name, default: Replica()].reading = true
+            guard sessions[name] == nil, !cluster.creating.contains(name), cluster.replicas[name]?.reading != true else { return }
+            cluster.replicas[name, default: Replica()].reading = true
             out.append(.cluster(.read(session: name, after: nil)))
         case .heartbeat(let nodes, let now):
             expireRemoteMembers(nodes: nodes, now: now)
             out.append(.cluster(.checkPositions(replicaPositions)))
-            for name in failedReads.sorted() where replicas[name]?.reading != true {
-                failedReads.remove(name)
-                replicas[name, default: Replica()].reading = true
-                out.append(.cluster(.read(session: name, after: sessions[name] == nil ? nil : replicas[name]!.last)))
+            for name in cluster.failedReads.sorted() where cluster.replicas[name]?.reading != true {
+                cluster.failedReads.remove(name)
+                cluster.replicas[name, default: Replica()].reading = true
+                out.append(.cluster(.read(session: name, after: sessions[name] == nil ? nil : cluster.replicas[name]!.last)))
             }
         case .presence(let name, let payload):
             remotePresence(name, payload)
@@ -67,39 +67,39 @@ extension Hub {
             let mine = s.memberOrder.filter { $0 > 0 }.compactMap { s.members[$0] }
             if !mine.isEmpty { out.append(.cluster(.presence(session: name, presencePayload(LocalPresence(joined: mine), full: true)))) }
         case .behind(let name):
-            guard sessions[name] != nil, let r = replicas[name], !r.reading, r.inflight == nil else { return }
-            replicas[name]!.reading = true
+            guard sessions[name] != nil, let r = cluster.replicas[name], !r.reading, r.inflight == nil else { return }
+            cluster.replicas[name]!.reading = true
             out.append(.cluster(.read(session: name, after: r.last)))
         case .epochChanged(let name):
-            guard sessions[name] != nil, replicas[name]?.reading != true else { return }
-            replicas[name, default: Replica()].reading = true
+            guard sessions[name] != nil, cluster.replicas[name]?.reading != true else { return }
+            cluster.replicas[name, default: Replica()].reading = true
             out.append(.cluster(.read(session: name, after: nil)))
         }
     }
 
     mutating func refused(_ name: String, token: Int, _ why: AppendRefusal) {
-        guard var r = replicas[name], let f = r.inflight, f.token == token else { return }
+        guard var r = cluster.replicas[name], let f = r.inflight, f.token == token else { return }
         r.inflight = nil
         switch why {
         case .moved:
             // Run them again on the newer state, after catching up.
-            clusterRetries += 1
+            cluster.retries += 1
             r.queue = f.commands + r.queue
             r.reading = true
-            replicas[name] = r
+            cluster.replicas[name] = r
             out.append(.cluster(.read(session: name, after: r.last)))
         case .gone:
-            replicas[name] = r
+            cluster.replicas[name] = r
             for p in f.commands + r.queue { fail(p, NavError(.unknownSession, "no session '\(name)' (deleted)")) }
             dropSession(name, because: "it is gone from Redis")
         case .unavailable(let reason):
-            replicas[name] = r
+            cluster.replicas[name] = r
             for p in f.commands { fail(p, NavError(.internal, "store unavailable: \(reason); nothing was applied, try again")) }
         case .unknown(let reason):
             // They may be in Redis: no answer at all. A WebSocket client is closed with
             // 1013 and resends the same ids, which find their records if they are stored.
             r.reading = true
-            replicas[name] = r
+            cluster.replicas[name] = r
             for p in f.commands {
                 switch p.reply {
                 case .socket(let c, _):
@@ -121,24 +121,24 @@ extension Hub {
     mutating func live(_ name: String, prev: StreamID, id: StreamID, revision: Bool, _ bytes: [UInt8]) {
         guard sessions[name] != nil else {
             // A session made on another node: read it whole.
-            guard replicas[name]?.reading != true, !creating.contains(name) else { return }
-            replicas[name, default: Replica()].reading = true
+            guard cluster.replicas[name]?.reading != true, !cluster.creating.contains(name) else { return }
+            cluster.replicas[name, default: Replica()].reading = true
             return out.append(.cluster(.read(session: name, after: nil)))
         }
-        var r = replicas[name, default: Replica()]
+        var r = cluster.replicas[name, default: Replica()]
         guard id > r.last else { return }   // had it already (our own append, or a read)
         guard prev == r.last, !r.reading else {
             if !r.reading {
                 r.reading = true
-                replicas[name] = r
+                cluster.replicas[name] = r
                 out.append(.cluster(.read(session: name, after: r.last)))
             }
             return
         }
-        replicas[name] = r
+        cluster.replicas[name] = r
         guard let json = try? JSON.parse(bytes), let record = ClusterRecord(json: json, revision: revision) else {
             out.append(.log(.warn, "cluster: a live entry of '\(name)' does not parse; reading the log"))
-            replicas[name]!.reading = true
+            cluster.replicas[name]!.reading = true
             return out.append(.cluster(.read(session: name, after: r.last)))
         }
         apply([(id, record)], to: name)
@@ -149,7 +149,7 @@ extension Hub {
     /// the session is read whole).
     @discardableResult
     mutating func apply(_ entries: [(StreamID, ClusterRecord)], to name: String, broadcasting: Bool = true) -> Bool {
-        for (id, entry) in entries where id > replicas[name]!.last {
+        for (id, entry) in entries where id > cluster.replicas[name]!.last {
             let r = entry.record
             let sender = Sequencer.Sender(name: r.name ?? r.client, ts: r.ts)
             let (outcome, _) = sessions[name]!.sequencer.submitJournaling(r.command, client: r.client, refused: [:], sender: sender, trusted: true)
@@ -160,17 +160,17 @@ extension Hub {
                 break
             default:
                 out.append(.log(.error, "cluster: session '\(name)': log entry \(id) does not apply to the replica as recorded; reading the session whole"))
-                replicas[name]!.reading = true
+                cluster.replicas[name]!.reading = true
                 out.append(.cluster(.read(session: name, after: nil)))
                 return false
             }
-            replicas[name]!.last = id
+            cluster.replicas[name]!.last = id
         }
         return true
     }
 
     mutating func readDone(_ name: String, _ result: ReadResult) {
-        replicas[name, default: Replica()].reading = false
+        cluster.replicas[name, default: Replica()].reading = false
         switch result {
         case .gone:
             dropSession(name, because: "it is not in Redis")
@@ -178,12 +178,12 @@ extension Hub {
             answerParkedReads(name)
         case .failed(let reason):
             out.append(.log(.warn, "cluster: reading session '\(name)' failed: \(reason); tried again in a second"))
-            failedReads.insert(name)
+            cluster.failedReads.insert(name)
             refuseJoins(name, NavError(.internal, "store unavailable: \(reason)"))
             answerParkedReads(name)
         case .entries(let epoch, let entries):
             guard let s = sessions[name], s.sequencer.epoch == epoch else {
-                replicas[name]!.reading = true
+                cluster.replicas[name]!.reading = true
                 return out.append(.cluster(.read(session: name, after: nil)))
             }
             guard apply(entries, to: name) else { return }
@@ -201,7 +201,7 @@ extension Hub {
                 } else {
                     sessions[name]!.sequencer = seq
                 }
-                replicas[name]!.last = at
+                cluster.replicas[name]!.last = at
                 // Members get the state at the end, not patches from the snapshot on.
                 guard apply(entries, to: name, broadcasting: previous == nil) else { return }
                 if let previous, previous.sequencer.epoch != epoch || previous.sequencer.rev > sessions[name]!.sequencer.rev {
@@ -227,11 +227,11 @@ extension Hub {
     /// Forgets a session: its members are told it was deleted, waiting commands fail.
     mutating func dropSession(_ name: String, because why: String) {
         let members = sessions[name]?.memberOrder ?? []
-        if let r = replicas.removeValue(forKey: name) {
+        if let r = cluster.replicas.removeValue(forKey: name) {
             for p in (r.inflight?.commands ?? []) + r.queue { fail(p, NavError(.unknownSession, "no session '\(name)'")) }
         }
-        remote[name] = nil
-        localPresence[name] = nil
+        cluster.remote[name] = nil
+        cluster.localPresence[name] = nil
         guard sessions[name] != nil else { return answerParkedReads(name) }
         removeSession(name)
         out.append(.log(.info, "cluster: session '\(name)' dropped: \(why)"))

@@ -4,18 +4,18 @@ extension Hub {
     /// Records a change of a local member, for the other nodes.
     mutating func noteLocal(_ session: String, joined: Member? = nil, left: String? = nil, status: Member? = nil) {
         guard isClustered else { return }
-        if let joined { localPresence[session, default: LocalPresence()].joined.append(joined) }
-        if let left { localPresence[session, default: LocalPresence()].left.append(left) }
-        if let status { localPresence[session, default: LocalPresence()].status.append(status) }
+        if let joined { cluster.localPresence[session, default: LocalPresence()].joined.append(joined) }
+        if let left { cluster.localPresence[session, default: LocalPresence()].left.append(left) }
+        if let status { cluster.localPresence[session, default: LocalPresence()].status.append(status) }
     }
 
     /// With each presence tick: what changed here goes to the other nodes.
     mutating func publishLocalPresence() {
-        guard isClustered, !localPresence.isEmpty, storeUp else { return }
-        for name in localPresence.keys.sorted() where sessions[name] != nil {
-            out.append(.cluster(.presence(session: name, presencePayload(localPresence[name]!, full: false))))
+        guard isClustered, !cluster.localPresence.isEmpty, cluster.storeUp else { return }
+        for name in cluster.localPresence.keys.sorted() where sessions[name] != nil {
+            out.append(.cluster(.presence(session: name, presencePayload(cluster.localPresence[name]!, full: false))))
         }
-        localPresence = [:]
+        cluster.localPresence = [:]
     }
 
     func presencePayload(_ p: LocalPresence, full: Bool) -> JSON {
@@ -27,7 +27,7 @@ extension Hub {
         guard sessions[name] != nil, let node = payload["node"]?.stringValue, node != clusterSettings!.node,
               let inc = payload["inc"]?.stringValue else { return }
         let members = { (key: String) in (payload[key]?.arrayValue ?? []).compactMap { try? ServerMessage.member($0) } }
-        var known = remote[name]?[node] ?? RemoteNode(incarnation: inc, since: lastHeartbeat)
+        var known = cluster.remote[name]?[node] ?? RemoteNode(incarnation: inc, since: cluster.lastHeartbeat)
         let detail = configuration.presenceDetail
         // A full list, or a new run of that node: what it had before goes.
         if payload["full"] == true || known.incarnation != inc {
@@ -39,9 +39,9 @@ extension Hub {
             known.incarnation = inc
         }
         for m in members("joined") where known.ids[m.client] == nil {
-            nextRemoteID -= 1
-            known.ids[m.client] = nextRemoteID
-            sessions[name]!.add(nextRemoteID, m)
+            cluster.nextRemoteID -= 1
+            known.ids[m.client] = cluster.nextRemoteID
+            sessions[name]!.add(cluster.nextRemoteID, m)
         }
         for client in (payload["left"]?.arrayValue ?? []).compactMap(\.stringValue) {
             if let id = known.ids.removeValue(forKey: client) { sessions[name]!.remove(id, detail: detail) }
@@ -49,20 +49,20 @@ extension Hub {
         for m in members("status") {
             if let id = known.ids[m.client], let rev = m.rev { sessions[name]!.setStatus(id, rev: rev, focus: m.focus) }
         }
-        remote[name, default: [:]][node] = known
+        cluster.remote[name, default: [:]][node] = known
     }
 
     /// Members of nodes silent for over 5 s (or gone from the list, or restarted since)
     /// leave their sessions.
     mutating func expireRemoteMembers(nodes: [String: NodeBeat], now: Int64) {
-        lastHeartbeat = now
-        for name in remote.keys.sorted() {
-            for (node, known) in remote[name]! {
+        cluster.lastHeartbeat = now
+        for name in cluster.remote.keys.sorted() {
+            for (node, known) in cluster.remote[name]! {
                 let beat = nodes[node]
                 let alive = beat.map { now - $0.seen <= 5_000 && $0.incarnation == known.incarnation } ?? (now - known.since <= 5_000)
                 guard alive else {
                     for id in known.ids.values { sessions[name]?.remove(id, detail: configuration.presenceDetail) }
-                    remote[name]![node] = nil
+                    cluster.remote[name]![node] = nil
                     out.append(.log(.info, "cluster: node \(node) is silent: its \(known.ids.count) members of '\(name)' left"))
                     continue
                 }

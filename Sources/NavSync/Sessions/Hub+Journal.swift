@@ -70,21 +70,32 @@ public struct JournalResult: Sendable {
 }
 
 extension Hub {
+    /// The journaled mode's state.
+    struct JournalSide: Sendable {
+        /// The newest journal entry made, and the newest known written; output made
+        /// while they differ waits in `gate` (numbered by entry).
+        var seq = 0
+        var durableThrough = 0
+        var gate = DurabilityGate()
+        /// Sessions being read back after a failed write, and why the write failed.
+        var reloading: [String: String] = [:]
+    }
+
     /// A journal entry: the next number, as an effect; never held.
-    mutating func journal(_ op: JournalEntry.Op) {
-        guard journaled else { return }
-        journalSeq += 1
-        out.append(.journal(JournalEntry(seq: journalSeq, op: op)))
+    mutating func writeJournal(_ op: JournalEntry.Op) {
+        guard case .journaled = mode else { return }
+        journal.seq += 1
+        out.append(.journal(JournalEntry(seq: journal.seq, op: op)))
     }
 
     mutating func journalDone(_ result: JournalResult) {
-        durableThrough = max(durableThrough, result.through)
+        journal.durableThrough = max(journal.durableThrough, result.through)
         for (s, failure) in result.failed.sorted(by: { $0.key < $1.key }) {
             switch failure {
             case .creation(let reason):
                 out.append(.log(.error, "data: session '\(s)' could not be created: \(reason)"))
                 removeSession(s)
-                gate.fail(session: s, .gone, because: reason)
+                journal.gate.fail(session: s, .gone, because: reason)
             case .append(let reason):
                 guard let flow = sessions[s]?.flow else {
                     out.append(.log(.error, "data: session '\(s)' (deleted): removing its files failed: \(reason); they may bring it back at the next start"))
@@ -92,25 +103,25 @@ extension Hub {
                 }
                 out.append(.log(.error, "data: session '\(s)': journal write failed: \(reason); its commands are refused while it is read back from disk"))
                 frozen[s] = NavError(.internal, "session '\(s)' could not write its journal (\(reason)); it is being restored, try again")
-                reloading[s] = reason
-                journal(.reload(session: s, flow: flow))
+                journal.reloading[s] = reason
+                writeJournal(.reload(session: s, flow: flow))
             case .reload(let reason):
                 out.append(.log(.error, "data: session '\(s)' could not be read back (\(reason)); it is unavailable until navsyncd restarts"))
                 removeSession(s)
                 frozen[s] = NavError(.internal, "session '\(s)' is unavailable after a disk error; restart navsyncd")
-                gate.fail(session: s, .gone, because: reloading.removeValue(forKey: s) ?? reason)
+                journal.gate.fail(session: s, .gone, because: journal.reloading.removeValue(forKey: s) ?? reason)
             }
         }
         for (s, sequencer) in result.reloaded.sorted(by: { $0.key < $1.key }) where sessions[s] != nil {
             out.append(.log(.warn, "data: session '\(s)' is back at revision \(sequencer.rev), as on disk; it takes commands again"))
             sessions[s]!.sequencer = sequencer
             frozen[s] = nil
-            gate.fail(session: s, .to(rev: sequencer.rev, state: sequencer.state.json),
-                      because: reloading.removeValue(forKey: s) ?? "a failed write")
+            journal.gate.fail(session: s, .to(rev: sequencer.rev, state: sequencer.state.json),
+                      because: journal.reloading.removeValue(forKey: s) ?? "a failed write")
         }
         // Nothing goes out while a session is being read back: what is held for it may
         // still have to be rewritten.
-        guard reloading.isEmpty else { return }
-        out += gate.release(through: durableThrough)
+        guard journal.reloading.isEmpty else { return }
+        out += journal.gate.release(through: journal.durableThrough)
     }
 }

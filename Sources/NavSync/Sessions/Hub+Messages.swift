@@ -219,9 +219,9 @@ extension Hub {
         if let e = frozen[name] { return e }
         let members = session.memberOrder.filter { $0 != requester }
         removeSession(name)
-        journal(.delete(session: name))
+        writeJournal(.delete(session: name))
         if isClustered {
-            replicas[name] = nil
+            cluster.replicas[name] = nil
             out.append(.cluster(.delete(session: name)))
         }
         if !members.isEmpty { emit(.broadcast(session: name, .deleted(session: name, by: client), to: members)) }

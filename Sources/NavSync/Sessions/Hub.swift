@@ -11,7 +11,7 @@
 /// belongs to a connection; `hello` may resume an earlier one, which is what makes
 /// resending commands after a reconnect safe.
 ///
-/// With a journal (`journaled`), nothing is sent before what it depends on is durable:
+/// With a journal (mode `.journaled`), nothing is sent before what it depends on is durable:
 /// every output waits in the `DurabilityGate` until the journal entries made before it
 /// are written, and a failed write rewrites what waits (see `Hub+Journal.swift`).
 public struct Hub {
@@ -71,7 +71,7 @@ public struct Hub {
         case broadcast(session: String, ServerMessage, to: [Int])
         /// The answer to an HTTP command (an ack or an error; the runtime picks the status).
         case answer(connection: Int, HTTPRequest, ServerMessage, id: JSON?)
-        /// An entry for the journal; only with `journaled`.
+        /// An entry for the journal; only in mode `.journaled`.
         case journal(JournalEntry)
         /// Close a WebSocket with this code (1008 for a token that is no longer valid).
         case close(Int, code: UInt16, reason: String)
@@ -130,60 +130,46 @@ public struct Hub {
     /// included), by the events' times. A plain server measures its own handling.
     public internal(set) var applyLatency = LatencyHistogram()
 
-    // MARK: The journal's side (Hub+Journal.swift)
-
-    /// Whether changes are journaled; without, output is never held.
-    public let journaled: Bool
-    /// The newest journal entry made, and the newest known written; output made while
-    /// they differ waits in `gate` (numbered by entry).
-    public internal(set) var journalSeq = 0
-    public internal(set) var durableThrough = 0
-    var gate = DurabilityGate()
     /// Sessions that refuse commands (and creation under their name) with this error,
     /// while reads go on: read back after a failed write, or lost.
     public internal(set) var frozen: [String: NavError] = [:]
-    /// Sessions being read back after a failed write, and why the write failed.
-    var reloading: [String: String] = [:]
 
     /// Effects of the event being handled, in order.
     var out: [Effect] = []
 
-    // MARK: Cluster mode (Hub+Cluster.swift)
+    // MARK: The modes
 
-    /// Set in cluster mode: sessions are replicas of Redis.
-    public let clusterSettings: ClusterSettings?
-    var replicas: [String: Replica] = [:]
-    /// Whether Redis is reachable, and why not.
-    public internal(set) var storeUp = false
-    var storeDown: String?
-    var nextToken = 0
-    /// Appends refused because the log had moved on (commands run again).
-    public internal(set) var clusterRetries = 0
-    /// Sessions this node is making, with joins waiting for them.
-    var creating: Set<String> = []
-    var pendingCreations: [String: Session] = [:]
-    var parkedJoins: [String: [(Int, ClientMessage.Join, JSON?)]] = [:]
-    /// Presence across nodes: this node's changes since the last tick, and the other
-    /// nodes' members per session.
-    var localPresence: [String: LocalPresence] = [:]
-    var remote: [String: [String: RemoteNode]] = [:]
-    var nextRemoteID = 0
-    var lastHeartbeat: Int64 = 0
-    /// Joins, syncs and gets waiting for a read of their session from Redis.
-    var parkedReads: [String: [Parked]] = [:]
-    /// Sessions whose read failed: tried again at the next heartbeat.
-    var failedReads: Set<String> = []
+    /// Where sessions live: the one switch between the modes. Each mode beyond `plain`
+    /// keeps its own state in its own part below, and only its own files touch it.
+    public enum Mode: Sendable {
+        /// In memory only: output is never held.
+        case plain
+        /// Every change is journaled, and output waits until what it depends on is
+        /// durable (`Hub+Journal.swift`, part `journal`).
+        case journaled
+        /// Sessions are replicas of Redis, which orders every command
+        /// (`Hub+Cluster*.swift`, part `cluster`).
+        case clustered(ClusterSettings)
+    }
+
+    public let mode: Mode
+    /// The journaled mode's part; untouched in the other modes.
+    var journal = JournalSide()
+    /// Cluster mode's part; untouched in the other modes.
+    var cluster = ClusterSide()
+
+    public var journaled: Bool { if case .journaled = mode { true } else { false } }
+    public var isClustered: Bool { clusterSettings != nil }
+    public var clusterSettings: ClusterSettings? { if case .clustered(let settings) = mode { settings } else { nil } }
 
     public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, restored: [Session] = [],
-                journaled: Bool = false, cluster: ClusterSettings? = nil, ids: IDSource) {
+                mode: Mode = .plain, ids: IDSource) {
         self.configuration = configuration
         self.policy = policy
         var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
         for flow in flows { byName[flow.name] = flow }
         self.flows = byName
-        self.journaled = journaled
-        precondition(!(journaled && cluster != nil), "cluster mode keeps nothing on disk")
-        clusterSettings = cluster
+        self.mode = mode
         self.ids = ids
         for s in restored { sessions[s.name] = s }
     }
@@ -236,7 +222,7 @@ public struct Hub {
             publishLocalPresence()
             flushPresence()
         case .cluster(let e):
-            cluster(e)
+            clusterEvent(e)
         }
         return out
     }
@@ -245,7 +231,7 @@ public struct Hub {
     /// (Consumed, not copied: copying an effect goes through every payload of the
     /// enum and its message, some 600 instructions, twice per command.)
     mutating func emit(_ effect: consuming Effect) {
-        if journalSeq > durableThrough { gate.hold(effect, until: journalSeq) } else { out.append(effect) }
+        if journal.seq > journal.durableThrough { journal.gate.hold(effect, until: journal.seq) } else { out.append(effect) }
     }
 
     /// A broadcast to a session's members now (but `except`); nothing if there are none.
@@ -303,7 +289,7 @@ public struct Hub {
     public func client(of connection: Int) -> String? { peers[connection]?.client }
 
     /// Messages held until the journal catches up.
-    public var heldCount: Int { gate.count }
+    public var heldCount: Int { journal.gate.count }
 
     // MARK: Sessions
 
@@ -322,7 +308,7 @@ public struct Hub {
                                   idempotencyCapacity: configuration.idempotency, logCapacity: configuration.patchLog,
                                   historyCapacity: configuration.history)
         sessions[name] = Session(name: name, flow: flow, sequencer: sequencer)
-        journal(.create(session: name, flow: flow, sequencer))
+        writeJournal(.create(session: name, flow: flow, sequencer))
     }
 
     /// Forgets a session (its creation was never written, or it cannot be read back);
@@ -349,7 +335,7 @@ public struct Hub {
         case .applied(let ack, let patch):
             commandOutcomes["applied", default: 0] += 1
             if journaled, let command {
-                journal(.append(session: name, JournalRecord(rev: ack.rev, client: client, command: command, name: senderName, ts: sender.ts),
+                writeJournal(.append(session: name, JournalRecord(rev: ack.rev, client: client, command: command, name: senderName, ts: sender.ts),
                                 sessions[name]!.sequencer))
             }
             broadcast(name, .patch(session: name, patch))

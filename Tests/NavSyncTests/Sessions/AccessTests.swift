@@ -63,7 +63,6 @@ struct AccessTests {
     }
 
     func hub() throws -> Hub {
-        var n = 0
         var h = Hub(configuration: HubConfiguration(), flows: [], policy: try Self.policy(), ids: .counting())
         _ = h.handle(.started, now: 0)
         _ = try? h.createSession("lab-1", flow: "shop")

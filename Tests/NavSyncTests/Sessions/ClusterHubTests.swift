@@ -84,9 +84,7 @@ struct ClusterHubTests {
         var errors: [String] = []
 
         init(name: String) {
-            var epochs = 0
-            var clients = 0
-            hub = Hub(configuration: HubConfiguration(), flows: [], cluster: .init(node: name, incarnation: "1", snapshotEvery: 7),
+            hub = Hub(configuration: HubConfiguration(), flows: [], mode: .clustered(.init(node: name, incarnation: "1", snapshotEvery: 7)),
                       ids: .counting(client: name, epoch: "\(name)-ep"))
             _ = hub.handle(.started, now: 0)
         }

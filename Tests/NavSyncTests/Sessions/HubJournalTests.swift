@@ -12,8 +12,7 @@ struct HubJournalTests {
         var now: Int64 = 0
 
         init() {
-            var clients = 0
-            hub = Hub(configuration: HubConfiguration(), flows: [studioFlow], journaled: true,
+            hub = Hub(configuration: HubConfiguration(), flows: [studioFlow], mode: .journaled,
                       ids: .counting())
         }
 
