@@ -22,6 +22,21 @@ struct ClientTests {
         #expect(ClientOptions.parse(["--server"]).map { _ in "" } == .failure(UsageError("--server needs a URL (ws://HOST:PORT/ws, HOST:PORT or PORT)")))
     }
 
+    /// `--label` takes what the server takes (1 to 64 characters, counted as the server
+    /// counts them), so a label never fails only once the command is out.
+    @Test func labelLength() throws {
+        #expect(try ClientOptions.parse(["--label", String(repeating: "x", count: 64), "pop"]).get().label?.count == 64)
+        #expect(try ClientOptions.parse(["--label", String(repeating: "é", count: 64), "pop"]).get().label?.count == 64)
+        let refusal = Result<ClientOptions, UsageError>.failure(UsageError("--label needs a label of 1 to 64 characters"))
+        #expect(ClientOptions.parse(["--label", String(repeating: "x", count: 65), "pop"]) == refusal)
+        #expect(ClientOptions.parse(["--label", "", "pop"]) == refusal)
+        #expect(ClientOptions.parse(["--label"]) == refusal)
+        // The server's own check agrees at the edge.
+        let long = String(repeating: "x", count: 65)
+        #expect(throws: NavError.self) { try Command(json: ["id": 1, "ops": [["op": "pop"]], "label": .string(long)]) }
+        #expect(try Command(json: ["id": 1, "ops": [["op": "pop"]], "label": .string(String(long.dropLast()))]).label?.count == 64)
+    }
+
     @Test func optionsAndURLs() throws {
         let o = try ClientOptions.parse(["10.0.0.5:9000", "--session", "lab", "--json", "push detail id=1", "back"]).get()
         #expect(o.url == WebSocketURL(host: "10.0.0.5", port: 9000, target: "/ws") && o.session == "lab" && o.json)
