@@ -115,31 +115,34 @@ struct NavigatorTests {
 
     @Test func sheetsCoversTabsAndAlertsBindTwoWays() async throws {
         let nav = try await joinedAtHome()
+        // The demo's checkout is guarded: it needs a cart in the session's data.
+        try await nav.updateSession(["cart": [7]])
+        #expect(nav.sessionData == ["cart": [7]])
         try await nav.open("/product/7")
         let home = nav.stack("Home", HomeRoute.self)
         home.sheet = .settings
-        #expect(await settle { nav.rev == 2 })
+        #expect(await settle { nav.rev == 3 })
         #expect(home.sheet == .settings && home.cover == nil && home.path == [.detail(id: 7)])
         #expect(server.commands.last == [["op": "present", "at": "Home", "route": "settings", "style": "sheet"]])
         let sheetID = home.coordinator!.layers[1].root.id
         home.sheet = nil
-        #expect(await settle { nav.rev == 3 })
+        #expect(await settle { nav.rev == 4 })
         #expect(server.commands.last == [["op": "pop", "from": .string(sheetID)]] && home.sheet == nil)
         home.cover = .checkout
-        #expect(await settle { nav.rev == 4 })
+        #expect(await settle { nav.rev == 5 })
         #expect(home.cover == .checkout && home.sheet == nil)
         // The tab bar.
         let tabs = nav.tabs("Main", MainTab.self)
         tabs.selection = .cart
         #expect(tabs.selection == .cart)
-        #expect(await settle { nav.rev == 5 })
+        #expect(await settle { nav.rev == 6 })
         #expect(tabs.selection == .cart && nav.tree?.activePath.map(\.route) == ["main", "cart", "items"])
         // An alert, dismissed through its binding: answered with its cancel button.
         try await nav.alert("Leave?", buttons: [AlertButton(id: "stay", label: "Stay", role: "cancel"), AlertButton(id: "go", label: "Leave")])
         #expect(nav.presentedAlert?.title == "Leave?")
         nav.presentedAlert = nil
         #expect(nav.presentedAlert == nil)
-        #expect(await settle { nav.rev == 7 })
+        #expect(await settle { nav.rev == 8 })
         #expect(server.commands.last?.first?["button"] == "stay")
     }
 

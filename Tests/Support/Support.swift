@@ -167,7 +167,7 @@ package func shapeProblems(_ doc: JSON, _ flow: Flow) -> [String] {
         default: problems.append("\(at): coordinator presence does not match the route")
         }
     }
-    guard let top = doc.objectValue, Set(top.keys) == ["root", "alert"], let root = top["root"] else { return ["top keys"] }
+    guard let top = doc.objectValue, Set(top.keys).subtracting(["data"]) == ["root", "alert"], top["data"].map({ $0.objectValue != nil }) ?? true, let root = top["root"] else { return ["top keys"] }
     coordinator(root, expected: flow.root, "/root")
     if let alert = top["alert"], !alert.isNull {
         guard let a = alert.objectValue, a["title"]?.stringValue != nil, let buttons = a["buttons"]?.arrayValue, !buttons.isEmpty else {

@@ -7,7 +7,7 @@ import NavSyncClient
 /// `App` (root): what the whole app shows.
 public enum AppRoute: NavRoute {
     case onboarding
-    case login(email: String? = nil)
+    case login(email: String? = nil, next: String? = nil)
     case main
 }
 

@@ -64,6 +64,7 @@ extension Sequencer {
             switch k {
             case "root": lastChanged[.root] = Int(r)
             case "alert": lastChanged[.alert] = Int(r)
+            case "data": lastChanged[.data] = Int(r)
             default:
                 guard let id = EntryID(k) else { throw SnapshotError("lastChanged has a bad key '\(k)'") }
                 lastChanged[.entry(id)] = Int(r)
@@ -107,13 +108,15 @@ extension Ack {
     public var json: JSON {
         var o: JSONObject = ["id": id.json, "rev": .int(Int64(rev)), "results": .array(results.map { .string($0.rawValue) })]
         if duplicate { o["duplicate"] = true }
+        if !redirects.isEmpty { o["redirects"] = .array(redirects.map(\.json)) }
         return .object(o)
     }
 
     public init?(json: JSON) {
         guard let id = try? CommandID(field: json["id"]), let rev = json["rev"]?.intValue,
               let results = json["results"]?.arrayValue?.compactMap({ $0.stringValue.flatMap(OpResult.init(rawValue:)) }) else { return nil }
-        self.init(id: id, rev: Int(rev), results: results)
+        self.init(id: id, rev: Int(rev), results: results,
+                  redirects: (json["redirects"]?.arrayValue ?? []).compactMap(Redirect.init(json:)))
     }
 }
 
@@ -139,9 +142,14 @@ extension NavState {
     /// The state document read back (the inverse of `json`).
     public init(json: JSON) throws(SnapshotError) {
         guard let root = json["root"] else { throw SnapshotError("the state has no root") }
+        var data: JSONObject?
+        if let d = json["data"] {
+            guard let o = d.objectValue else { throw SnapshotError("the state's data is not an object") }
+            data = o
+        }
         self.init(root: try Coordinator(json: root), alert: try json["alert"].flatMap { a throws(SnapshotError) -> Alert? in
             a.isNull ? nil : try Alert(json: a)
-        })
+        }, data: data)
     }
 }
 

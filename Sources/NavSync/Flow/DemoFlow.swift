@@ -1,14 +1,18 @@
 /// The built-in demo flow: a small shop that shows the whole model — a root that
 /// switches onboarding / login / main, four tabs, stacks with required and optional
 /// typed params, a sheet (Settings) and a full-screen cover (Checkout) with stacks of
-/// their own, and deep links with path and query captures.
+/// their own, deep links with path and query captures, and two guards over the session's
+/// data: checkout is denied while the cart is empty, and orders redirect to sign-in,
+/// which remembers where the user was headed (`next`).
 extension Flow {
     public static let demo: Flow = {
         do {
             return try Flow("shop", root: "App", file: "(built-in demo)") {
+                FlowGuard("signedIn", when: ["path": "/user", "exists": true], else: .redirect("/login?next={route}"))
+                FlowGuard("cartFull", when: ["path": "/cart/0", "exists": true], else: .deny)
                 CoordinatorType("App", .root, initial: "onboarding") {
                     Route("onboarding", title: "Welcome")
-                    Route("login", params: [("email", "string?")], title: "Sign in")
+                    Route("login", params: [("email", "string?"), ("next", "string?")], title: "Sign in")
                     Route("main", opens: "Main")
                 }
                 CoordinatorType("Main", .tabs, initial: ["home", "search", "cart", "profile"]) {
@@ -23,7 +27,7 @@ extension Flow {
                     Route("detail", params: [("id", "int"), ("note", "string?")], title: "Product {id}")
                     Route("reviews", params: [("id", "int"), ("rating", "number?")], title: "Reviews")
                     Route("settings", opens: "Settings", presentation: .sheet)
-                    Route("checkout", opens: "Checkout", presentation: .cover)
+                    Route("checkout", opens: "Checkout", presentation: .cover, guards: ["cartFull"])
                 }
                 CoordinatorType("Search", .stack, initial: "query") {
                     Route("query", params: [("q", "string?")], title: "Search")
@@ -33,12 +37,12 @@ extension Flow {
                 CoordinatorType("Cart", .stack, initial: "items") {
                     Route("items", title: "Cart")
                     Route("detail", params: [("id", "int"), ("note", "string?")], title: "Product {id}")
-                    Route("checkout", opens: "Checkout", presentation: .cover)
+                    Route("checkout", opens: "Checkout", presentation: .cover, guards: ["cartFull"])
                 }
                 CoordinatorType("Profile", .stack, initial: "overview") {
                     Route("overview", title: "Profile")
-                    Route("orders", title: "Orders")
-                    Route("order", params: [("id", "int")], title: "Order {id}")
+                    Route("orders", title: "Orders", guards: ["signedIn"])
+                    Route("order", params: [("id", "int")], title: "Order {id}", guards: ["signedIn"])
                     Route("settings", opens: "Settings", presentation: .sheet)
                 }
                 CoordinatorType("Settings", .stack, initial: "main") {
@@ -80,8 +84,13 @@ extension Flow {
                     ["op": "present", "route": "settings"],
                     ["op": "route", "route": "notifications", "params": ["enabled": ":on"]],
                 ])
+                DeepLink("/orders", [
+                    ["op": "setRoot", "at": "App", "route": "main"],
+                    ["op": "select", "route": "profile"],
+                    ["op": "setStack", "at": "Profile", "routes": ["overview", "orders"]],
+                ])
                 DeepLink("/login", [
-                    ["op": "setRoot", "at": "App", "route": "login", "params": ["email": ":email"]],
+                    ["op": "setRoot", "at": "App", "route": "login", "params": ["email": ":email", "next": ":next"]],
                 ])
             }
         } catch {

@@ -69,7 +69,8 @@ extension Flow {
         }
 
         let top = try object(json, "state")
-        try only(top, ["root", "alert"], "state")
+        try only(top, ["root", "alert", "data"], "state")
+        if let data = top["data"], data.objectValue == nil { throw fail("state.data", "must be an object") }
         try coordinator(top["root"], type: root, "state.root")
         if let alert = top["alert"], !alert.isNull {
             let a = try object(alert, "state.alert")

@@ -86,7 +86,7 @@ private struct FlowLoader {
     mutating func load(_ json: JSON) throws(FlowError) -> Flow {
         let top = JSONPath()
         let doc = try object(json, top, "flow")
-        try onlyKeys(doc, ["name", "root", "coordinators", "links"], top, "a flow")
+        try onlyKeys(doc, ["name", "root", "coordinators", "links", "guards"], top, "a flow")
         let name = try string(doc["name"], top.key("name"), "'name'")
         let rootName = try string(doc["root"], top.key("root"), "'root'")
         let coordinatorsPath = top.key("coordinators")
@@ -98,7 +98,7 @@ private struct FlowLoader {
         for (typeName, value) in coordinatorsJSON {
             let p = coordinatorsPath.key(typeName)
             let c = try object(value, p, "coordinator")
-            try onlyKeys(c, ["kind", "initial", "routes"], p, "a coordinator")
+            try onlyKeys(c, ["kind", "initial", "routes", "guard"], p, "a coordinator")
             let kindText = try string(c["kind"], p.key("kind"), "'kind'")
             guard let kind = CoordinatorKind(rawValue: kindText) else {
                 throw fail(p.key("kind"), "unknown kind \"\(kindText)\" (expected root, stack or tabs)")
@@ -109,10 +109,19 @@ private struct FlowLoader {
             throw fail(top.key("root"), "names coordinator \"\(rootName)\", which 'coordinators' does not declare")
         }
 
+        // The guards, by name, for the lists below to name.
+        var guards: [String: Guard] = [:]
+        if let guardsJSON = doc["guards"], !guardsJSON.isNull {
+            let gp = top.key("guards")
+            for (guardName, value) in try object(guardsJSON, gp, "'guards'") {
+                guards[guardName] = try guardSpec(guardName, value, gp.key(guardName))
+            }
+        }
+
         // Pass 2: routes and initial items.
         var specs: [String: CoordinatorSpec] = [:]
         for (typeName, value) in coordinatorsJSON {
-            specs[typeName] = try coordinator(typeName, value.objectValue!, coordinatorsPath.key(typeName), kinds)
+            specs[typeName] = try coordinator(typeName, value.objectValue!, coordinatorsPath.key(typeName), kinds, guards)
         }
         try checkInitialCycles(specs, coordinatorsPath)
 
@@ -125,19 +134,21 @@ private struct FlowLoader {
                 links.append(try link(pattern, opsJSON, lp.key(pattern), flowSoFar))
             }
         }
-        return Flow(name: name, root: rootName, coordinators: specs,
-                    coordinatorOrder: coordinatorsJSON.keys, links: links, source: json)
+        let flow = Flow(name: name, root: rootName, coordinators: specs,
+                        coordinatorOrder: coordinatorsJSON.keys, links: links, source: json, guards: guards)
+        try checkGuards(flow, top)
+        return flow
     }
 
     func coordinator(_ typeName: String, _ c: JSONObject, _ p: JSONPath,
-                     _ kinds: [String: CoordinatorKind]) throws(FlowError) -> CoordinatorSpec {
+                     _ kinds: [String: CoordinatorKind], _ guards: [String: Guard]) throws(FlowError) -> CoordinatorSpec {
         let kind = kinds[typeName]!
         let routesPath = p.key("routes")
         let routesJSON = try object(c["routes"], routesPath, "'routes'")
         guard !routesJSON.isEmpty else { throw fail(routesPath, "declares no route") }
         var routes: [String: RouteSpec] = [:]
         for (routeName, value) in routesJSON {
-            routes[routeName] = try route(routeName, value, routesPath.key(routeName), kinds)
+            routes[routeName] = try route(routeName, value, routesPath.key(routeName), kinds, guards)
         }
 
         let initialPath = p.key("initial")
@@ -156,13 +167,14 @@ private struct FlowLoader {
         case (_, let item?):
             initial.append(try routeRef(item, initialPath, routes))
         }
-        return CoordinatorSpec(name: typeName, kind: kind, initial: initial, routes: routes, routeOrder: routesJSON.keys)
+        return CoordinatorSpec(name: typeName, kind: kind, initial: initial, routes: routes, routeOrder: routesJSON.keys,
+                               guards: try guardList(c["guard"], p.key("guard"), guards))
     }
 
     func route(_ name: String, _ value: JSON, _ p: JSONPath,
-               _ kinds: [String: CoordinatorKind]) throws(FlowError) -> RouteSpec {
+               _ kinds: [String: CoordinatorKind], _ guards: [String: Guard]) throws(FlowError) -> RouteSpec {
         let r = try object(value, p, "route")
-        try onlyKeys(r, ["params", "coordinator", "presentation", "tab", "title"], p, "a route")
+        try onlyKeys(r, ["params", "coordinator", "presentation", "tab", "title", "guard"], p, "a route")
         var params: [String: ParamType] = [:]
         var order: [String] = []
         if let paramsJSON = r["params"], !paramsJSON.isNull {
@@ -197,7 +209,75 @@ private struct FlowLoader {
             title = s
         }
         return RouteSpec(name: name, params: params, paramOrder: order, coordinator: child,
-                         presentation: presentation, tab: r["tab"], title: title)
+                         presentation: presentation, tab: r["tab"], title: title,
+                         guards: try guardList(r["guard"], p.key("guard"), guards))
+    }
+
+    /// A guard declared at the top of the flow: `when` (a condition) and `else`
+    /// (`"deny"` or `{"redirect": LINK}`).
+    func guardSpec(_ name: String, _ value: JSON, _ p: JSONPath) throws(FlowError) -> Guard {
+        let g = try object(value, p, "guard")
+        try onlyKeys(g, ["when", "else"], p, "a guard")
+        guard let when = g["when"] else { throw fail(p.key("when"), "missing 'when' (the condition that must hold)") }
+        let condition: Condition
+        do { condition = try Condition(json: when) } catch {
+            var place = p.key("when")
+            for part in error.path { place = part.hasPrefix("[") ? place.index(Int(part.dropFirst().dropLast())!) : place.key(part) }
+            throw fail(place, error.message)
+        }
+        let otherwise: Guard.Otherwise
+        switch g["else"] {
+        case .string("deny")?: otherwise = .deny
+        case .object(let o)? where o.count == 1 && o["redirect"] != nil:
+            otherwise = .redirect(try string(o["redirect"], p.key("else").key("redirect"), "'redirect'"))
+        case nil: throw fail(p.key("else"), "missing 'else' (\"deny\" or {\"redirect\": LINK})")
+        case let other?: throw fail(p.key("else"), "'else' must be \"deny\" or {\"redirect\": LINK}, got \(other.encodedString())")
+        }
+        return Guard(name: name, condition: condition, otherwise: otherwise)
+    }
+
+    /// A `guard` list of a coordinator type or route: names of declared guards.
+    func guardList(_ value: JSON?, _ p: JSONPath, _ guards: [String: Guard]) throws(FlowError) -> [Guard] {
+        guard let value, !value.isNull else { return [] }
+        guard let names = value.arrayValue else { throw fail(p, "'guard' must be a list of guard names, got \(value.typeName)") }
+        var list: [Guard] = []
+        for (i, n) in names.enumerated() {
+            guard let name = n.stringValue else { throw fail(p.index(i), "a guard name must be a string, got \(n.typeName)") }
+            guard let g = guards[name] else {
+                let known = guards.keys.sorted()
+                throw fail(p.index(i), "unknown guard \"\(name)\" (\(known.isEmpty ? "the flow declares no 'guards'" : "declared: " + known.joined(separator: ", ")))")
+            }
+            list.append(g)
+        }
+        return list
+    }
+
+    /// The checks that need the whole flow (section 18): every redirect matches a link
+    /// whose ops do not open a route its own guard protects, and the initial state
+    /// passes every guard.
+    func checkGuards(_ flow: Flow, _ top: JSONPath) throws(FlowError) {
+        for name in flow.guards.keys.sorted() {
+            let g = flow.guards[name]!
+            guard case .redirect(let template) = g.otherwise else { continue }
+            let p = top.key("guards").key(name).key("else").key("redirect")
+            let sample = template.replacing("{route}", with: "route").replacing("{entry}", with: "e1")
+            guard let address = ParsedURL(sample), let link = flow.links.first(where: { $0.matches(address) }) else {
+                throw fail(p, "\"\(template)\" matches no link of the flow (links: \(flow.links.isEmpty ? "none" : flow.links.map(\.pattern).joined(separator: ", ")))")
+            }
+            for (i, op) in link.compiled.enumerated() {
+                for (route, _) in linkRoutes(op.action, JSONPath()) {
+                    let owners = op.at.flatMap { flow.coordinators[$0] }.map { [$0] } ?? flow.types(declaring: route)
+                    if owners.contains(where: { $0.guards.contains(g) || ($0.routes[route]?.guards.contains(g) ?? false) }) {
+                        throw fail(p, "its link \(link.pattern) (op \(i)) opens route \"\(route)\", which guard \"\(name)\" itself protects: the redirect would loop")
+                    }
+                }
+            }
+        }
+        guard flow.isGuarded else { return }
+        let initial = NavDocument(flow: flow)
+        if let failure = initial.firstGuardFailure() {
+            throw fail(top, "the initial state already fails guard \"\(failure.guard.name)\" on route \"\(failure.route)\" (\(failure.entry)); with no session data yet, its condition must hold or the route must not be initial")
+        }
     }
 
     /// An initial item: a route name or `{"route", "params"}`, with params that fit.

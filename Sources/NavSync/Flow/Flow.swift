@@ -19,9 +19,11 @@ public struct Flow: Sendable {
         let coordinatorOrder: [String]
         let links: [Link]
         let source: JSON
+        let guards: [String: Guard]
+        let isGuarded: Bool
 
         init(name: String, root: String, coordinators: [String: CoordinatorSpec], coordinatorOrder: [String],
-             links: [Link], source: JSON) {
+             links: [Link], source: JSON, guards: [String: Guard]) {
             self.name = name
             self.root = root
             self.coordinators = coordinators
@@ -43,13 +45,15 @@ public struct Flow: Sendable {
             self.coordinatorOrder = coordinatorOrder
             self.links = links
             self.source = source
+            self.guards = guards
+            isGuarded = coordinators.values.contains { spec in !spec.guards.isEmpty || spec.routes.values.contains { !$0.guards.isEmpty } }
         }
     }
 
     init(name: String, root: String, coordinators: [String: CoordinatorSpec], coordinatorOrder: [String],
-         links: [Link], source: JSON) {
+         links: [Link], source: JSON, guards: [String: Guard] = [:]) {
         fields = Fields(name: name, root: root, coordinators: coordinators, coordinatorOrder: coordinatorOrder,
-                        links: links, source: source)
+                        links: links, source: source, guards: guards)
     }
 
     public var name: String { fields.name }
@@ -62,6 +66,11 @@ public struct Flow: Sendable {
     public var links: [Link] { fields.links }
     /// The flow as JSON, as clients receive it in `joined.flow`.
     public var source: JSON { fields.source }
+    /// Guards by name (section 18).
+    public var guards: [String: Guard] { fields.guards }
+    /// Whether any coordinator type or route lists a guard: a flow without pays nothing
+    /// for them.
+    public var isGuarded: Bool { fields.isGuarded }
 }
 
 /// The three coordinator kinds.
@@ -99,9 +108,13 @@ public final class CoordinatorSpec: Sendable {
     /// one of them changes its entry; nil for a route that opens one.
     let initialLeaves: [Entry?]
     private let routeTable: NameTable<RouteSpec>
+    /// The guards every route of this type is under, in list order (section 18).
+    public let guards: [Guard]
 
-    init(name: String, kind: CoordinatorKind, initial: [RouteRef], routes: [String: RouteSpec], routeOrder: [String]) {
+    init(name: String, kind: CoordinatorKind, initial: [RouteRef], routes: [String: RouteSpec], routeOrder: [String],
+         guards: [Guard] = []) {
         self.name = name
+        self.guards = guards
         self.kind = kind
         self.initial = initial
         self.routes = routes
@@ -152,12 +165,16 @@ public final class RouteSpec: Sendable {
     /// Display text with `{param}` placeholders; never part of the state.
     public let title: String?
 
+    /// The route's own guards, in list order (after its coordinator type's; section 18).
+    public let guards: [Guard]
+
     /// `paramOrder` with each param's type.
     let declared: [(name: String, type: ParamType)]
 
     init(name: String, params: [String: ParamType], paramOrder: [String], coordinator: String?, presentation: Presentation?,
-         tab: JSON?, title: String?) {
+         tab: JSON?, title: String?, guards: [Guard] = []) {
         self.name = name
+        self.guards = guards
         self.params = params
         self.paramOrder = paramOrder
         declared = paramOrder.map { ($0, params[$0]!) }

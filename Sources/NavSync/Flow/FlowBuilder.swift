@@ -18,13 +18,17 @@ extension Flow {
                 @FlowBuilder _ parts: () -> [FlowPart]) throws(FlowError) {
         var coordinators = JSONObject()
         var links = JSONObject()
+        var guards = JSONObject()
         for part in parts() {
             switch part {
             case .coordinator(let name, let json): coordinators[name] = json
             case .link(let pattern, let ops): links[pattern] = .array(ops)
+            case .guard(let name, let json): guards[name] = json
             }
         }
-        var doc: JSONObject = ["name": .string(name), "root": .string(root), "coordinators": .object(coordinators)]
+        var doc: JSONObject = ["name": .string(name), "root": .string(root)]
+        if !guards.isEmpty { doc["guards"] = .object(guards) }
+        doc["coordinators"] = .object(coordinators)
         if !links.isEmpty { doc["links"] = .object(links) }
         self = try Flow.load(.object(doc), file: file)
     }
@@ -34,12 +38,14 @@ extension Flow {
 public enum FlowPart: Sendable {
     case coordinator(String, JSON)
     case link(String, [JSON])
+    case `guard`(String, JSON)
 }
 
 @resultBuilder
 public enum FlowBuilder {
     public static func buildExpression(_ c: CoordinatorType) -> [FlowPart] { [.coordinator(c.name, c.json)] }
     public static func buildExpression(_ l: DeepLink) -> [FlowPart] { [.link(l.pattern, l.ops)] }
+    public static func buildExpression(_ g: FlowGuard) -> [FlowPart] { [.guard(g.name, g.json)] }
     public static func buildBlock(_ parts: [FlowPart]...) -> [FlowPart] { parts.flatMap { $0 } }
 }
 
@@ -54,11 +60,14 @@ public struct CoordinatorType: Sendable {
     let name: String
     let json: JSON
 
-    public init(_ name: String, _ kind: CoordinatorKind, initial: JSON, @RouteBuilder routes: () -> [Route]) {
+    /// `guards`: names of the flow's guards every route of this type is under.
+    public init(_ name: String, _ kind: CoordinatorKind, initial: JSON, guards: [String] = [], @RouteBuilder routes: () -> [Route]) {
         var routesJSON = JSONObject()
         for r in routes() { routesJSON[r.name] = r.json }
         self.name = name
-        json = ["kind": .string(kind.rawValue), "initial": initial, "routes": .object(routesJSON)]
+        var o: JSONObject = ["kind": .string(kind.rawValue), "initial": initial, "routes": .object(routesJSON)]
+        if !guards.isEmpty { o["guard"] = .array(guards.map { .string($0) }) }
+        json = .object(o)
     }
 }
 
@@ -73,14 +82,16 @@ public struct Route: Sendable {
     ///   - presentation: `.sheet` or `.cover` to present modally by default.
     ///   - tab: tab-item metadata for tab routes.
     ///   - title: display text with `{param}` placeholders.
+    ///   - guards: names of the flow's guards this route is under (after its type's).
     public init(_ name: String, params: [(String, String)] = [], opens: String? = nil,
-                presentation: Presentation? = nil, tab: JSON? = nil, title: String? = nil) {
+                presentation: Presentation? = nil, tab: JSON? = nil, title: String? = nil, guards: [String] = []) {
         var o = JSONObject()
         if !params.isEmpty { o["params"] = .object(JSONObject(params.map { ($0.0, JSON.string($0.1)) })) }
         if let opens { o["coordinator"] = .string(opens) }
         if let presentation { o["presentation"] = .string(presentation.rawValue) }
         if let tab { o["tab"] = tab }
         if let title { o["title"] = .string(title) }
+        if !guards.isEmpty { o["guard"] = .array(guards.map { .string($0) }) }
         self.name = name
         self.json = .object(o)
     }
@@ -94,5 +105,22 @@ public struct DeepLink: Sendable {
     public init(_ pattern: String, _ ops: [JSON]) {
         self.pattern = pattern
         self.ops = ops
+    }
+}
+
+/// A guard declared in Swift (section 18): a condition over the session's data, and
+/// what happens when it is false.
+///
+/// ```swift
+/// FlowGuard("signedIn", when: ["path": "/user", "exists": true], else: .redirect("/login?next={route}"))
+/// FlowGuard("cartFull", when: ["path": "/cart/0", "exists": true], else: .deny)
+/// ```
+public struct FlowGuard: Sendable {
+    let name: String
+    let json: JSON
+
+    public init(_ name: String, when condition: JSON, else otherwise: Guard.Otherwise) {
+        self.name = name
+        json = Guard.json(when: condition, otherwise)
     }
 }

@@ -22,6 +22,8 @@ public enum OpResult: String, Sendable, Equatable {
     case noop
     /// Named an entry, coordinator or alert that is gone now.
     case superseded
+    /// A guard redirected it (section 18): the ack's `redirects` says where.
+    case redirected
 
     /// `[self]`, one array shared by every ack of a one-op command (most commands):
     /// an ack's results are kept by the idempotency table and history, so a fresh array
@@ -31,6 +33,7 @@ public enum OpResult: String, Sendable, Equatable {
         case .applied: Self.appliedAlone
         case .noop: Self.noopAlone
         case .superseded: Self.supersededAlone
+        case .redirected: [.redirected]
         }
     }
 

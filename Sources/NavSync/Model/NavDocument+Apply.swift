@@ -29,7 +29,9 @@ extension NavDocument {
         if case .respond(let alertID, _) = op.action { entry = resolveAlert(alertID) }
 
         if let guardRev = ctx.conflicts {
-            try guardRev.check(touched(name, at, entry), gone: goneIDs(at, entry), firstID: ctx.firstID,
+            var keys = touched(name, at, entry)
+            if case .updateSession = op.action { keys.append(.data) }
+            try guardRev.check(keys, gone: goneIDs(at, entry), firstID: ctx.firstID,
                                describe: describe)
         }
         if case .failed(let error) = at { throw error }
@@ -46,7 +48,7 @@ extension NavDocument {
             return try applyStack(op.action, at, entry, &ctx)
         case .select, .setTabs, .appendTab, .insertTab, .removeFirst, .removeLast, .removeTab:
             return try applyTabs(op.action, at, entry, &ctx)
-        case .restart, .update, .open, .alert, .respond, .reset:
+        case .restart, .update, .updateSession, .open, .alert, .respond, .reset:
             return try applyOther(op.action, at, entry, &ctx)
         }
     }
@@ -131,6 +133,7 @@ extension NavDocument {
         switch key {
         case .root: return "the root coordinator \(state.root.type)"
         case .alert: return "the alert"
+        case .data: return "the session's data"
         case .entry(let id):
             guard let (path, index) = state.locate(id), let c = state[path].entries[index].coordinator else {
                 return "the coordinator of \(id)"

@@ -33,6 +33,19 @@ extension NavDocument {
             ctx.noteChanged(state.key(of: p))
             return .applied
 
+        case .updateSession(let patch):
+            let current = state.data ?? [:]
+            guard case .object(let merged) = JSON.object(current).mergePatched(with: .object(patch)) else { return .noop }
+            // The first change makes it (possibly `{}`); after that it stays.
+            guard merged != current else { return .noop }
+            let size = JSON.object(merged).encoded().count
+            guard size <= limits.maxDataBytes else {
+                throw NavError(.tooLarge, "the session's data would be \(size) bytes; at most \(limits.maxDataBytes) are allowed")
+            }
+            state.data = merged
+            ctx.noteChanged(.data)
+            return .applied
+
         case .open(let url):
             let (link, values) = try flow.match(url: url)
             if let plan = link.plan, let result = plan.open(values, in: &self, &ctx) { return result }
@@ -60,6 +73,7 @@ extension NavDocument {
             ctx.didReset = true
             ctx.noteChanged(.root)
             ctx.noteChanged(.alert)
+            ctx.noteChanged(.data)
             return .applied
 
         default:
@@ -79,7 +93,7 @@ extension NavDocument {
         for (i, op) in ops.enumerated() {
             do throws(NavError) {
                 switch try apply(op, &ctx) {
-                case .applied: applied = true
+                case .applied, .redirected: applied = true
                 case .superseded: superseded = true
                 case .noop: break
                 }

@@ -17,6 +17,10 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case idReused = "id_reused"
     /// A revision older than the history holds (DESIGN.md section 15).
     case gone
+    /// A guard refused the command (section 18).
+    case guarded
+    /// Redirects went round in a circle, or past the limit (section 18).
+    case redirectLoop = "redirect_loop"
     case `internal`
 }
 
@@ -27,12 +31,22 @@ public struct NavError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     public var op: Int?
     public var rev: Int?
+    /// For `guarded`: the guard that refused, and the entry and route it protects.
+    public var guarded: Guarded?
 
-    public init(_ code: ErrorCode, _ message: String, op: Int? = nil, rev: Int? = nil) {
+    public struct Guarded: Sendable, Equatable {
+        public var `guard`: String
+        public var route: String
+        public var entry: String
+        public init(guard: String, route: String, entry: String) { self.guard = `guard`; self.route = route; self.entry = entry }
+    }
+
+    public init(_ code: ErrorCode, _ message: String, op: Int? = nil, rev: Int? = nil, guarded: Guarded? = nil) {
         self.code = code
         self.message = message
         self.op = op
         self.rev = rev
+        self.guarded = guarded
     }
 
     public var description: String {

@@ -1,16 +1,19 @@
 /// Addressing inside the tree: coordinator paths, the active path, finding entries.
 
 /// A coordinator's stable name for conflict bookkeeping: the root, the id of the entry
-/// that opened it, or the alert (DESIGN.md Appendix A, "Conflicts").
+/// that opened it, the alert, or the session's data (DESIGN.md Appendix A, "Conflicts";
+/// section 18).
 public enum CoordinatorKey: Sendable, Hashable, CustomStringConvertible {
     case root
     case entry(EntryID)
     case alert
+    case data
 
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .root: hasher.combine(-1)
         case .alert: hasher.combine(-2)
+        case .data: hasher.combine(-3)
         case .entry(let id): hasher.combine(id.number)
         }
     }
@@ -20,6 +23,7 @@ public enum CoordinatorKey: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .root: EntryID.mix(UInt64(bitPattern: -1), seed: seed)
         case .alert: EntryID.mix(UInt64(bitPattern: -2), seed: seed)
+        case .data: EntryID.mix(UInt64(bitPattern: -3), seed: seed)
         case .entry(let id): EntryID.mix(UInt64(bitPattern: Int64(id.number)), seed: seed)
         }
     }
@@ -30,6 +34,7 @@ public enum CoordinatorKey: Sendable, Hashable, CustomStringConvertible {
         case .root: return "root"
         case .entry(let id): return id.description
         case .alert: return "alert"
+        case .data: return "data"
         }
     }
 }

@@ -8,10 +8,14 @@ public struct NavState: Sendable, Equatable {
     // that has one, as every `T?` var does, was built twice and one copy destroyed
     // wherever it was made. See docs/architecture.md, "Copies".)
     public var alert: Optional<Alert>
+    /// The session's data (section 18): one object shared by the whole session, what
+    /// guards read; absent until first set (`update` with `"scope": "session"`).
+    public var data: Optional<JSONObject>
 
-    public init(root: Coordinator, alert: Alert? = nil) {
+    public init(root: Coordinator, alert: Alert? = nil, data: JSONObject? = nil) {
         self.root = root
         self.alert = alert
+        self.data = data
     }
 }
 
@@ -192,7 +196,9 @@ public struct Alert: Sendable, Equatable {
 
 extension NavState {
     public var json: JSON {
-        .object(["root": root.json, "alert": alert?.json ?? .null])
+        var o: JSONObject = ["root": root.json, "alert": alert?.json ?? .null]
+        if let data { o["data"] = .object(data) }
+        return .object(o)
     }
 }
 

@@ -16,7 +16,11 @@ extension Operation {
         }
         var fields = Fields(object: object)
         let at = try fields.optionalString("at")
-        self.init(try Self.decodeAction(name, &fields), at: at)
+        let action = try Self.decodeAction(name, &fields)
+        if case .updateSession = action, at != nil {
+            throw NavError(.badRequest, "'at' cannot go with \"scope\": \"session\": the session's data belongs to no coordinator")
+        }
+        self.init(action, at: at)
     }
 
     private static func decodeAction(_ name: OpName, _ f: inout Fields) throws(NavError) -> Action {
@@ -67,7 +71,15 @@ extension Operation {
             guard let patch = data.objectValue else {
                 throw NavError(.badParams, "'data' must be an object, got \(data.typeName)")
             }
-            return .update(entry: entry, data: patch)
+            switch try f.optionalString("scope") {
+            case nil, "entry": return .update(entry: entry, data: patch)
+            case "session":
+                guard entry == nil else {
+                    throw NavError(.badRequest, "'entry' cannot go with \"scope\": \"session\": the session's data belongs to no entry")
+                }
+                return .updateSession(data: patch)
+            case let other?: throw NavError(.badParams, "'scope' must be \"entry\" or \"session\", got \"\(other)\"")
+            }
         case .open: return .open(url: try f.string("url"))
         case .alert: return .alert(try f.alertSpec())
         case .respond: return .respond(alert: try f.string("alert"), button: try f.string("button"))
@@ -115,6 +127,9 @@ extension Operation {
             o["index"] = .int(Int64(index))
         case .update(let entry, let data):
             if let entry { o["entry"] = .string(entry) }
+            o["data"] = .object(data)
+        case .updateSession(let data):
+            o["scope"] = "session"
             o["data"] = .object(data)
         case .open(let url): o["url"] = .string(url)
         case .alert(let spec):

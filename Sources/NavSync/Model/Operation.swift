@@ -40,6 +40,8 @@ public struct Operation: Sendable, Equatable {
         case removeTab(entry: String)
         /// RFC 7386 merge patch into an entry's `data`; nil entry: the deepest screen.
         case update(entry: String?, data: JSONObject)
+        /// The same into the session's data (`"scope": "session"`, section 18).
+        case updateSession(data: JSONObject)
         case open(url: String)
         case alert(AlertSpec)
         case respond(alert: String, button: String)
@@ -168,7 +170,7 @@ extension Operation.Action {
         case .removeFirst: return .removeFirst
         case .removeLast: return .removeLast
         case .removeTab: return .removeTab
-        case .update: return .update
+        case .update, .updateSession: return .update
         case .open: return .open
         case .alert: return .alert
         case .respond: return .respond

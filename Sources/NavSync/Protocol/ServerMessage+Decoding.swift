@@ -56,11 +56,16 @@ extension ServerMessage {
                 return result
             }
             message = .ack(session: try f.string("session"), Ack(id: try CommandID(field: id), rev: try f.int("rev"), results: results,
-                                                                  duplicate: try f.optionalBool("duplicate") ?? false))
+                                                                  duplicate: try f.optionalBool("duplicate") ?? false,
+                                                                  redirects: (o["redirects"]?.arrayValue ?? []).compactMap(Redirect.init(json:))))
         case "error":
             let code = try f.string("code")
+            var guarded: NavError.Guarded?
+            if let g = o["guard"]?.stringValue {
+                guarded = .init(guard: g, route: o["route"]?.stringValue ?? "", entry: o["entry"]?.stringValue ?? "")
+            }
             message = .error(NavError(ErrorCode(rawValue: code) ?? .internal, try f.string("message"),
-                                      op: try f.optionalInt("op"), rev: try f.optionalInt("rev")))
+                                      op: try f.optionalInt("op"), rev: try f.optionalInt("rev"), guarded: guarded))
         case "synced":
             message = .synced(session: try f.string("session"), rev: try f.int("rev"))
         case "snapshot":

@@ -189,6 +189,10 @@ public enum ServerMessage: Sendable, Equatable {
         }
         out.append(UInt8(ascii: "]"))
         if ack.duplicate { out.append(ascii: #","duplicate":true"#) }
+        if !ack.redirects.isEmpty {
+            out.append(ascii: #","redirects":"#)
+            JSON.array(ack.redirects.map(\.json)).write(into: &out)
+        }
         out.append(UInt8(ascii: "}"))
     }
 
@@ -256,11 +260,13 @@ public enum ServerMessage: Sendable, Equatable {
             o["session"] = .string(s); o["rev"] = .int(Int64(a.rev))
             o["results"] = .array(a.results.map { .string($0.rawValue) })
             if a.duplicate { o["duplicate"] = true }
+            if !a.redirects.isEmpty { o["redirects"] = .array(a.redirects.map(\.json)) }
         case .error(let e):
             type("error")
             o["code"] = .string(e.code.rawValue); o["message"] = .string(e.message)
             if let op = e.op { o["op"] = .int(Int64(op)) }
             if let rev = e.rev { o["rev"] = .int(Int64(rev)) }
+            if let g = e.guarded { o["guard"] = .string(g.guard); o["route"] = .string(g.route); o["entry"] = .string(g.entry) }
         case .synced(let s, let rev):
             type("synced"); o["session"] = .string(s); o["rev"] = .int(Int64(rev))
         case .snapshot(let s, let rev, let state):

@@ -135,12 +135,30 @@ public struct Ack: Sendable, Equatable {
     /// A resend of a command acknowledged before: this is its original ack, and
     /// nothing ran again (`"duplicate": true` on the wire).
     public var duplicate = false
+    /// The redirects guards made, in order (section 18); empty for most commands.
+    public var redirects: [Redirect] = []
 
-    public init(id: CommandID, rev: Int, results: [OpResult], duplicate: Bool = false) {
+    public init(id: CommandID, rev: Int, results: [OpResult], duplicate: Bool = false, redirects: [Redirect] = []) {
         self.id = id
         self.rev = rev
         self.results = results
         self.duplicate = duplicate
+        self.redirects = redirects
+    }
+}
+
+/// One redirect a guard made: the op it redirected, the guard, and the link it opened.
+public struct Redirect: Sendable, Equatable {
+    public var op: Int
+    public var `guard`: String
+    public var link: String
+    public init(op: Int, guard: String, link: String) { self.op = op; self.guard = `guard`; self.link = link }
+
+    public var json: JSON { ["op": .int(Int64(op)), "guard": .string(`guard`), "link": .string(link)] }
+
+    public init?(json: JSON) {
+        guard let op = json["op"]?.intValue, let g = json["guard"]?.stringValue, let link = json["link"]?.stringValue else { return nil }
+        self.init(op: Int(op), guard: g, link: link)
     }
 }
 

@@ -159,6 +159,7 @@ struct IDRevisions: Sendable, Equatable {
 public struct ChangeTable: Sendable, Equatable {
     private var root: Int?
     private var alert: Int?
+    private var data: Int?
     private var entries = IDRevisions(window: 4096)
 
     public init() {}
@@ -168,6 +169,7 @@ public struct ChangeTable: Sendable, Equatable {
             switch key {
             case .root: root
             case .alert: alert
+            case .data: data
             case .entry(let id): entries[id]
             }
         }
@@ -175,16 +177,18 @@ public struct ChangeTable: Sendable, Equatable {
             switch key {
             case .root: root = newValue
             case .alert: alert = newValue
+            case .data: data = newValue
             case .entry(let id): entries[id] = newValue
             }
         }
     }
 
-    /// Every key with its revision: root, alert, then entries by id.
+    /// Every key with its revision: root, alert, data, then entries by id.
     public var records: [(key: CoordinatorKey, rev: Int)] {
         var list: [(key: CoordinatorKey, rev: Int)] = []
         if let root { list.append((.root, root)) }
         if let alert { list.append((.alert, alert)) }
+        if let data { list.append((.data, data)) }
         return list + entries.records.map { (.entry($0.id), $0.rev) }
     }
 }

@@ -175,8 +175,17 @@ public struct Sequencer: Sendable {
             guard op.action.editsOneStackAtomically else {
                 return submitOnCopy(command, lone: consume op, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
             }
+            // A guarded flow keeps the document as it was (one reference): when a guard
+            // fails, the edit is put back and the command runs on a copy, which can deny,
+            // undo or redirect.
+            let before: NavDocument? = document.flow.isGuarded ? document : nil
             let result: OpResult
             do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
+            if let before, result == .applied, document.firstGuardFailure() != nil {
+                document = before
+                var fresh = CommandContext(conflicts: ctx.conflicts, firstID: ctx.firstID, refused: ctx.refused)
+                return submitOnCopy(command, lone: op, client: client, sender: sender, trusted: trusted, &fresh, journalAs: journalAs)
+            }
             guard result == .applied else { return unchanged(command, client: client, results: result.alone) }
             // The edit is moved out of the context (nothing reads it there again), not copied.
             guard let edit = ctx.edit.take(), let diff = StateDiff(edit: edit, in: document.state) else {
@@ -196,28 +205,33 @@ public struct Sequencer: Sendable {
         // A lone op (an `open` most often) gets the shared array of its result, not one of its own.
         var results: [OpResult] = []
         if command.ops.count > 1 { results.reserveCapacity(command.ops.count) }
-        func note(_ result: OpResult) {
-            if command.ops.count == 1 { results = result.alone } else { results.append(result) }
-        }
+        let guarded = document.flow.isGuarded
+        var redirects: [Redirect] = []
         for (index, json) in command.ops.enumerated() {
             do throws(NavError) {
+                let before: NavDocument? = guarded ? working : nil
+                var result: OpResult
                 if json["op"] == "restore" {
-                    let (result, journalOp) = try restore(json, into: &working, &ctx, trusted: trusted)
-                    note(result)
+                    let journalOp: JSON
+                    (result, journalOp) = try restore(json, into: &working, &ctx, trusted: trusted)
                     journalAs(index, journalOp)
                 } else if json["op"] == "load" {
-                    note(try load(json, into: &working, &ctx, sender: sender))
+                    result = try load(json, into: &working, &ctx, sender: sender)
                 } else {
                     // A lone op decoded above is not decoded again (an `open`, a `select`…).
                     let op = if let lone { lone } else { try Operation(json: json) }
-                    note(try working.apply(op, &ctx))
+                    result = try working.apply(op, &ctx)
                 }
+                if let before, result == .applied {
+                    result = try Self.enforceGuards(op: index, before: before, &working, &ctx, redirects: &redirects) ?? result
+                }
+                if command.ops.count == 1 { results = result.alone } else { results.append(result) }
             } catch {
                 return failed(error, json, index: index)
             }
         }
 
-        guard results.contains(.applied) else { return unchanged(command, client: client, results: results) }
+        guard results.contains(.applied) || !redirects.isEmpty else { return unchanged(command, client: client, results: results) }
         // (A lone stack edit took the path above: here the two trees are diffed, unless
         // the command is one link its plan opened, whose diff the plan knows.)
         let diff: StateDiff
@@ -227,7 +241,7 @@ public struct Sequencer: Sendable {
             diff = StateDiff(from: document.state, to: working.state)
         }
         document = consume working
-        return commit(command, client: client, sender: sender, results: results, diff: diff, ctx)
+        return commit(command, client: client, sender: sender, results: results, redirects: redirects, diff: diff, ctx)
     }
 
     /// A failed operation fails its command: the error names the op, and the verb as it
@@ -250,11 +264,11 @@ public struct Sequencer: Sendable {
 
     /// Makes the next revision of a command whose ops applied (`document` is already the
     /// new state): bookkeeping, ack, patch, idempotency, log and history.
-    private mutating func commit(_ command: Command, client: String, sender: Sender, results: [OpResult],
+    private mutating func commit(_ command: Command, client: String, sender: Sender, results: [OpResult], redirects: [Redirect] = [],
                                  diff: borrowing StateDiff, _ ctx: borrowing CommandContext) -> Outcome {
         rev += 1
         record(diff, ctx, allocated: ctx.firstID..<document.nextID)
-        let ack = Ack(id: command.id, rev: rev, results: results)
+        let ack = Ack(id: command.id, rev: rev, results: results, redirects: redirects)
         let patch = Patch(rev: rev, by: client, cmd: command.id, operations: diff.operations)
         idempotency.remember(client: client, ack, command: command)
         if !log.isCovered(by: history) { log.append(patch) }
@@ -321,6 +335,7 @@ public struct Sequencer: Sendable {
     private static func changeWhole(_ state: NavState, _ ctx: inout CommandContext) {
         ctx.noteChanged(.root)
         ctx.noteChanged(.alert)
+        ctx.noteChanged(.data)
         func mark(_ c: Coordinator, _ ctx: inout CommandContext) {
             for e in c.entries {
                 if let child = e.coordinator { ctx.noteChanged(.entry(e.id)); mark(child, &ctx) }

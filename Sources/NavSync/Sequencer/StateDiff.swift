@@ -87,6 +87,13 @@ public struct StateDiff: Sendable, ~Copyable {
             if let a = old.alert, a.id != new.alert?.id { removedIDs.append(a.id) }
             if let a = new.alert, a.id != old.alert?.id { addedIDs.append(a.id) }
         }
+        if old.data != new.data {
+            switch (old.data, new.data) {
+            case (nil, let d?): walked.append(PatchOperation(.add, "/data", value: .object(d)))
+            case (_?, nil): walked.append(PatchOperation(.remove, "/data"))
+            default: walked.append(PatchOperation(.replace, "/data", value: .object(new.data!)))
+            }
+        }
     }
 
     /// The diff of one stack edit, written from the edit rather than found by walking
@@ -147,7 +154,7 @@ public struct StateDiff: Sendable, ~Copyable {
     /// any other way (then walk).
     init?(opened: LinkPlan.Opened, from old: borrowing NavState, to new: borrowing NavState) {
         let a = old.root, b = new.root
-        guard a.type == b.type, a.kind == b.kind, old.alert == new.alert, !a.entries.isEmpty,
+        guard a.type == b.type, a.kind == b.kind, old.alert == new.alert, old.data == new.data, !a.entries.isEmpty,
               b.entries.count == opened.outcome.root.entries.count else { return nil }
         switch b.kind {
         case .root: walked = [PatchOperation(.replace, "/root/current", payload: .entry(b.entries[0]))]

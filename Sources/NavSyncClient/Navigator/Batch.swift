@@ -136,6 +136,9 @@ public struct Batch: Sendable {
         add(Operation(.update(entry: entry, data: data), at: at))
     }
 
+    /// Merges `data` (RFC 7386) into the session's data, what the flow's guards read.
+    public mutating func updateSession(_ data: JSONObject) { add(Operation(.updateSession(data: data))) }
+
     /// The whole session back to its flow's initial state (admin).
     public mutating func reset() { add(Operation(.reset)) }
 

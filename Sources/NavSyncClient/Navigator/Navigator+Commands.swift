@@ -122,4 +122,11 @@ extension Navigator {
     public func update(_ data: JSONObject, entry: String? = nil, at: String? = nil) async throws(NavError) -> Ack {
         try await one { $0.update(data, entry: entry, at: at) }
     }
+
+    /// Merges `data` into the session's data, what the flow's guards read (signing in,
+    /// filling a cart): guarded screens open or close for every device in one revision.
+    @discardableResult
+    public func updateSession(_ data: JSONObject) async throws(NavError) -> Ack {
+        try await one { $0.updateSession(data) }
+    }
 }

@@ -91,6 +91,8 @@ public final class Navigator {
 
     /// The state, read: coordinators, entries, the alert, the active path.
     public var tree: NavTree? { state.flatMap(NavTree.init) }
+    /// The session's data (what the flow's guards read); nil until first set.
+    public var sessionData: JSONObject? { state?["data"]?.objectValue }
 
     /// The revision this device shows: set it once the screen shows `rev` (SwiftUI's
     /// `onChange(of: nav.rev)`); the other members see it as presence.

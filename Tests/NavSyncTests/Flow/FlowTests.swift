@@ -125,11 +125,11 @@ struct FlowTests {
              #"shop.json: root: names coordinator "Ap", which 'coordinators' does not declare"#),
             // Unknown keys, at every level (a typo must not load as if it were absent).
             (#""root": "App""#, #""root": "App", "link": {}"#,
-             #"shop.json: link: unknown key "link" in a flow (expected name, root, coordinators, links)"#),
+             #"shop.json: link: unknown key "link" in a flow (expected name, root, coordinators, links, guards)"#),
             (#""kind": "tabs""#, #""kind": "tabs", "intial": "x""#,
-             #"shop.json: coordinators.Main.intial: unknown key "intial" in a coordinator (expected kind, initial, routes)"#),
+             #"shop.json: coordinators.Main.intial: unknown key "intial" in a coordinator (expected kind, initial, routes, guard)"#),
             (#""params": { "id": "int", "note": "string?" }"#, #""param": { "id": "int", "note": "string?" }"#,
-             #"shop.json: coordinators.Home.routes.detail.param: unknown key "param" in a route (expected params, coordinator, presentation, tab, title)"#),
+             #"shop.json: coordinators.Home.routes.detail.param: unknown key "param" in a route (expected params, coordinator, presentation, tab, title, guard)"#),
             // 2. a route opens an unknown coordinator
             (#""coordinator": "Settings""#, #""coordinator": "Setings""#,
              #"shop.json: coordinators.Home.routes.settings.coordinator: unknown coordinator "Setings""#),
@@ -256,7 +256,7 @@ struct FlowTests {
         h.fails(.invalidOp, ["op": "push", "at": "Settings", "route": "about"])
         // The walk `at` uses (the first path, built on the way back up, and the count),
         // pruned by what each type can hold, agrees with listing every path unpruned.
-        h.ok(["op": "select", "route": "cart"], ["op": "route", "route": "checkout"])
+        h.ok(["op": "update", "scope": "session", "data": ["cart": [1]]], ["op": "select", "route": "cart"], ["op": "route", "route": "checkout"])
         for type in flow.coordinatorOrder + ["Nope"] {
             let all = h.state.paths(ofType: type)
             let holders = flow.holders(of: type)

@@ -148,6 +148,7 @@ struct OperationTests {
 
     @Test func presentAndDismiss() {
         var h = Harness.onMain()
+        h.ok(["op": "update", "scope": "session", "data": ["cart": [1]]])   // the demo's checkout needs a cart
         #expect(h.ok(["op": "dismiss"]) == [.noop])
         h.fails(.badParams, ["op": "present", "route": "detail", "params": ["id": 1], "style": "push"])
         h.fails(.badParams, ["op": "present", "route": "detail", "params": ["id": 1], "style": "modal"])
@@ -407,6 +408,8 @@ struct OperationTests {
 struct LinkAndAlertTests {
     @Test func deepLinksWithTypedCapturesAndQueryItems() {
         var h = Harness()
+        // The demo's orders need a user and its checkout a cart (its guards).
+        h.ok(["op": "update", "scope": "session", "data": ["user": "ann", "cart": [3]]])
         #expect(h.ok(["op": "open", "url": "/product/42?note=gift%20wrap&note=second&id=9"]) == [.applied])
         #expect(h.stack("Home") == ["list", "detail"])
         #expect(h.entries("Home")[1].params == ["id": 42, "note": "gift wrap"])   // path wins over ?id, first ?note wins

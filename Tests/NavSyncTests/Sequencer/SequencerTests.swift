@@ -115,6 +115,7 @@ struct SequencerTests {
 
     @Test func rejectChecksEachOpAsItComes() {
         var h = Harness.onMain()
+        h.ok(["op": "update", "scope": "session", "data": ["cart": [1]]])   // the demo's checkout needs a cart
         let base = h.rev
         h.ok(["op": "push", "at": "Cart", "route": "detail", "params": ["id": 1]])
         // Op 0 is fine; op 1 touches Cart: the conflict names op 1 and nothing applies.
