@@ -55,7 +55,7 @@ public enum CommandLanguage {
         ("removeFirst", "removeFirst ROUTE"),
         ("removeLast", "removeLast ROUTE"),
         ("removeTab", "removeTab ENTRY"),
-        ("update", "update [ENTRY] key=value ...             merge into the screen's data (key=null deletes)"),
+        ("update", "update [ENTRY | --session] key=value ... merge into the screen's data, or the session's (what guards read); key=null deletes"),
         ("open", "open URL                                   a deep link: open /product/42"),
         ("alert", "alert TITLE [BUTTON ...] [message=TEXT]   show an alert; quote a title of several words; a BUTTON is LABEL or LABEL:ROLE (default, cancel, destructive)"),
         ("respond", "respond BUTTON                             answer the alert"),
@@ -173,7 +173,12 @@ public enum CommandLanguage {
             return .ops([try b.finish(op, known: ["index": .int, "route": .string, "entry": .string, "at": .string])])
         case "update":
             var op: JSONObject = ["op": "update"]
-            if let entry = positional.first { op["entry"] = .string(entry) }
+            if positional.first == "--session" {
+                guard positional.count == 1, !fields.contains(where: { $0.0 == "at" }) else {
+                    throw CommandError("update --session takes only key=value pairs: the session's data belongs to no screen")
+                }
+                op["scope"] = "session"
+            } else if let entry = positional.first { op["entry"] = .string(entry) }
             var data = JSONObject()
             for (k, v) in fields where k != "at" { data[k] = v == "null" ? .null : literal(v) }
             guard !data.isEmpty else { throw CommandError("usage: \(usage("update")!)") }

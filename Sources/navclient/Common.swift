@@ -21,6 +21,7 @@ func printLine(_ text: String) {
 /// Words for an op result list: "rev 5: applied".
 func describe(_ ack: Ack) -> String {
     "rev \(ack.rev): \(ack.results.map(\.rawValue).joined(separator: ", "))"
+        + ack.redirects.map { "\n  redirected: op \($0.op), guard \($0.guard) -> \($0.link)" }.joined()
 }
 
 /// The error a request's reply carries, in navclient's words; nil for any other reply.
@@ -39,7 +40,8 @@ func revisionRequest(_ session: String, rev: Int) -> JSONObject {
 }
 
 func describe(_ e: NavError) -> String {
-    (e.op.map { "op \($0): " } ?? "") + "\(e.code.rawValue): \(inNavclientTerms(e.message))"
+    let guarded = e.guarded.map { " [guard \($0.guard), route \($0.route), \($0.entry)]" } ?? ""
+    return (e.op.map { "op \($0): " } ?? "") + "\(e.code.rawValue): \(inNavclientTerms(e.message))" + guarded
 }
 
 /// The server's hints name protocol fields (any client may read them); navclient's

@@ -22,6 +22,17 @@ struct ClientTests {
         #expect(ClientOptions.parse(["--server"]).map { _ in "" } == .failure(UsageError("--server needs a URL (ws://HOST:PORT/ws, HOST:PORT or PORT)")))
     }
 
+    /// The session's data (what guards read), and what a guard did, in navclient's words.
+    @Test func sessionUpdatesAndGuards() throws {
+        let h = Harness()
+        #expect(try parse("update --session user=ann cart=null", h) == .ops([["op": "update", "scope": "session", "data": ["user": "ann", "cart": nil]]]))
+        #expect(throws: CommandError.self) { try parse("update --session e2 user=ann", h) }
+        let ack = Ack(id: .int(1), rev: 3, results: [.redirected], redirects: [Redirect(op: 0, guard: "signedIn", link: "/login?next=orders")])
+        #expect(describe(ack) == "rev 3: redirected\n  redirected: op 0, guard signedIn -> /login?next=orders")
+        let e = NavError(.guarded, "guard 'cartFull' denies route 'checkout' (e12)", op: 0, guarded: .init(guard: "cartFull", route: "checkout", entry: "e12"))
+        #expect(describe(e).hasSuffix("[guard cartFull, route checkout, e12]"))
+    }
+
     /// `--label` takes what the server takes (1 to 64 characters, counted as the server
     /// counts them), so a label never fails only once the command is out.
     @Test func labelLength() throws {
