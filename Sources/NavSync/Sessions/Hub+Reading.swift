@@ -22,6 +22,15 @@ extension Hub {
     /// The flows sessions may be made of, the built-in demo first.
     public var flowNames: [String] { [Flow.demo.name] + flows.keys.filter { $0 != Flow.demo.name }.sorted() }
 
+    /// `GET /api/flows/NAME`: the flow as clients receive it in `joined.flow` (its
+    /// coordinators, links and guards).
+    public func flowDocument(_ name: String) -> Result<JSON, NavError> {
+        guard let flow = flows[name] else {
+            return .failure(NavError(.notFound, "no flow '\(name)' (known: \(flowNames.joined(separator: ", ")))"))
+        }
+        return .success(flow.source)
+    }
+
     public var sessionCount: Int { sessions.count }
 
     /// Revisions history holds, all sessions together.

@@ -85,6 +85,14 @@ extension SessionServer {
             return only("GET") {
                 .json(200, ["flows": .array(hub.flowNames.map { .string($0) })])
             }
+        case .flow(let name):
+            if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
+            return only("GET") {
+                switch hub.flowDocument(name) {
+                case .success(let doc): return .json(200, doc)
+                case .failure(let e): return .json(404, ServerMessage.error(e).json(id: nil))
+                }
+            }
         case .session(let name) where request.method == "DELETE":
             guard originAllowed(request, on: connection.server) else {
                 return Self.error(NavError(.forbidden, "origin \(request.header("Origin") ?? "") may not delete sessions here"))
@@ -162,6 +170,7 @@ extension SessionServer {
     enum Endpoint {
         case file(WebPage)
         case apiIndex, healthz, metrics, sessions, flows, cluster
+        case flow(String)
         case session(String)
         case history(String)
         case log(String)
@@ -180,6 +189,7 @@ extension SessionServer {
             case 2 where s == ["api", "flows"]: self = .flows
             case 2 where s == ["api", "cluster"]: self = .cluster
             case 3 where s[0] == "api" && s[1] == "sessions": self = .session(s[2])
+            case 3 where s[0] == "api" && s[1] == "flows": self = .flow(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "commands": self = .commands(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "history": self = .history(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "log": self = .log(s[2])
@@ -258,6 +268,7 @@ extension SessionServer {
         GET  /metrics                       Prometheus metrics
         GET  /api/sessions                  sessions, as JSON
         GET  /api/flows                     the names of the flows sessions may be created with
+        GET  /api/flows/NAME                one flow: its coordinators, links and guards
         GET  /api/cluster                   with --cluster: this node, Redis, and every node with its heartbeat
         GET  /api/sessions/NAME             one session's state, as JSON (?rev=R: a revision history holds)
         GET  /api/sessions/NAME/history     its history, newest first (?before=R&limit=N)

@@ -240,6 +240,23 @@ struct GuardTests {
         #expect(Self.flow.guards["adult"]?.json == ["when": ["path": "/age", "gte": 18.0], "else": "deny"])
     }
 
+    /// docs/flows.md's Swift example: the builder writes guards and guard lists.
+    @Test func flowBuilderDeclaresGuards() throws {
+        let guarded = try Flow("store", root: "Home") {
+            FlowGuard("signedIn", when: ["path": "/user", "exists": true], else: .redirect("/login?next={route}"))
+            CoordinatorType("Home", .stack, initial: "list") {
+                Route("list")
+                Route("login", params: [("next", "string?")])
+                Route("orders", guards: ["signedIn"])
+            }
+            DeepLink("/login", [["op": "push", "route": "login", "params": ["next": ":next"]]])
+        }
+        #expect(guarded.isGuarded && guarded.source["guards"]?["signedIn"]?["else"] == ["redirect": "/login?next={route}"])
+        var h = Harness(flow: guarded)
+        #expect(h.ok(["op": "push", "route": "orders"]) == [.redirected])
+        #expect(h.state.root.entries.map(\.route) == ["list", "login"] && h.state.root.entries[1].params == ["next": "orders"])
+    }
+
     // MARK: The demo
 
     @Test func theDemosCheckoutNeedsACartAndItsOrdersAUser() {
