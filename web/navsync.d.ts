@@ -7,7 +7,7 @@ export type JSONValue = null | boolean | number | string | JSONValue[] | { [key:
 export type ErrorCode =
   | "bad_json" | "bad_request" | "unknown_session" | "unknown_route" | "bad_params" | "invalid_op"
   | "not_found" | "conflict" | "busy" | "forbidden" | "rate_limited" | "too_large" | "full" | "gone"
-  | "id_reused" | "internal" | "closed" | "offline" | "refused" | "deleted" | "lost" | "missing";
+  | "id_reused" | "guarded" | "redirect_loop" | "internal" | "closed" | "offline" | "refused" | "deleted" | "lost" | "missing";
 
 export class NavsyncError extends Error {
   code: ErrorCode;
@@ -15,6 +15,10 @@ export class NavsyncError extends Error {
   op?: number;
   /** The session's current revision, for `conflict`. */
   rev?: number;
+  /** For `guarded`: the flow's guard that refused, and the route and entry it protects. */
+  guard?: string;
+  route?: string;
+  entry?: string;
 }
 
 export interface ConnectOptions {
@@ -86,11 +90,20 @@ export interface HistoryEntry {
   name: string;
   cmd: string | number;
   ops: object[];
-  results: ("applied" | "noop" | "superseded")[];
+  results: ("applied" | "noop" | "superseded" | "redirected")[];
   label?: string;
 }
 
-export interface Ack { type: "ack"; id: string | number; session: string; rev: number; results: ("applied" | "noop" | "superseded")[]; duplicate?: boolean }
+/** A redirect a guard made: the op it redirected, the guard, and the link it opened. */
+export interface Redirect { op: number; guard: string; link: string }
+
+export interface Ack {
+  type: "ack"; id: string | number; session: string; rev: number;
+  results: ("applied" | "noop" | "superseded" | "redirected")[];
+  duplicate?: boolean;
+  /** Only when a guard redirected (docs/flows.md, "Guards and redirects"). */
+  redirects?: Redirect[];
+}
 
 export interface CommandOptions { base?: number; onConflict?: "rebase" | "reject"; label?: string; id?: string | number }
 export interface OpOptions extends CommandOptions { at?: string; hints?: { [key: string]: JSONValue } }
@@ -134,6 +147,8 @@ export interface Session {
   removeLast(route: string, options?: OpOptions): Promise<Ack>;
   removeTab(entry: string, options?: OpOptions): Promise<Ack>;
   update(data: Params, entry?: string, options?: OpOptions): Promise<Ack>;
+  /** Merges `data` into the session's data, what the flow's guards read. */
+  updateSession(data: Params, options?: CommandOptions): Promise<Ack>;
   open(url: string, options?: OpOptions): Promise<Ack>;
   alert(title: string, message?: string, buttons?: { id?: string; label: string; role?: string }[], options?: OpOptions): Promise<Ack>;
   respond(alert: string, button: string, options?: OpOptions): Promise<Ack>;

@@ -18,12 +18,14 @@
  *  module's own: `closed` (the client was closed), `refused` (the server refused the
  *  connection for good: a bad token, a forbidden origin), `deleted`, `lost`. */
 export class NavsyncError extends Error {
-  constructor({ code, message, op, rev }) {
+  constructor({ code, message, op, rev, guard, route, entry }) {
     super(message || code);
     this.name = "NavsyncError";
     this.code = code;
     if (op !== undefined) this.op = op;
     if (rev !== undefined) this.rev = rev;
+    // `guarded`: the flow's guard that refused, and the route and entry it protects.
+    if (guard !== undefined) { this.guard = guard; this.route = route; this.entry = entry; }
   }
 }
 
@@ -416,6 +418,9 @@ class Session extends Emitter {
   removeLast(route, options) { return this.#op("removeLast", { route }, options); }
   removeTab(entry, options) { return this.#op("removeTab", { entry }, options); }
   update(data, entry, options) { return this.#op("update", { data, entry }, options); }
+  /** Merges `data` into the session's data, what the flow's guards read (signing in,
+   *  filling a cart); the ack's `redirects` say where guards sent the session. */
+  updateSession(data, options) { return this.#op("update", { data, scope: "session" }, options); }
   open(url, options) { return this.#op("open", { url }, options); }
   alert(title, message, buttons, options) { return this.#op("alert", { title, message, buttons }, options); }
   respond(alert, button, options) { return this.#op("respond", { alert, button }, options); }

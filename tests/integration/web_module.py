@@ -132,6 +132,18 @@ try:
               "const st = x.getSnapshot().status; try { await x.push('detail', { id: 1 }); return [st, 'sent']; } catch (e) { return [st, e.code]; }")
     check("a session that does not exist is 'missing' and its commands reject", r.get("ok") == ["missing", "missing"], r)
 
+    # ---- the demo's guards (docs/flows.md) ----
+    r = js(a, "try { await s.open('/checkout'); return 'opened'; } catch (e) { return [e.name, e.code, e.guard, e.route]; }")
+    check("a guarded command rejects with a NavsyncError guarded naming guard and route", r.get("ok") == ["NavsyncError", "guarded", "cartFull", "checkout"], r)
+    r = js(a, UNTIL + "const ack = await s.open('/orders/7'); await until(() => s.getSnapshot().rev === ack.rev);"
+              "return [ack.results, ack.redirects, s.getSnapshot().state.root.current.route];")
+    check("a redirected command resolves with its redirects, and the mirror shows where it went",
+          r.get("ok", [None])[0] == ["redirected"] and r["ok"][1][0]["guard"] == "signedIn" and r["ok"][1][0]["link"].startswith("/login?next=order") and r["ok"][2] == "login", r)
+    r = js(a, UNTIL + "const ack = await s.updateSession({ user: 'ann' }); await until(() => s.getSnapshot().rev === ack.rev);"
+              "await s.open('/orders/7'); return s.getSnapshot().state.data;")
+    check("updateSession merges into the session's data, and the guarded link then opens", r.get("ok") == {"user": "ann"}, r)
+    js(a, "await s.open('/product/42');")
+
     # ---- a dropped patch and a garbled one: the mirror resyncs ----
     for how, said in [("drop", "dropped"), ("garble", "garbled")]:
         js(b, f"window.tamper = '{how}';")
