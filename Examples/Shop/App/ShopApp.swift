@@ -69,7 +69,10 @@ struct HomeStack: View {
                     VStack {
                         Text("Product \(id)")
                         NavigationLink("Reviews", value: HomeRoute.reviews(id: id))
-                        Button("Buy") { home.cover = .checkout }
+                        Button("Buy") {
+                            // The demo's checkout is guarded: it needs a cart in the session's data.
+                            Task { try? await nav.updateSession(["cart": [.int(Int64(id))]]); home.cover = .checkout }
+                        }
                     }
                 case .reviews(let id, _): Text("Reviews of \(id)")
                 default: Text("\(String(describing: route))")

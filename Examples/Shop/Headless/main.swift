@@ -56,7 +56,9 @@ func run() async throws {
     home.sheet = nil
     try await until { !nav.isWriting }
     show("dismissed")
-    // The cart tab and a checkout cover, by a deep link.
+    // A product in the cart (the session's data: the demo's checkout is guarded by it),
+    // then the cart tab and a checkout cover, by a deep link.
+    try await nav.updateSession(["cart": [42]])
     nav.tabs("Main", MainTab.self).selection = .cart
     try await until { !nav.isWriting }
     try await nav.open("/checkout?total=19.5")
