@@ -148,6 +148,9 @@ private struct FlowLoader {
         guard !routesJSON.isEmpty else { throw fail(routesPath, "declares no route") }
         var routes: [String: RouteSpec] = [:]
         for (routeName, value) in routesJSON {
+            if kind != .tabs, value["tab"] != nil {
+                throw fail(routesPath.key(routeName).key("tab"), "'tab' is tab-item data, for routes of a tabs coordinator; \(typeName) is a \(kind.rawValue) coordinator")
+            }
             routes[routeName] = try route(routeName, value, routesPath.key(routeName), kinds, guards)
         }
 
@@ -336,6 +339,17 @@ private struct FlowLoader {
         guard let ops = value.arrayValue, !ops.isEmpty else {
             throw fail(p, "a link must be a non-empty list of operations")
         }
+        // Path captures no op uses, for spotting a misspelt capture below.
+        func captures(_ v: JSON) -> [String] {
+            switch v {
+            case .string(let s) where Link.isCapture(v): return [String(s.dropFirst())]
+            case .array(let a): return a.flatMap(captures)
+            case .object(let o): return o.keys.flatMap { captures(o[$0]!) }
+            default: return []
+            }
+        }
+        let used = Set(ops.flatMap(captures))
+        let unusedPathCaptures = segments.compactMap { if case .capture(let c) = $0, !used.contains(c) { c } else { nil } }
         var decoded: [Operation] = []
         for (i, opJSON) in ops.enumerated() {
             let op: Operation
@@ -343,6 +357,7 @@ private struct FlowLoader {
                 throw fail(p.index(i), error.message)
             }
             try checkLinkOp(op, p.index(i), flow)
+            try checkLinkParams(op, p.index(i), flow, segments: segments, unusedPathCaptures: unusedPathCaptures)
             decoded.append(op)
         }
         return Link(pattern: pattern, segments: segments, ops: ops, decoded: decoded, flow: flow)
@@ -365,6 +380,45 @@ private struct FlowLoader {
         for (route, place) in linkRoutes(op.action, p) where !candidates.contains(where: { $0.routes[route] != nil }) {
             throw fail(place, "route \"\(route)\" is not declared on " +
                        (op.at.flatMap { flow.coordinators[$0] != nil ? $0 : nil } ?? "any coordinator '\(name.rawValue)' works on"))
+        }
+    }
+
+    /// The params a link op opens its routes with (Appendix A, "Links"): each declared
+    /// on the route, each literal of its declared type, and no capture misspelt (one
+    /// the path does not capture while a path capture goes unused: `/product/:id` with
+    /// `":pid"`). Captures may come from query items too (`/search?q=…`).
+    func checkLinkParams(_ op: Operation, _ p: JSONPath, _ flow: Flow, segments: [Link.Segment],
+                         unusedPathCaptures: [String]) throws(FlowError) {
+        let name = op.action.name
+        let items: [(Operation.OpenItem, JSONPath)]
+        switch op.action {
+        case .route(let i), .present(let i, _), .setRoot(let i), .appendTab(let i), .insertTab(let i, _): items = [(i, p)]
+        case .setStack(let list), .setTabs(let list): items = list.enumerated().map { ($1, p.key("routes").index($0)) }
+        default: return
+        }
+        let pathCaptures = Set(segments.compactMap { if case .capture(let c) = $0 { c } else { nil } })
+        for (item, place) in items {
+            // The specs the route may be opened on: `at`'s type, or every type of a
+            // kind the op works on that declares it.
+            let owners = op.at.flatMap { flow.coordinators[$0] }.map { [$0] }
+                ?? flow.types(declaring: item.route).filter { name.kinds?.contains($0.kind) ?? true }
+            let routes = owners.compactMap { $0.routes[item.route] }
+            guard !routes.isEmpty else { continue }   // checkLinkOp names that
+            for (key, value) in item.params {
+                let pp = place.key("params").key(key)
+                let types = routes.compactMap { $0.params[key] }
+                guard !types.isEmpty else {
+                    throw fail(pp, "route \"\(item.route)\" has no param \"\(key)\" (it has \(routes[0].paramOrder.isEmpty ? "none" : routes[0].paramOrder.joined(separator: ", ")))")
+                }
+                if Link.isCapture(value), let text = value.stringValue {
+                    let capture = String(text.dropFirst())
+                    if !pathCaptures.contains(capture), !unusedPathCaptures.isEmpty {
+                        throw fail(pp, "\"\(text)\" is not captured by the pattern's path, and its \(unusedPathCaptures.map { ":" + $0 }.joined(separator: ", ")) is used by no op: misspelt? (only a query item named \(capture) would fill it)")
+                    }
+                } else if !value.isNull, !types.contains(where: { $0.accepts(value) }) {
+                    throw fail(pp, "\(value.encodedString()) is not a valid \(types[0]) for param \"\(key)\" of route \"\(item.route)\"")
+                }
+            }
         }
     }
 

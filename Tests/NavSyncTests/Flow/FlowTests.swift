@@ -180,6 +180,25 @@ struct FlowTests {
         }
     }
 
+    /// Link params are checked at load (they used to fail only once the link opened):
+    /// an undeclared param, a literal of the wrong type, a misspelt capture; and `tab`
+    /// belongs to routes of tab bars.
+    @Test func linkParamsAreCheckedAtLoad() {
+        let detail = #"{ "route": "detail", "params": { "id": ":id" } }"#
+        #expect(refusal(detail, #"{ "route": "detail", "params": { "id": ":id", "colour": "red" } }"#)
+            == #"shop.json: links["/product/:id"][2].routes[1].params.colour: route "detail" has no param "colour" (it has id, note)"#)
+        #expect(refusal(detail, #"{ "route": "detail", "params": { "id": "seven" } }"#)
+            == #"shop.json: links["/product/:id"][2].routes[1].params.id: "seven" is not a valid int for param "id" of route "detail""#)
+        #expect(refusal(detail, #"{ "route": "detail", "params": { "id": ":pid" } }"#)
+            == #"shop.json: links["/product/:id"][2].routes[1].params.id: ":pid" is not captured by the pattern's path, and its :id is used by no op: misspelt? (only a query item named pid would fill it)"#)
+        #expect(refusal(#""list":     { "title": "Products" }"#, #""list":     { "title": "Products", "tab": { "title": "x" } }"#)
+            == "shop.json: coordinators.Home.routes.list.tab: 'tab' is tab-item data, for routes of a tabs coordinator; Home is a stack coordinator")
+        // What stays allowed: a literal of the right type, a capture from a query item
+        // (`/product/:id?note=…`), and a null for an optional param.
+        #expect(refusal(detail, #"{ "route": "detail", "params": { "id": ":id", "note": ":note" } }"#) == "(loaded)")
+        #expect(refusal(detail, #"{ "route": "detail", "params": { "id": 7, "note": null } }"#) == "(loaded)")
+    }
+
     @Test func recursionThroughNonInitialRoutesIsAllowed() throws {
         let text = Self.shopText.replacingFirst(#""about": {}"#, with: #""about": { "coordinator": "Settings" }"#)
         let flow = try Flow.load(bytes: Array(text.utf8), file: "shop.json")
