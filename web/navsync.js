@@ -267,10 +267,11 @@ function tokens(path) {
   return path.slice(1).split("/").map((t) => t.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
-function parentOf(root, path) {
-  const t = tokens(path);
-  if (!t.length) throw new Error("a patch may not replace the whole document here");
-  let node = root;
+// The parent of `path` and its last token. The document sits in a holder under the key
+// "doc", so `""` (the whole document) has a parent like any other path.
+function parentOf(holder, path) {
+  const t = ["doc", ...tokens(path)];
+  let node = holder;
   for (const key of t.slice(0, -1)) {
     node = Array.isArray(node) ? node[index(node, key, false)] : node[key];
     if (node === null || typeof node !== "object") throw new Error("no " + path);
@@ -286,15 +287,23 @@ function index(array, key, forInsert) {
   return i;
 }
 
-function equal(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
+// JSON equality: objects by their members in any order, arrays item by item.
+function equal(a, b) {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === b.length && a.every((x, i) => equal(x, b[i]));
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.prototype.hasOwnProperty.call(b, k) && equal(a[k], b[k]));
+}
 
 /** Applies an RFC 6902 patch to a copy of `doc`; throws on any op that does not fit,
  *  and then the mirror asks for a snapshot instead of guessing. */
 export function applyPatch(doc, ops) {
-  const root = structuredClone(doc);
+  const holder = { doc: structuredClone(doc) };
   const read = (path) => {
-    let node = root;
-    for (const key of tokens(path)) {
+    let node = holder;
+    for (const key of ["doc", ...tokens(path)]) {
       if (node === null || typeof node !== "object") throw new Error("no " + path);
       node = Array.isArray(node) ? node[index(node, key, false)] : (key in node ? node[key] : undefined);
       if (node === undefined) throw new Error("no " + path);
@@ -302,27 +311,31 @@ export function applyPatch(doc, ops) {
     return node;
   };
   const remove = (path) => {
-    const [p, k] = parentOf(root, path);
+    const [p, k] = parentOf(holder, path);
     if (Array.isArray(p)) return p.splice(index(p, k, false), 1)[0];
     if (!(k in p)) throw new Error("no " + path);
     const v = p[k]; delete p[k]; return v;
   };
+  const value = (op) => {
+    if (!("value" in op) || op.value === undefined) throw new Error("'" + op.op + "' at " + op.path + " has no value");
+    return structuredClone(op.value);
+  };
   const add = (path, value) => {
-    const [p, k] = parentOf(root, path);
+    const [p, k] = parentOf(holder, path);
     if (Array.isArray(p)) p.splice(index(p, k, true), 0, value); else p[k] = value;
   };
   for (const op of ops) {
     switch (op.op) {
-      case "add": add(op.path, structuredClone(op.value)); break;
+      case "add": add(op.path, value(op)); break;
       case "remove": remove(op.path); break;
-      case "replace": remove(op.path); add(op.path, structuredClone(op.value)); break;
+      case "replace": { const v = value(op); remove(op.path); add(op.path, v); break; }
       case "move": add(op.path, remove(op.from)); break;
       case "copy": add(op.path, structuredClone(read(op.from))); break;
-      case "test": if (!equal(read(op.path), op.value)) throw new Error("test failed at " + op.path); break;
+      case "test": if (!equal(read(op.path), value(op))) throw new Error("test failed at " + op.path); break;
       default: throw new Error("unknown patch op " + op.op);
     }
   }
-  return root;
+  return holder.doc;
 }
 
 let commandCounter = 0;

@@ -144,6 +144,23 @@ try:
     check("updateSession merges into the session's data, and the guarded link then opens", r.get("ok") == {"user": "ann"}, r)
     js(a, "await s.open('/product/42');")
 
+    # ---- applyPatch against the public RFC 6902 suite (tests/vectors/json-patch-tests) ----
+    vectors = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vectors", "json-patch-tests")
+    suite = [t for name in ("tests.json", "spec_tests.json")
+             for t in json.load(open(os.path.join(vectors, name))) if "patch" in t and not t.get("disabled")]
+    r = js(a, """const eq = (x, y) => JSON.stringify(sort(x)) === JSON.stringify(sort(y));
+      const sort = (v) => Array.isArray(v) ? v.map(sort) : (v && typeof v === 'object')
+        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort(v[k])])) : v;
+      const failed = [];
+      for (const t of a0) {
+        let got, err;
+        try { got = window.nav.applyPatch(t.doc, t.patch); } catch (e) { err = e; }
+        const ok = 'error' in t ? err !== undefined : err === undefined && eq(got, 'expected' in t ? t.expected : t.doc);
+        if (!ok) failed.push(t.comment || JSON.stringify(t.patch));
+      }
+      return failed;""", suite)
+    check(f"applyPatch passes every enabled case of the public RFC 6902 suite ({len(suite)})", r.get("ok") == [] and len(suite) >= 100, r)
+
     # ---- a dropped patch and a garbled one: the mirror resyncs ----
     for how, said in [("drop", "dropped"), ("garble", "garbled")]:
         js(b, f"window.tamper = '{how}';")
