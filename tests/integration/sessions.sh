@@ -24,6 +24,7 @@ check "GET /api/sessions/demo has state" bash -c "curl -sf '$api/demo' | grep -q
 check "GET unknown session is 404"       test "$(code "$api/nope")" = 404
 check "POST a command gives its ack"     bash -c "curl -sf -X POST -d '{\"id\":\"curl-1\",\"ops\":[{\"op\":\"reset\"},{\"op\":\"open\",\"url\":\"/product/5\"}]}' '$api/demo/commands' | grep -q '\"type\":\"ack\"'"
 "$PY" "$ROOT/tests/integration/http_idempotency.py" "$HTTP_URL" "$WS_URL" || FAILED=$((FAILED + 1))
+"$PY" "$ROOT/tests/integration/guards_clients.py" "$WS_URL" || FAILED=$((FAILED + 1))
 "$PY" "$ROOT/tests/integration/delete_session.py" "$HTTP_URL" "$WS_URL" || FAILED=$((FAILED + 1))
 "$PY" "$ROOT/tests/integration/history_clients.py" "$WS_URL" "$HTTP_URL" || FAILED=$((FAILED + 1))
 check "navclient delete NAME deletes it" bash -c "'$NAVCLIENT' exec '$WS_URL' --session byebye --create 'pop' >/dev/null; '$NAVCLIENT' delete '$WS_URL' byebye | grep -qx \"deleted session 'byebye'\" && ! curl -sf '$api/byebye' >/dev/null"
