@@ -81,6 +81,8 @@ struct ClusterHubTests {
         /// What its one member (connection 1) received, and the acks its writer got.
         var received: [JSON] = []
         var acks: [JSON: Int] = [:]
+        /// Redirects the node's writer was told of (the demo's guards).
+        var redirects = 0
         var errors: [String] = []
 
         init(name: String) {
@@ -99,7 +101,7 @@ struct ClusterHubTests {
                     received.append(m.json())
                 case .send(2, let m, let id):
                     let j = m.json(id: id)
-                    if j["type"] == "ack" { acks[j["id"]!] = Int(j["rev"]!.intValue!) }
+                    if j["type"] == "ack" { acks[j["id"]!] = Int(j["rev"]!.intValue!); redirects += j["redirects"]?.arrayValue?.count ?? 0 }
                     if j["type"] == "error" { errors.append(j["code"]?.stringValue ?? "?") }
                 default: break
                 }
@@ -146,8 +148,14 @@ struct ClusterHubTests {
             let i = Int(rng.next() % 2)
             switch rng.next() % 4 {
             case 0 where sent[i] < 60:
-                let ops: [JSON] = rng.next() % 3 == 0 ? [["op": "setRoot", "route": .string(routes[Int(rng.next() % 3)])]]
-                    : [["op": "update", "at": "App", "data": [.init("w\(i)"): .int(Int64(sent[i] % 5))]]]
+                // Some go through the demo's guards: a sign-in or sign-out (the session's
+                // data) and a guarded link, redirected while nobody is signed in.
+                let ops: [JSON] = switch rng.next() % 6 {
+                case 0, 1: [["op": "setRoot", "route": .string(routes[Int(rng.next() % 3)])]]
+                case 2: [["op": "update", "scope": "session", "data": ["user": rng.next() % 2 == 0 ? .string("w\(i)") : .null]]]
+                case 3: [["op": "open", "url": "/orders/3"]]
+                default: [["op": "update", "at": "App", "data": [.init("w\(i)"): .int(Int64(sent[i] % 5))]]]
+                }
                 nodes[i].handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": .int(Int64(sent[i])), "ops": .array(ops)]).encoded()))
                 sent[i] += 1
             case 1 where !nodes[i].requests.isEmpty: run(i)
@@ -193,6 +201,7 @@ struct ClusterHubTests {
             #expect(gaps == 0 && rev == replay.rev, "node \(i): member at \(rev) with \(gaps) gaps")
         }
         #expect(nodes[0].hub.clusterRetries + nodes[1].hub.clusterRetries > 0, "the nodes raced")
+        #expect(nodes[0].redirects + nodes[1].redirects > 0, "guards redirected, and the replicas and the log's replay agree on it")
 
         // Presence is cluster-wide: each node's session lists the other's members too.
         for i in nodes.indices { nodes[i].handle(.tick) }
