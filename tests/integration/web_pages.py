@@ -150,6 +150,19 @@ try:
     a.find_element(By.CSS_SELECTOR, "#open button").click()
     check("server errors show briefly, not as browser alerts", wait(a, lambda d: "not_found" in d.find_element(By.ID, "toast").text))
 
+    # The demo's guards: a refusal names the guard and route; a redirect says where it went.
+    for url, wanted in (("/checkout", "guarded: checkout needs cartFull"), ("/orders/7", "redirected: guard signedIn → /login?next=order")):
+        a.find_element(By.ID, "url").clear()
+        a.find_element(By.ID, "url").send_keys(url)
+        a.find_element(By.CSS_SELECTOR, "#open button").click()
+        check(f"a guard's answer shows on the page that sent {url}: '{wanted}'", wait(a, lambda d: wanted in d.find_element(By.ID, "toast").text),
+              a.find_element(By.ID, "toast").text)
+    check("...and the redirect shows on the other page too", wait(b, lambda d: "Sign in" in d.find_element(By.ID, "phone").text))
+    a.find_element(By.ID, "url").clear()
+    a.find_element(By.ID, "url").send_keys("/product/7")
+    a.find_element(By.CSS_SELECTOR, "#open button").click()
+    wait(b, lambda d: "Product 7" in d.find_element(By.ID, "phone").text)
+
     rev = lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-rev")
     check("presence: each device's revision is shown", wait(a, lambda d: d.find_element(By.ID, "members").text.count("shows rev " + rev(a)) >= 1))
 
