@@ -8,7 +8,8 @@ import Glibc
 // and the best round: on a shared machine the median is the fair figure, and the best
 // is the nearest to the core's own speed (noise only ever slows a round down).
 //
-// Each workload runs on the demo flow through `Sequencer.submit`, which is everything
+// Each workload runs on the demo flow (or, with --unguarded, the demo without its guards:
+// what a flow without guards costs) through `Sequencer.submit`, which is everything
 // a session does per command except the network: decode the ops, resolve, apply on a
 // copy, diff to a JSON Patch, update conflict bookkeeping and the idempotency table,
 // append to the patch log. "+encode" also writes the patch message into its WebSocket
@@ -21,6 +22,7 @@ var commands = 200_000
 var only: String?
 var history = 10_000
 var rounds = 5
+var unguarded = false
 var args = CommandLine.arguments.dropFirst()
 while let arg = args.popFirst() {
     switch arg {
@@ -28,14 +30,28 @@ while let arg = args.popFirst() {
     case "--only": only = args.popFirst()
     case "--history": history = Int(args.popFirst() ?? "") ?? history
     case "--rounds": rounds = max(1, Int(args.popFirst() ?? "") ?? rounds)
+    case "--unguarded": unguarded = true
     case "-h", "--help":
-        print("usage: navsync-bench [--commands N] [--rounds R] [--only WORKLOAD-PREFIX] [--history N]   (defaults 200000, 5, all, 10000 as navsyncd; build with -c release)")
+        print("usage: navsync-bench [--commands N] [--rounds R] [--only WORKLOAD-PREFIX] [--history N] [--unguarded]   (defaults 200000, 5, all, 10000 as navsyncd; build with -c release)")
         exit(0)
     default:
         print("navsync-bench: unknown argument '\(arg)' (try --help)")
         exit(2)
     }
 }
+
+/// The demo flow, or the demo with its guards taken out (`--unguarded`).
+let flow: Flow = {
+    guard unguarded else { return .demo }
+    func strip(_ v: JSON) -> JSON {
+        switch v {
+        case .object(let o): return .object(JSONObject(o.keys.filter { $0 != "guards" && $0 != "guard" }.map { ($0, strip(o[$0]!)) }))
+        case .array(let a): return .array(a.map(strip))
+        default: return v
+        }
+    }
+    return try! Flow.load(strip(Flow.demo.source))
+}()
 
 struct Workload {
     let name: String
@@ -57,7 +73,7 @@ let workloads: [Workload] = [
 /// Runs `count` commands of the workload; returns commands per second and the mean
 /// size of the patch frame of an applied command (when `encode`).
 func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecond: Double, patchBytes: Double) {
-    var seq = Sequencer(flow: .demo, epoch: "bench", historyCapacity: history)
+    var seq = Sequencer(flow: flow, epoch: "bench", historyCapacity: history)
     _ = seq.submit(Command(id: .int(-1), ops: [["op": "setRoot", "route": "main"]]), client: "bench")
     // Commands are built up front: the figure is the core's, not the benchmark's.
     let prepared = (0..<count).map { Command(id: .int(Int64($0)), ops: w.ops($0)) }
@@ -77,7 +93,7 @@ func measure(_ w: Workload, count: Int, encode: Bool, history: Int) -> (perSecon
 #if DEBUG
 print("warning: debug build; figures are meaningless. Use: swift run -c release navsync-bench")
 #endif
-print("navsync-bench: \(commands) commands per workload and round, \(rounds) rounds, demo flow, one core, history of \(history) revisions")
+print("navsync-bench: \(commands) commands per workload and round, \(rounds) rounds, demo flow\(unguarded ? " without its guards" : " (guarded)"), one core, history of \(history) revisions")
 print("workload                         commands/s median   best   +encode median    best   patch frame bytes/cmd")
 for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
     var plain: [Double] = [], encoded: [Double] = []
