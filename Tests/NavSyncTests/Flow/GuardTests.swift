@@ -29,6 +29,7 @@ struct GuardTests {
                 "checkout": ["guard": ["cartFull"]],
                 "orders": ["guard": ["signedIn"]],
                 "bar": ["guard": ["adult"]],
+                "vip": ["guard": ["cartFull", "adult"]],
                 "a": ["guard": ["loopA"]],
                 "b": ["guard": ["loopB"]],
                 "vault": ["coordinator": "Vault", "presentation": "sheet"],
@@ -108,6 +109,13 @@ struct GuardTests {
         #expect(h.fails(.guarded, ["op": "push", "route": "secret"])?.guarded?.guard == "adult")
         h.ok(session(["user": nil]))   // signedIn fails on safe (already shown): redirect kept
         #expect(h.state.root.entries[0].route == "login")
+        // A route's own list, in order: the first that fails acts.
+        h = Harness(flow: Self.flow)
+        #expect(h.fails(.guarded, ["op": "push", "route": "vip"])?.guarded?.guard == "cartFull")
+        h.ok(session(["cart": [1]]))
+        #expect(h.fails(.guarded, ["op": "push", "route": "vip"])?.guarded?.guard == "adult")
+        h.ok(session(["age": 40]))
+        #expect(h.ok(["op": "push", "route": "vip"]) == [.applied])
     }
 
     // MARK: Redirects
@@ -293,12 +301,20 @@ struct GuardTests {
         var redirected = 0, denied = 0
         for _ in 0..<1500 {
             let ops = (0..<Int.random(in: 1...3, using: &rng)).map { _ in randomOp() }
+            let before = h.seq.state
             switch h.seq.submit(Command(id: .int(h.nextCommand), ops: ops), client: "r") {
-            case .applied(let ack, _): redirected += ack.redirects.count
-            case .failed(let e) where e.code == .guarded: denied += 1
-            default: break
+            case .applied(let ack, let patch):
+                redirected += ack.redirects.count
+                // Every client mirrors the server: the patch takes the old state to the new.
+                #expect((try? before.json.applying(patch.ops)) == h.seq.state.json)
+            case .failed(let e):
+                if e.code == .guarded { denied += 1 }
+                #expect(h.seq.state == before, "a failed command changes nothing")
+            case .unchanged, .duplicate:
+                #expect(h.seq.state == before)
             }
             h.nextCommand += 1
+            checkShape(h.seq.state, Self.flow)
             #expect(h.seq.document.firstGuardFailure() == nil)
         }
         #expect(redirected > 0 && denied > 0, "the run exercised both")
