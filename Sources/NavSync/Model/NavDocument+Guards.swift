@@ -9,9 +9,22 @@ extension NavDocument {
 
     /// The first entry on the active path, root first, with a guard that fails: its
     /// coordinator type's guards, then its route's, each in list order.
-    public func firstGuardFailure() -> GuardFailure? {
-        let data = state.data
+    public func firstGuardFailure() -> GuardFailure? { firstGuardFailure(startingAt: state.root) }
+
+    /// The same, after a stack edit at `path`: only the coordinator there and below can
+    /// have changed on the active path (nil when it is not on the active path at all).
+    func firstGuardFailure(afterEditAt path: CoordinatorPath) -> GuardFailure? {
         var c = state.root
+        for i in path {
+            guard c.visibleIndex == i, let child = c.entries[i].coordinator else { return nil }
+            c = child
+        }
+        return firstGuardFailure(startingAt: c)
+    }
+
+    private func firstGuardFailure(startingAt top: Coordinator) -> GuardFailure? {
+        let data = state.data
+        var c = top
         while let i = c.visibleIndex {
             let e = c.entries[i]
             let spec = flow.spec(c.type)
@@ -23,6 +36,15 @@ extension NavDocument {
             c = child
         }
         return nil
+    }
+
+    /// Puts back a lone stack edit (a push or a cut) and the ids it allocated: the
+    /// document as it was before it, exactly.
+    mutating func undo(_ edit: StackEdit, cut: [Entry]?, firstID: Int) {
+        state.modify(edit.path) { c in
+            if edit.isPush { c.entries.removeLast() } else { c.entries.append(contentsOf: cut!) }
+        }
+        nextID = firstID
     }
 
     /// Whether the entry is on the active path.

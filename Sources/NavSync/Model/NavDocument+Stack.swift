@@ -163,11 +163,15 @@ extension NavDocument {
     private mutating func truncate(_ p: CoordinatorPath, to count: Int, of current: Int, _ ctx: inout CommandContext) -> OpResult {
         guard count < current else { return .noop }
         var removed = EntryIDList()
+        var cut: [Entry]?
+        let keep = flow.isGuarded
         ctx.noteChanged(state.modifyKeyed(p) { c in
             for i in (count..<c.entries.count).reversed() { c.entries[i].forEachID { removed.append($0) } }
+            if keep { cut = Array(c.entries[count...]) }
             c.entries.removeLast(c.entries.count - count)
         })
         ctx.edit = .cut(p, to: count, from: current, removed: removed)
+        ctx.cutEntries = cut
         return .applied
     }
 

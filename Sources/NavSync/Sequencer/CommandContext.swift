@@ -22,6 +22,9 @@ public struct CommandContext: Sendable, ~Copyable {
     /// (there is no old tree to diff against); `open` clears it, as its link may run
     /// more than one.
     var edit: StackEdit?
+    /// In a guarded flow, the entries the last cut removed (references, not copies), so
+    /// a lone stack edit a guard refuses can be put back without a copy of the tree.
+    var cutEntries: [Entry]?
     /// What the last link opened by its plan did (`LinkPlan.Opened`): a command of that
     /// one `open` writes its diff from it.
     var opened: LinkPlan.Opened?

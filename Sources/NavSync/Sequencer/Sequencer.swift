@@ -175,16 +175,16 @@ public struct Sequencer: Sendable {
             guard op.action.editsOneStackAtomically else {
                 return submitOnCopy(command, lone: consume op, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
             }
-            // A guarded flow keeps the document as it was (one reference): when a guard
-            // fails, the edit is put back and the command runs on a copy, which can deny,
-            // undo or redirect.
-            let before: NavDocument? = document.flow.isGuarded ? document : nil
             let result: OpResult
             do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
-            if let before, result == .applied, document.firstGuardFailure() != nil {
-                document = before
+            // In a guarded flow only the edited stack and below can fail a guard now; when
+            // one does, the edit is put back and the command runs on a copy, which can
+            // deny, undo or redirect.
+            if result == .applied, document.flow.isGuarded, let edit = ctx.edit,
+               document.firstGuardFailure(afterEditAt: edit.path) != nil {
+                document.undo(edit, cut: ctx.cutEntries, firstID: ctx.firstID)
                 var fresh = CommandContext(conflicts: ctx.conflicts, firstID: ctx.firstID, refused: ctx.refused)
-                return submitOnCopy(command, lone: op, client: client, sender: sender, trusted: trusted, &fresh, journalAs: journalAs)
+                return submitOnCopy(command, lone: op, client: client, sender: sender, trusted: trusted, careful: true, &fresh, journalAs: journalAs)
             }
             guard result == .applied else { return unchanged(command, client: client, results: result.alone) }
             // The edit is moved out of the context (nothing reads it there again), not copied.
@@ -199,8 +199,11 @@ public struct Sequencer: Sendable {
     /// The general path: the ops applied in turn to a copy of the document, kept if they
     /// all apply, and the two trees diffed. `lone`: the command's one op, decoded
     /// already (not decoded again).
+    /// In a guarded flow the ops first run as they are, with the active path checked
+    /// after each; only when a guard fails does the command run again `careful`ly, with
+    /// the document as it was before each op kept for a redirect to undo it.
     private mutating func submitOnCopy(_ command: Command, lone: Operation?, client: String, sender: Sender, trusted: Bool,
-                                       _ ctx: inout CommandContext, journalAs: (Int, JSON) -> Void) -> Outcome {
+                                       careful: Bool = false, _ ctx: inout CommandContext, journalAs: (Int, JSON) -> Void) -> Outcome {
         var working = document
         // A lone op (an `open` most often) gets the shared array of its result, not one of its own.
         var results: [OpResult] = []
@@ -209,7 +212,7 @@ public struct Sequencer: Sendable {
         var redirects: [Redirect] = []
         for (index, json) in command.ops.enumerated() {
             do throws(NavError) {
-                let before: NavDocument? = guarded ? working : nil
+                let before: NavDocument? = careful ? working : nil
                 var result: OpResult
                 if json["op"] == "restore" {
                     let journalOp: JSON
@@ -222,8 +225,13 @@ public struct Sequencer: Sendable {
                     let op = if let lone { lone } else { try Operation(json: json) }
                     result = try working.apply(op, &ctx)
                 }
-                if let before, result == .applied {
-                    result = try Self.enforceGuards(op: index, before: before, &working, &ctx, redirects: &redirects) ?? result
+                if guarded, result == .applied {
+                    if let before {
+                        result = try Self.enforceGuards(op: index, before: before, &working, &ctx, redirects: &redirects) ?? result
+                    } else if working.firstGuardFailure() != nil {
+                        var fresh = CommandContext(conflicts: ctx.conflicts, firstID: ctx.firstID, refused: ctx.refused)
+                        return submitOnCopy(command, lone: lone, client: client, sender: sender, trusted: trusted, careful: true, &fresh, journalAs: journalAs)
+                    }
                 }
                 if command.ops.count == 1 { results = result.alone } else { results.append(result) }
             } catch {

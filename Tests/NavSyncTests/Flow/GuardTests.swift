@@ -99,6 +99,31 @@ struct GuardTests {
         #expect(h.state.data == [:])
     }
 
+    /// Entries off the active path are checked when they come onto it: a pop that
+    /// reveals a guarded screen is refused or redirected like any op (the lone stack
+    /// edit is put back exactly, then run on a copy).
+    @Test func aPopThatRevealsAGuardedScreen() {
+        var h = Harness(flow: Self.flow)
+        h.ok(session(["age": 30]), ["op": "push", "route": "bar"], ["op": "push", "route": "list"])
+        h.ok(session(["age": 10]))   // the bar is not shown: nothing fails yet
+        let e = h.fails(.guarded, ["op": "pop"])
+        #expect(e?.guarded?.route == "bar" && h.state.root.entries[0].coordinator?.entries.map(\.route) == ["list", "bar", "list"])
+        // Ids are as they were: the next push gets the id it would have had.
+        let next = h.seq.document.nextID
+        h.ok(["op": "push", "route": "list"])
+        #expect(h.state.root.entries[0].coordinator?.entries.last?.id.number == next)
+        // A redirect instead: the pop is undone and the link opens.
+        var r = Harness(flow: Self.flow)
+        r.ok(session(["user": "ann"]), ["op": "push", "route": "orders"], ["op": "push", "route": "list"])
+        r.ok(session(["user": nil]))
+        guard case .applied(let ack, _) = r.send(["op": "pop"]) else { Issue.record(); return }
+        #expect(ack.results == [.redirected] && r.state.root.entries[0].route == "login")
+        // And a push of a guarded screen on the fast path, undone with its ids kept used.
+        var p = Harness(flow: Self.flow)
+        let id = p.seq.document.nextID
+        #expect(p.fails(.guarded, ["op": "push", "route": "bar"]) != nil && p.seq.document.nextID == id)
+    }
+
     @Test func theTypesGuardsComeBeforeTheRoutesInListOrder() {
         var h = Harness(flow: Self.flow)
         h.ok(["op": "present", "route": "vault"])   // safe is under signedIn: redirected
