@@ -34,11 +34,14 @@ public struct NavError: Error, Sendable, Equatable, CustomStringConvertible {
     /// For `guarded`: the guard that refused, and the entry and route it protects.
     public var guarded: Guarded?
 
-    public struct Guarded: Sendable, Equatable {
-        public var `guard`: String
-        public var route: String
-        public var entry: String
+    /// (A class: one reference in every error, not three strings. Every command's
+    /// outcome carries room for an error, so its size is paid on every command.)
+    public final class Guarded: Sendable, Equatable {
+        public let `guard`: String
+        public let route: String
+        public let entry: String
         public init(guard: String, route: String, entry: String) { self.guard = `guard`; self.route = route; self.entry = entry }
+        public static func == (a: Guarded, b: Guarded) -> Bool { a.guard == b.guard && a.route == b.route && a.entry == b.entry }
     }
 
     public init(_ code: ErrorCode, _ message: String, op: Int? = nil, rev: Int? = nil, guarded: Guarded? = nil) {
