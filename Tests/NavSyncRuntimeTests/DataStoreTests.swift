@@ -43,7 +43,10 @@ struct DataStoreTests {
     /// The ops sent under each id in the restart test (a resend must be the same).
     static func sent(_ id: String) -> JSON {
         guard id != "root", let i = Int(id.dropFirst()) else { return [["op": "setRoot", "route": "main"]] }
-        return [i % 3 == 2 ? ["op": "pop"] : ["op": "push", "route": "detail", "params": ["id": .int(Int64(i))]]]
+        let push: JSON = ["op": "push", "route": "detail", "params": ["id": .int(Int64(i))]]
+        // Every fifth goes through the demo's guard: redirected to sign-in, then back.
+        if i % 5 == 4 { return [["op": "open", "url": .string("/orders/\(i)")], ["op": "setRoot", "route": "main"], push] }
+        return [i % 3 == 2 ? ["op": "pop"] : push]
     }
 
     static func get(_ c: RawClient) -> JSON? {
@@ -63,6 +66,7 @@ struct DataStoreTests {
             epoch = joined["epoch"]!
             acks["root"] = Self.command(a, "root", Self.sent("root"))
             for i in 0..<20 { acks["k\(i)"] = Self.command(a, "k\(i)", Self.sent("k\(i)")) }
+            #expect(acks["k19"]?["results"] == ["redirected", "applied", "applied"], "k19 went through a guard")
             before = try #require(Self.get(a))
             #expect(before["rev"]!.intValue! > 10)
             #expect(server.running.stop())
@@ -90,6 +94,7 @@ struct DataStoreTests {
             let again = try #require(Self.command(c, id, Self.sent(id)))
             let original = try #require(acks[id])
             #expect(again["type"] == "ack" && again["rev"] == original["rev"] && again["results"] == original["results"], "\(id)")
+            #expect(again["redirects"] == original["redirects"], "\(id): a redirect's ack comes back whole")
             #expect(again["duplicate"] == true && original["duplicate"] == nil, "\(id)")
             #expect(Self.command(c, id, [["op": "reset"]])?["code"] == "id_reused", "\(id)")
         }
