@@ -1,0 +1,136 @@
+"""The same API for plain scripts, without `async`: `navsync.sync.connect(url, session)`
+runs the asyncio client on a thread of its own, and each call waits for its answer.
+
+    with navsync.sync.connect("ws://127.0.0.1:7420/ws", "demo") as s:
+        s.open("/product/42")
+        s.wait_for(lambda st: navsync.active_path(st)[-1]["route"] == "detail")
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Callable, Iterable, Iterator
+
+from .client import Session, active_path
+from .errors import Ack, Change
+
+__all__ = ["connect", "SyncSession"]
+
+
+class SyncSession:
+    """A `Session` driven from ordinary code: the same methods, each blocking until the
+    server answers (or, for `wait_for`, until the condition holds)."""
+
+    def __init__(self, session: Session) -> None:
+        self._async = session
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="navsync", daemon=True)
+        self._thread.start()
+
+    def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    def __enter__(self) -> "SyncSession":
+        try:
+            self._call(self._async.start())
+        except BaseException:
+            self._stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._call(self._async.close())
+            self._stop()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    @property
+    def session(self) -> str: return self._async.session
+
+    # What the mirror holds, read as it is.
+    @property
+    def state(self) -> dict[str, Any] | None: return self._async.state
+    @property
+    def rev(self) -> int: return self._async.rev
+    @property
+    def epoch(self) -> str | None: return self._async.epoch
+    @property
+    def client(self) -> str | None: return self._async.client
+    @property
+    def members(self) -> list[dict[str, Any]]: return self._async.members
+    @property
+    def presence(self) -> dict[str, dict[str, Any]]: return self._async.presence
+
+    def active_path(self) -> list[dict[str, Any]]:
+        return active_path(self._async.state)
+
+    def command(self, ops: list[dict[str, Any]], **options: Any) -> Ack:
+        return self._call(self._async.command(ops, **options))
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], Any], timeout: float = 5.0) -> dict[str, Any]:
+        return self._call(self._async.wait_for(predicate, timeout))
+
+    def report(self, rev: int | None = None, focus: str | None = None) -> None:
+        self._call(self._async.report(rev, focus))
+
+    def request(self, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+        return self._call(self._async.request(message, timeout))
+
+    def changes(self, timeout: float = 5.0) -> Iterator[Change]:
+        """Each applied patch from now on; stops when none comes within `timeout` s."""
+        q: asyncio.Queue[Change | None] = asyncio.Queue()
+
+        async def subscribe() -> None:
+            self._async._listeners.append(q)
+        self._call(subscribe())
+        try:
+            while True:
+                try:
+                    change = self._call(asyncio.wait_for(q.get(), timeout))
+                except (TimeoutError, asyncio.TimeoutError):
+                    return
+                if change is None:
+                    return
+                yield change
+        finally:
+            async def unsubscribe() -> None:
+                self._async._listeners.remove(q)
+            self._call(unsubscribe())
+
+    def batch(self, **options: Any) -> "_SyncBatch":
+        return _SyncBatch(self, options)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        # The operation helpers (push, pop, open, update, …): the async ones, waited for.
+        method = getattr(self._async, name, None)
+        if method is None or name.startswith("_") or not asyncio.iscoroutinefunction(method):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._call(method(*args, **kwargs))
+
+
+class _SyncBatch:
+    def __init__(self, session: SyncSession, options: dict[str, Any]) -> None:
+        self._batch = session._async.batch(**options)
+        self._session = session
+        self.ack: Ack | None = None
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return getattr(self._batch, name)
+
+    def __enter__(self) -> "_SyncBatch":
+        return self
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        if kind is None and self._batch.ops:
+            self.ack = self._session.command(self._batch.ops, **self._batch._options)
+
+
+def connect(urls: str | Iterable[str], session: str, **options: Any) -> SyncSession:
+    """`navsync.connect` for plain scripts: `with navsync.sync.connect(url, "demo") as s:`."""
+    return SyncSession(Session(urls, session, **options))

@@ -1,0 +1,17 @@
+"""navsync for Python: mirror one shared navigation session, drive it, and wait on it.
+
+    import navsync
+
+    async with navsync.connect("ws://127.0.0.1:7420/ws", "demo") as s:
+        await s.open("/product/42")
+        await s.wait_for(lambda state: navsync.active_path(state)[-1]["route"] == "detail")
+
+`navsync.sync` is the same without `async`; the pytest plugin (`navsync.pytest_plugin`)
+starts navsyncd for tests. The guide is docs/python.md in the navsync repository.
+"""
+from . import sync
+from .client import Batch, Session, active_path, connect
+from .errors import Ack, Change, NavError
+
+__all__ = ["connect", "Session", "Batch", "Ack", "Change", "NavError", "active_path", "sync"]
+__version__ = "0.1.0"

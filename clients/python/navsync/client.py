@@ -1,0 +1,565 @@
+"""An asyncio client of navsync protocol v1 (docs/protocol.md): one `Session` mirrors
+one session of one server (or of the first of several URLs that answers), sends route
+operations as commands, and waits on the state.
+
+The rules are those of the Swift and JavaScript clients:
+- The mirror changes only by the server's patches, applied in revision order; a gap
+  or a patch that does not apply makes the client ask for the state (`sync`).
+- A command is kept until the server answers it. After a reconnect (with backoff, to
+  each URL in turn) the client resumes its identity, catches up from its revision, and
+  sends every unanswered command again under the same id: the server applies a command
+  id once, so nothing is ever applied twice.
+- On silence longer than the server's heartbeat the client pings; with no answer it
+  reconnects.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import random
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+
+import jsonpatch
+import websockets
+from websockets.exceptions import WebSocketException
+
+from .errors import Ack, Change, NavError
+
+__all__ = ["Session", "connect", "Batch"]
+
+Connector = Callable[[str], Awaitable[Any]]
+
+
+async def _websocket(url: str) -> Any:
+    return await websockets.connect(url, subprotocols=["navsync.v1"], max_size=None, ping_interval=None)
+
+
+def _normal_url(url: str) -> str:
+    """`ws://host:port/ws`; `host:port` and `http://host:port/` are taken too."""
+    if url.startswith(("http://", "https://")):
+        url = "ws" + url[4:]
+    if "://" not in url:
+        url = "ws://" + url
+    scheme, rest = url.split("://", 1)
+    if "/" not in rest:
+        rest += "/ws"
+    elif rest.endswith("/"):
+        rest += "ws"
+    return scheme + "://" + rest
+
+
+class Batch:
+    """Operations collected by the helpers, sent as one atomic command
+    (`async with session.batch() as b: b.push(...); b.select(...)`)."""
+
+    def __init__(self, session: "Session", **options: Any) -> None:
+        self._session, self._options, self.ops = session, options, []
+        self.ack: Ack | None = None
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        build = getattr(_Ops, name, None)
+        if build is None:
+            raise AttributeError(name)
+
+        def add(*args: Any, **kwargs: Any) -> None:
+            self.ops.append(build(*args, **kwargs))
+        return add
+
+    async def __aenter__(self) -> "Batch":
+        return self
+
+    async def __aexit__(self, kind: Any, error: Any, tb: Any) -> None:
+        if kind is None and self.ops:
+            self.ack = await self._session.command(self.ops, **self._options)
+
+
+class _Ops:
+    """The operations of docs/protocol.md as JSON objects, one builder each."""
+
+    @staticmethod
+    def _item(route: str, params: dict[str, Any], at: str | None = None, **fields: Any) -> dict[str, Any]:
+        op: dict[str, Any] = {"route": route, **{k: v for k, v in fields.items() if v is not None}}
+        if params:
+            op["params"] = params
+        if at is not None:
+            op["at"] = at
+        return op
+
+    @staticmethod
+    def push(route: str, *, at: str | None = None, hints: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
+        return {"op": "push", **_Ops._item(route, params, at, hints=hints)}
+
+    @staticmethod
+    def present(route: str, style: str = "sheet", *, at: str | None = None, **params: Any) -> dict[str, Any]:
+        return {"op": "present", "style": style, **_Ops._item(route, params, at)}
+
+    @staticmethod
+    def pop(count: int = 1, *, from_: str | None = None, at: str | None = None) -> dict[str, Any]:
+        op: dict[str, Any] = {"op": "pop"}
+        if from_ is not None:
+            op["from"] = from_
+        elif count != 1:
+            op["count"] = count
+        if at is not None:
+            op["at"] = at
+        return op
+
+    @staticmethod
+    def pop_to_root(*, at: str | None = None) -> dict[str, Any]:
+        return {"op": "popToRoot", **({"at": at} if at else {})}
+
+    @staticmethod
+    def set_root(route: str, *, at: str | None = None, **params: Any) -> dict[str, Any]:
+        return {"op": "setRoot", **_Ops._item(route, params, at)}
+
+    @staticmethod
+    def set_stack(routes: Iterable[str | dict[str, Any]], *, at: str | None = None) -> dict[str, Any]:
+        return {"op": "setStack", "routes": list(routes), **({"at": at} if at else {})}
+
+    @staticmethod
+    def dismiss(all: bool = False, *, at: str | None = None) -> dict[str, Any]:
+        op: dict[str, Any] = {"op": "dismiss"}
+        if all:
+            op["all"] = True
+        if at is not None:
+            op["at"] = at
+        return op
+
+    @staticmethod
+    def select(route: str | None = None, *, index: int | None = None, entry: str | None = None,
+               at: str | None = None) -> dict[str, Any]:
+        op: dict[str, Any] = {"op": "select"}
+        for key, value in (("route", route), ("index", index), ("entry", entry), ("at", at)):
+            if value is not None:
+                op[key] = value
+        return op
+
+    @staticmethod
+    def open(url: str) -> dict[str, Any]:
+        return {"op": "open", "url": url}
+
+    @staticmethod
+    def alert(title: str, message: str | None = None, buttons: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        op: dict[str, Any] = {"op": "alert", "title": title}
+        if message is not None:
+            op["message"] = message
+        if buttons is not None:
+            op["buttons"] = buttons
+        return op
+
+    @staticmethod
+    def respond(alert: str, button: str) -> dict[str, Any]:
+        return {"op": "respond", "alert": alert, "button": button}
+
+    @staticmethod
+    def update(data: dict[str, Any], *, entry: str | None = None, scope: str | None = None,
+               at: str | None = None) -> dict[str, Any]:
+        op: dict[str, Any] = {"op": "update", "data": data}
+        for key, value in (("entry", entry), ("scope", scope), ("at", at)):
+            if value is not None:
+                op[key] = value
+        return op
+
+    @staticmethod
+    def restore(rev: int | None = None, *, label: str | None = None) -> dict[str, Any]:
+        return {"op": "restore", **({"rev": rev} if rev is not None else {"label": label})}
+
+    @staticmethod
+    def reset() -> dict[str, Any]:
+        return {"op": "reset"}
+
+
+class Session:
+    """One session, mirrored. Made by `navsync.connect`; use it as an async context
+    manager (it connects on entry and closes on exit)."""
+
+    def __init__(self, urls: str | Iterable[str], session: str, *, create: bool = False, flow: str | None = None,
+                 token: str | None = None, name: str | None = None, role: str | None = None,
+                 connector: Connector = _websocket, backoff: tuple[float, float] = (0.1, 5.0)) -> None:
+        self.urls = [_normal_url(u) for u in ([urls] if isinstance(urls, str) else list(urls))]
+        if not self.urls:
+            raise ValueError("navsync.connect needs at least one server URL")
+        self.session, self.create, self.flow = session, create, flow
+        self.token, self.name, self.role = token, name, role
+        self._connector, self._backoff = connector, backoff
+        #: The mirrored state document (None until joined), its revision and epoch.
+        self.state: dict[str, Any] | None = None
+        self.rev = 0
+        self.epoch: str | None = None
+        #: This client's identity (kept across reconnects: resends are recognised).
+        self.client: str | None = None
+        #: The session's flow, as the server sent it.
+        self.flow_document: dict[str, Any] | None = None
+        #: Members by client id: {client, name, role, rev?, focus?}.
+        self.presence: dict[str, dict[str, Any]] = {}
+        self._ids = itertools.count(1)
+        self._prefix = "py" + "".join(random.choice("0123456789abcdef") for _ in range(6)) + "-"
+        self._pending: dict[Any, tuple[dict[str, Any], asyncio.Future[Ack]]] = {}
+        self._waiters: list[tuple[Callable[[dict[str, Any]], Any], asyncio.Future[dict[str, Any]]]] = []
+        self._listeners: list[asyncio.Queue[Change | None]] = []
+        self._requests: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        self._ws: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._joined: asyncio.Future[None] | None = None
+        self._closed = False
+        self._fatal: NavError | None = None
+        self._heartbeat = 30.0
+        self._outbox: list[dict[str, Any]] = []
+
+    # ---- connecting ----
+
+    async def __aenter__(self) -> "Session":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Connects and joins (what `async with` does); raises `NavError` when the session is refused (an unknown
+        session without `create`, a bad token) or no server answers."""
+        self._joined = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._run())
+        try:
+            await self._joined
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Leaves: unanswered commands fail with `closed`."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        if self._ws is not None:
+            with contextlib.suppress(BaseException):
+                await self._ws.close()
+        self._fail_all(NavError("closed", "the navsync session was closed"))
+
+    @property
+    def members(self) -> list[dict[str, Any]]:
+        return list(self.presence.values())
+
+    async def _run(self) -> None:
+        delay = self._backoff[0]
+        for attempt in itertools.count():
+            url = self.urls[attempt % len(self.urls)]
+            try:
+                self._ws = await asyncio.wait_for(self._connector(url), timeout=10)
+            except (OSError, asyncio.TimeoutError, WebSocketException) as e:
+                if self._joined is not None and not self._joined.done() and attempt + 1 >= len(self.urls) * 3:
+                    self._joined.set_exception(NavError("offline", f"no server answered ({url}: {e})"))
+                    return
+                await asyncio.sleep(delay * (0.5 + random.random() / 2))
+                delay = min(delay * 2, self._backoff[1])
+                continue
+            try:
+                await self._serve()
+                delay = self._backoff[0]
+            except NavError as e:
+                # Refused for good (unknown session, bad token): nothing to retry.
+                self._fatal = e
+                if self._joined is not None and not self._joined.done():
+                    self._joined.set_exception(e)
+                self._fail_all(e)
+                return
+            except (OSError, asyncio.TimeoutError, WebSocketException):
+                pass
+            finally:
+                with contextlib.suppress(BaseException):
+                    await self._ws.close()
+                self._ws = None
+            if self._closed:
+                return
+            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            delay = min(delay * 2, self._backoff[1])
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        if self._ws is not None:
+            await self._ws.send(json.dumps(message))
+
+    async def _recv(self) -> dict[str, Any]:
+        """The next message; on silence longer than the heartbeat a ping, and with no
+        answer to it the connection is given up."""
+        try:
+            return json.loads(await asyncio.wait_for(self._ws.recv(), timeout=self._heartbeat))
+        except asyncio.TimeoutError:
+            await self._send({"type": "ping"})
+            return json.loads(await asyncio.wait_for(self._ws.recv(), timeout=self._heartbeat))
+
+    async def _serve(self) -> None:
+        hello: dict[str, Any] = {"type": "hello"}
+        for key, value in (("client", self.client), ("name", self.name), ("role", self.role), ("token", self.token)):
+            if value is not None:
+                hello[key] = value
+        await self._send(hello)
+        welcome = await self._recv()
+        if welcome.get("type") == "error":
+            raise NavError.from_message(welcome)
+        self.client = welcome.get("client", self.client)
+        self._heartbeat = float(welcome.get("heartbeat", 30))
+        join: dict[str, Any] = {"type": "join", "session": self.session, "id": "join"}
+        if self.create:
+            join["create"] = True
+        if self.flow is not None:
+            join["flow"] = self.flow
+        if self.state is not None and self.epoch is not None:
+            join.update(since=self.rev, epoch=self.epoch)
+        await self._send(join)
+        while True:
+            m = await self._recv()
+            if m.get("type") == "joined":
+                break
+            if m.get("type") == "error" and m.get("id") == "join":
+                raise NavError.from_message(m)
+        self.epoch = m["epoch"]
+        self.flow_document = m.get("flow", self.flow_document)
+        self.presence = {x["client"]: x for x in m.get("members", [])}
+        if "state" in m:
+            self._set_state(m["state"], m["rev"])
+        else:
+            for p in m.get("patches", []):
+                self._apply(p)
+        if self._joined is not None and not self._joined.done():
+            self._joined.set_result(None)
+        # Every command not answered yet, again, under the same id.
+        for message, _ in list(self._pending.values()):
+            await self._send(message)
+        while True:
+            self._dispatch(await self._recv())
+            await self._flush()
+
+    # ---- what the server sends ----
+
+    async def _flush(self) -> None:
+        while self._outbox:
+            await self._send(self._outbox.pop(0))
+
+    def _later(self, message: dict[str, Any]) -> None:
+        """A request the mirror needs (`sync`, `get`), sent after the message at hand."""
+        self._outbox.append(message)
+
+    def _dispatch(self, m: dict[str, Any]) -> None:
+        kind = m.get("type")
+        if kind == "patch" and m.get("session") == self.session:
+            self._apply(m)
+        elif kind == "ack":
+            entry = self._pending.pop(m.get("id"), None)
+            if entry and not entry[1].done():
+                entry[1].set_result(Ack.from_message(m))
+        elif kind == "error":
+            entry = self._pending.pop(m.get("id"), None)
+            if entry and not entry[1].done():
+                entry[1].set_exception(NavError.from_message(m))
+            elif m.get("id") in self._requests:
+                self._requests.pop(m["id"]).set_exception(NavError.from_message(m))
+        elif kind == "snapshot" and m.get("session") == self.session and not m.get("historic"):
+            self._set_state(m["state"], m["rev"])
+            if m.get("id") in self._requests:
+                self._requests.pop(m["id"]).set_result(m)
+        elif kind in ("history", "snapshot", "synced", "sessions", "pong") and m.get("id") in self._requests:
+            self._requests.pop(m["id"]).set_result(m)
+        elif kind == "presence" and m.get("session") == self.session:
+            for x in m.get("joined", []):
+                self.presence[x["client"]] = x
+            for c in m.get("left", []):
+                self.presence.pop(c, None)
+            for s in m.get("status", []):
+                if s.get("client") in self.presence:
+                    self.presence[s["client"]].update({k: v for k, v in s.items() if k != "client"})
+        elif kind == "deleted" and m.get("session") == self.session:
+            self._fatal = NavError("deleted", f"session '{self.session}' was deleted by {m.get('by', '?')}")
+            self._fail_all(self._fatal)
+
+    def _apply(self, m: dict[str, Any]) -> None:
+        if self.state is None or m["rev"] <= self.rev:
+            return
+        if m.get("base", m["rev"] - 1) != self.rev:
+            return self._later({"type": "sync", "session": self.session, "since": self.rev, "epoch": self.epoch})
+        try:
+            state = jsonpatch.apply_patch(self.state, m["ops"])
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+            return self._later({"type": "get", "session": self.session})
+        self.state, self.rev = state, m["rev"]
+        self._changed(Change(rev=m["rev"], by=m.get("by", ""), ops=m["ops"], state=state))
+
+    def _set_state(self, state: dict[str, Any], rev: int) -> None:
+        self.state, self.rev = state, rev
+        self._changed(None)
+
+    def _changed(self, change: Change | None) -> None:
+        assert self.state is not None
+        for predicate, future in list(self._waiters):
+            if future.done():
+                self._waiters.remove((predicate, future))
+                continue
+            try:
+                if predicate(self.state):
+                    future.set_result(self.state)
+                    self._waiters.remove((predicate, future))
+            except Exception as e:  # a predicate that fails fails its wait
+                future.set_exception(e)
+                self._waiters.remove((predicate, future))
+        if change is not None:
+            for q in self._listeners:
+                q.put_nowait(change)
+
+    def _fail_all(self, error: NavError) -> None:
+        for _, future in self._pending.values():
+            if not future.done():
+                future.set_exception(error)
+        self._pending.clear()
+        for _, future in self._waiters:
+            if not future.done():
+                future.set_exception(error)
+        self._waiters.clear()
+        for q in self._listeners:
+            q.put_nowait(None)
+
+    # ---- commands ----
+
+    async def command(self, ops: list[dict[str, Any]], *, base: int | None = None, on_conflict: str | None = None,
+                      label: str | None = None, id: Any = None) -> Ack:
+        """Sends one command (its ops applied atomically) and returns its `Ack`, or
+        raises `NavError` with the server's code. Kept and sent again after a
+        reconnect until answered; the same `id` is never applied twice."""
+        if self._fatal is not None:
+            raise self._fatal
+        if self._closed:
+            raise NavError("closed", "the navsync session was closed")
+        cid = id if id is not None else self._prefix + str(next(self._ids))
+        message: dict[str, Any] = {"type": "command", "session": self.session, "id": cid, "ops": list(ops)}
+        if base is not None:
+            message["base"] = base
+        if on_conflict is not None:
+            message["onConflict"] = on_conflict
+        if label is not None:
+            message["label"] = label
+        future: asyncio.Future[Ack] = asyncio.get_running_loop().create_future()
+        self._pending[cid] = (message, future)
+        with contextlib.suppress(OSError, WebSocketException):
+            await self._send(message)   # if the link is down, the reconnect sends it
+        return await future
+
+    def batch(self, **options: Any) -> Batch:
+        """Helpers called on the batch are sent as one atomic command when the block ends."""
+        return Batch(self, **options)
+
+    async def push(self, route: str, *, at: str | None = None, hints: dict[str, Any] | None = None, **params: Any) -> Ack:
+        return await self.command([_Ops.push(route, at=at, hints=hints, **params)])
+
+    async def present(self, route: str, style: str = "sheet", *, at: str | None = None, **params: Any) -> Ack:
+        return await self.command([_Ops.present(route, style, at=at, **params)])
+
+    async def pop(self, count: int = 1, *, from_: str | None = None, at: str | None = None) -> Ack:
+        return await self.command([_Ops.pop(count, from_=from_, at=at)])
+
+    async def pop_to_root(self, *, at: str | None = None) -> Ack:
+        return await self.command([_Ops.pop_to_root(at=at)])
+
+    async def set_root(self, route: str, *, at: str | None = None, **params: Any) -> Ack:
+        return await self.command([_Ops.set_root(route, at=at, **params)])
+
+    async def set_stack(self, routes: Iterable[str | dict[str, Any]], *, at: str | None = None) -> Ack:
+        return await self.command([_Ops.set_stack(routes, at=at)])
+
+    async def dismiss(self, all: bool = False, *, at: str | None = None) -> Ack:
+        return await self.command([_Ops.dismiss(all, at=at)])
+
+    async def select(self, route: str | None = None, *, index: int | None = None, entry: str | None = None,
+                     at: str | None = None) -> Ack:
+        return await self.command([_Ops.select(route, index=index, entry=entry, at=at)])
+
+    async def open(self, url: str) -> Ack:  # type: ignore[override]
+        return await self.command([_Ops.open(url)])
+
+    async def alert(self, title: str, message: str | None = None, buttons: list[dict[str, Any]] | None = None) -> Ack:
+        return await self.command([_Ops.alert(title, message, buttons)])
+
+    async def respond(self, alert: str, button: str) -> Ack:
+        return await self.command([_Ops.respond(alert, button)])
+
+    async def update(self, data: dict[str, Any], *, entry: str | None = None, scope: str | None = None,
+                     at: str | None = None) -> Ack:
+        return await self.command([_Ops.update(data, entry=entry, scope=scope, at=at)])
+
+    async def restore(self, rev: int | None = None, *, label: str | None = None) -> Ack:
+        return await self.command([_Ops.restore(rev, label=label)])
+
+    async def reset(self) -> Ack:
+        return await self.command([_Ops.reset()])
+
+    # ---- reading and waiting ----
+
+    async def wait_for(self, predicate: Callable[[dict[str, Any]], Any], timeout: float = 5.0) -> dict[str, Any]:
+        """Returns the state once `predicate(state)` is true, checked now and on every
+        change (never by polling); raises `TimeoutError` showing the last state."""
+        if self.state is not None and predicate(self.state):
+            return self.state
+        if self._fatal is not None:
+            raise self._fatal
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiters.append((predicate, future))
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"the state did not satisfy the condition within {timeout} s; "
+                               f"at revision {self.rev}: {json.dumps(self.state)}") from None
+
+    async def changes(self) -> AsyncIterator[Change]:
+        """Each applied patch from now on, in revision order (`async for c in s.changes()`)."""
+        q: asyncio.Queue[Change | None] = asyncio.Queue()
+        self._listeners.append(q)
+        try:
+            while (change := await q.get()) is not None:
+                yield change
+        finally:
+            self._listeners.remove(q)
+
+    def active_path(self) -> list[dict[str, Any]]:
+        """The entries a device shows, root first: each coordinator's current entry,
+        selected tab or top of stack."""
+        return active_path(self.state)
+
+    async def report(self, rev: int | None = None, focus: str | None = None) -> None:
+        """Tells the others which revision this device shows (presence `status`)."""
+        message: dict[str, Any] = {"type": "status", "session": self.session, "rev": self.rev if rev is None else rev}
+        if focus is not None:
+            message["focus"] = focus
+        await self._send(message)
+
+    async def request(self, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+        """Any other request (`history`, `get` of a past revision, `sessions`): its reply."""
+        rid = self._prefix + "r" + str(next(self._ids))
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._requests[rid] = future
+        await self._send({**message, "id": rid})
+        return await asyncio.wait_for(future, timeout)
+
+
+def active_path(state: dict[str, Any] | None) -> list[dict[str, Any]]:
+    path: list[dict[str, Any]] = []
+    c = state["root"] if state else None
+    while c:
+        if c["kind"] == "root":
+            e = c["current"]
+        elif c["kind"] == "tabs":
+            e = next((t for t in c["tabs"] if t["id"] == c.get("selected")), None)
+        else:
+            e = c["stack"][-1] if c["stack"] else None
+        if e is None:
+            break
+        path.append(e)
+        c = e.get("coordinator")
+    return path
+
+
+def connect(urls: str | Iterable[str], session: str, *, create: bool = False, flow: str | None = None,
+            token: str | None = None, name: str | None = None, role: str | None = None, **options: Any) -> Session:
+    """A `Session` of `session` on the first of `urls` that answers (tried in turn, and
+    again on every reconnect). Use it as `async with navsync.connect(url, "demo") as s:`."""
+    return Session(urls, session, create=create, flow=flow, token=token, name=name, role=role, **options)

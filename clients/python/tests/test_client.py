@@ -1,0 +1,226 @@
+"""The client's logic with a fake transport: the mirror, commands and their answers,
+resend after a reconnect, waiting, several URLs. No server, no sockets."""
+import asyncio
+import json
+
+import pytest
+
+import navsync
+
+STATE = {"root": {"type": "App", "kind": "stack", "stack": [{"id": "e1", "route": "list", "params": {}}]}, "alert": None}
+
+
+class FakeSocket:
+    """One connection: what the client sent, and what the test makes the server say."""
+
+    def __init__(self):
+        self.sent, self.inbox, self.closed = [], asyncio.Queue(), False
+
+    async def send(self, text):
+        self.sent.append(json.loads(text))
+
+    async def recv(self):
+        m = await self.inbox.get()
+        if m is None:
+            raise OSError("connection lost")
+        return json.dumps(m)
+
+    async def close(self):
+        self.closed = True
+
+    def say(self, **m):
+        self.inbox.put_nowait(m)
+
+    def drop(self):
+        self.inbox.put_nowait(None)
+
+    async def next_sent(self, kind):
+        for _ in range(200):
+            for m in self.sent:
+                if m["type"] == kind and not m.get("_seen"):
+                    m["_seen"] = True
+                    return m
+            await asyncio.sleep(0.005)
+        raise AssertionError(f"the client sent no {kind}: {self.sent}")
+
+
+class FakeServer:
+    """Hands out sockets; each one answers hello and join as a server would."""
+
+    def __init__(self, dead=()):
+        self.sockets, self.dead, self.urls = [], set(dead), []
+
+    async def connect(self, url):
+        self.urls.append(url)
+        if url in self.dead:
+            raise OSError("connection refused")
+        s = FakeSocket()
+        self.sockets.append(s)
+        s.say(type="welcome", client="c1", heartbeat=30)
+        return s
+
+
+def patch(rev, ops, by="c9", cmd=1):
+    return {"type": "patch", "session": "s", "rev": rev, "base": rev - 1, "by": by, "cmd": cmd, "ops": ops}
+
+
+async def joined(server, url="ws://x/ws", **kw):
+    s = navsync.connect(url, "s", connector=server.connect, backoff=(0.001, 0.01), **kw)
+    task = asyncio.create_task(s.start())
+    await asyncio.sleep(0.01)
+    sock = server.sockets[-1]
+    join = await sock.next_sent("join")
+    sock.say(type="joined", id=join["id"], session="s", epoch="ep1", rev=0, flow={}, members=[], state=STATE)
+    await task
+    return s, sock
+
+
+def run(coroutine):
+    asyncio.run(asyncio.wait_for(coroutine, 10))
+
+
+def test_the_mirror_follows_patches_and_asks_for_the_state_on_a_gap():
+    async def main():
+        server = FakeServer()
+        s, sock = await joined(server)
+        assert s.rev == 0 and s.active_path()[-1]["route"] == "list" and s.client == "c1"
+        sock.say(**patch(1, [{"op": "add", "path": "/root/stack/1", "value": {"id": "e2", "route": "detail", "params": {"id": 7}}}]))
+        state = await s.wait_for(lambda st: len(st["root"]["stack"]) == 2)
+        assert s.rev == 1 and [e["route"] for e in s.active_path()] == ["detail"] and state is s.state
+        sock.say(**patch(3, [{"op": "remove", "path": "/root/stack/1"}]))   # revision 2 never came
+        sync = await sock.next_sent("sync")
+        assert sync["since"] == 1 and sync["epoch"] == "ep1" and s.rev == 1
+        sock.say(type="snapshot", session="s", rev=3, state=STATE)
+        await s.wait_for(lambda st: s.rev == 3)
+        assert s.state == STATE
+        await s.close()
+    run(main())
+
+
+def test_commands_resolve_with_their_ack_or_raise_the_servers_error():
+    async def main():
+        server = FakeServer()
+        s, sock = await joined(server)
+        pushed = asyncio.create_task(s.push("detail", id=7))
+        sent = await sock.next_sent("command")
+        assert sent["ops"] == [{"op": "push", "route": "detail", "params": {"id": 7}}] and sent["session"] == "s"
+        sock.say(type="ack", id=sent["id"], session="s", rev=1, results=["redirected"],
+                 redirects=[{"op": 0, "guard": "signedIn", "link": "/login"}])
+        ack = await pushed
+        assert ack.rev == 1 and ack.results == ["redirected"] and ack.redirects[0]["guard"] == "signedIn"
+        refused = asyncio.create_task(s.open("/checkout"))
+        sent = await sock.next_sent("command")
+        sock.say(type="error", id=sent["id"], code="guarded", message="no cart", op=0, guard="cartFull", route="checkout", entry="e4")
+        with pytest.raises(navsync.NavError) as e:
+            await refused
+        assert e.value.code == "guarded" and e.value.op == 0 and e.value.guard == "cartFull" and e.value.extra["route"] == "checkout"
+        # A batch is one command of several ops.
+        async def batch():
+            async with s.batch(label="two") as b:
+                b.set_root("main")
+                b.select("cart")
+            return b.ack
+        done = asyncio.create_task(batch())
+        sent = await sock.next_sent("command")
+        assert [o["op"] for o in sent["ops"]] == ["setRoot", "select"] and sent["label"] == "two"
+        sock.say(type="ack", id=sent["id"], session="s", rev=2, results=["applied", "applied"])
+        assert (await done).results == ["applied", "applied"]
+        await s.close()
+    run(main())
+
+
+def test_an_unanswered_command_is_sent_again_after_a_reconnect_under_the_same_id():
+    async def main():
+        server = FakeServer()
+        s, first = await joined(server)
+        pending = asyncio.create_task(s.update({"n": 1}, scope="session"))
+        sent = await first.next_sent("command")
+        first.say(**patch(1, [{"op": "add", "path": "/data", "value": {"n": 1}}], by="c1", cmd=sent["id"]))
+        await s.wait_for(lambda st: s.rev == 1)
+        first.drop()   # the ack never arrives
+        for _ in range(200):
+            if len(server.sockets) == 2:
+                break
+            await asyncio.sleep(0.005)
+        second = server.sockets[1]
+        hello = await second.next_sent("hello")
+        join = await second.next_sent("join")
+        assert hello["client"] == "c1", "the identity is resumed, so the resend is recognised"
+        assert join["since"] == 1 and join["epoch"] == "ep1"
+        second.say(type="joined", id=join["id"], session="s", epoch="ep1", rev=1, flow={}, members=[], patches=[])
+        again = await second.next_sent("command")
+        assert again["id"] == sent["id"] and again["ops"] == sent["ops"]
+        second.say(type="ack", id=again["id"], session="s", rev=1, results=["applied"], duplicate=True)
+        ack = await pending
+        assert ack.duplicate and ack.rev == 1 and s.state["data"] == {"n": 1}
+        await s.close()
+    run(main())
+
+
+def test_several_urls_are_tried_in_turn():
+    async def main():
+        server = FakeServer(dead={"ws://dead:1/ws"})
+        s = navsync.connect(["dead:1", "http://alive:2/"], "s", connector=server.connect, backoff=(0.001, 0.01))
+        task = asyncio.create_task(s.start())
+        for _ in range(200):
+            if server.sockets:
+                break
+            await asyncio.sleep(0.005)
+        join = await server.sockets[0].next_sent("join")
+        server.sockets[0].say(type="joined", id=join["id"], session="s", epoch="e", rev=0, flow={}, members=[], state=STATE)
+        await task
+        assert server.urls[:2] == ["ws://dead:1/ws", "ws://alive:2/ws"]
+        await s.close()
+    run(main())
+
+
+def test_waiting_times_out_showing_the_state_and_a_refused_join_raises():
+    async def main():
+        server = FakeServer()
+        s, sock = await joined(server)
+        with pytest.raises(TimeoutError) as e:
+            await s.wait_for(lambda st: False, timeout=0.05)
+        assert '"route": "list"' in str(e.value)
+        await s.close()
+        with pytest.raises(navsync.NavError) as refused:
+            await s.push("detail", id=1)
+        assert refused.value.code == "closed"
+
+        other = navsync.connect("ws://x/ws", "nope", connector=server.connect)
+        task = asyncio.create_task(other.start())
+        await asyncio.sleep(0.01)
+        join = await server.sockets[-1].next_sent("join")
+        server.sockets[-1].say(type="error", id=join["id"], code="unknown_session", message="no session 'nope'")
+        with pytest.raises(navsync.NavError) as e2:
+            await task
+        assert e2.value.code == "unknown_session"
+    run(main())
+
+
+def test_the_helpers_write_the_protocols_operations():
+    b = navsync.Batch(None)
+    b.push("detail", id=1, at="Home")
+    b.present("settings", style="cover")
+    b.pop(2)
+    b.pop(from_="e4")
+    b.pop_to_root()
+    b.set_stack(["list", {"route": "detail", "params": {"id": 2}}])
+    b.dismiss(all=True)
+    b.select(index=1)
+    b.alert("Sure?", buttons=[{"id": "yes", "label": "Yes"}])
+    b.respond("e9", "yes")
+    b.update({"q": "x"}, entry="e3")
+    b.restore(label="start")
+    b.reset()
+    assert b.ops == [
+        {"op": "push", "route": "detail", "params": {"id": 1}, "at": "Home"},
+        {"op": "present", "style": "cover", "route": "settings"},
+        {"op": "pop", "count": 2}, {"op": "pop", "from": "e4"}, {"op": "popToRoot"},
+        {"op": "setStack", "routes": ["list", {"route": "detail", "params": {"id": 2}}]},
+        {"op": "dismiss", "all": True}, {"op": "select", "index": 1},
+        {"op": "alert", "title": "Sure?", "buttons": [{"id": "yes", "label": "Yes"}]},
+        {"op": "respond", "alert": "e9", "button": "yes"},
+        {"op": "update", "data": {"q": "x"}, "entry": "e3"},
+        {"op": "restore", "label": "start"}, {"op": "reset"},
+    ]
+    assert navsync.active_path(None) == []

@@ -1,0 +1,26 @@
+"""docs/python.md's examples, run as written (the port made this server's)."""
+import os
+import re
+
+import navsync
+
+DOC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "python.md")
+
+
+def blocks():
+    return re.findall(r"```python\n(.*?)```", open(DOC).read(), re.S)
+
+
+def test_the_qa_script_runs_as_written(navsyncd, capsys):
+    qa = blocks()[0].replace("7420", str(navsyncd.port))
+    exec(compile(qa, "docs/python.md", "exec"), {"__name__": "docs"})
+    assert "checkout reached at revision" in capsys.readouterr().out
+
+
+def test_the_sync_example_and_the_pytest_example(navsyncd, navsync_session):
+    scope = {}
+    exec(compile(blocks()[1], "docs/python.md", "exec"), scope)
+    assert scope["show"](navsyncd.url)[-1] == "detail"
+    exec(compile(blocks()[2], "docs/python.md", "exec"), scope)
+    scope["test_a_deep_link_lands_on_the_product"](navsync_session)
+    assert len(blocks()) == 3

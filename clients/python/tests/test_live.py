@@ -1,0 +1,79 @@
+"""The package against a real navsyncd, started by the plugin's fixtures."""
+import asyncio
+import json
+import os
+import subprocess
+import urllib.request
+
+import pytest
+
+import navsync
+
+
+def navclient(server, *words):
+    """navclient from the same build as navsyncd (or $NAVCLIENT)."""
+    binary = os.environ.get("NAVCLIENT") or os.path.join(os.path.dirname(server.binary), "navclient")
+    return subprocess.run([binary, "exec", server.url, *words], capture_output=True, text=True, timeout=30)
+
+
+def test_two_sessions_mirror_each_other(navsyncd):
+    name = "mirror"
+    with navsync.sync.connect(navsyncd.url, name, create=True, name="a") as a, \
+            navsync.sync.connect(navsyncd.url, name, name="b") as b:
+        ack = a.open("/product/42")
+        assert ack.results == ["applied"]
+        b.wait_for(lambda st: navsync.active_path(st)[-1]["route"] == "detail")
+        assert b.state == a.state and b.rev == a.rev == 1
+        b.pop()
+        a.wait_for(lambda st: navsync.active_path(st)[-1]["route"] == "list")
+        assert a.state == b.state and a.rev == b.rev == 2
+
+
+def test_wait_for_sees_a_change_made_by_navclient(navsyncd, navsync_session):
+    s = navsync_session
+    done = navclient(navsyncd, "--session", s.session, "setRoot main", "select cart")
+    assert done.returncode == 0, done.stderr
+    s.wait_for(lambda st: [e["route"] for e in navsync.active_path(st)] == ["main", "cart", "items"])
+    changes = [c.rev for c in s.changes(timeout=0.3)]
+    assert s.rev == 2 and changes == []
+
+
+def test_bad_input_raises_navsync_errors_with_the_servers_code(navsync_session):
+    s = navsync_session
+    with pytest.raises(navsync.NavError) as e:
+        s.push("nowhere")
+    assert e.value.code == "unknown_route" and e.value.op == 0
+    with pytest.raises(navsync.NavError) as e:
+        s.command([{"op": "setRoot", "route": "main"}, {"op": "push", "route": "detail", "params": {"id": "x"}}])
+    assert e.value.code == "bad_params" and e.value.op == 1 and s.rev == 0
+    with pytest.raises(navsync.NavError) as e:
+        s.open("/checkout")   # the demo's guard: the cart is empty
+    assert e.value.code == "guarded" and e.value.guard == "cartFull" and e.value.route == "checkout"
+    ack = s.open("/orders/7")
+    assert ack.results == ["redirected"] and ack.redirects[0]["link"].startswith("/login?next=order")
+    assert navsync.active_path(s.state)[-1]["route"] == "login"
+
+
+def test_one_dead_url_is_passed_over(navsyncd):
+    with navsync.sync.connect(["127.0.0.1:1", navsyncd.url], "demo") as s:
+        assert s.rev == 0 and s.state["root"]["type"] == "App"
+
+
+@pytest.mark.navsyncd_args("--data", "{tmp_path}/data")
+def test_a_restart_with_data_mid_command_loses_and_doubles_nothing(navsyncd):
+    async def main():
+        async with navsync.connect(navsyncd.url, "durable", create=True) as s:
+            await s.set_root("main")
+            sends = [asyncio.create_task(s.update({f"k{i}": i}, scope="session")) for i in range(40)]
+            await asyncio.sleep(0.02)
+            await asyncio.get_running_loop().run_in_executor(None, navsyncd.restart)
+            acks = await asyncio.wait_for(asyncio.gather(*sends), 30)
+            await s.wait_for(lambda st: len(st.get("data", {})) == 40, timeout=10)
+            return s.state, acks
+    state, acks = asyncio.run(main())
+    assert state["data"] == {f"k{i}": i for i in range(40)}, "nothing acknowledged was lost"
+    with urllib.request.urlopen(navsyncd.http + "api/sessions/durable/history?limit=1000") as r:
+        history = json.load(r)
+    commands = [e["cmd"] for e in history["entries"]]
+    assert len(commands) == len(set(commands)) == 41, "each command applied once"
+    assert all(a.results == ["applied"] for a in acks)

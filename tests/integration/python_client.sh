@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The Python package (clients/python), installed as a user would (pip install
+# ./clients/python into the venv), then its own tests through its pytest plugin: the
+# mirror and resend with a fake transport, a real navsyncd (two sessions, navclient, a
+# restart with --data mid-command, errors, a dead URL) and docs/python.md's examples.
+. "$(dirname "$0")/lib.sh"
+
+check "pip install ./clients/python" bash -c "'$ROOT/.venv/bin/pip' install -q '$ROOT/clients/python' >'$OUT/pip-navsync.log' 2>&1"
+check "import navsync from outside the checkout" bash -c "cd /tmp && '$PY' -c 'import navsync, navsync.sync, navsync.pytest_plugin; assert navsync.__version__'"
+check "its tests pass (pytest, the plugin starting navsyncd)" bash -c "cd /tmp && NAVSYNCD='$NAVSYNCD' NAVCLIENT='$NAVCLIENT' '$PY' -m pytest -q -p no:cacheprovider '$ROOT/clients/python/tests' >'$OUT/pytest-navsync.log' 2>&1 || { tail -40 '$OUT/pytest-navsync.log'; exit 1; }"
+finish
