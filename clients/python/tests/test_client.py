@@ -47,8 +47,8 @@ class FakeSocket:
 class FakeServer:
     """Hands out sockets; each one answers hello and join as a server would."""
 
-    def __init__(self, dead=()):
-        self.sockets, self.dead, self.urls = [], set(dead), []
+    def __init__(self, dead=(), heartbeat=30):
+        self.sockets, self.dead, self.urls, self.heartbeat = [], set(dead), [], heartbeat
 
     async def connect(self, url):
         self.urls.append(url)
@@ -56,7 +56,7 @@ class FakeServer:
             raise OSError("connection refused")
         s = FakeSocket()
         self.sockets.append(s)
-        s.say(type="welcome", client="c1", heartbeat=30)
+        s.say(type="welcome", client="c1", heartbeat=self.heartbeat)
         return s
 
 
@@ -153,6 +153,28 @@ def test_an_unanswered_command_is_sent_again_after_a_reconnect_under_the_same_id
         second.say(type="ack", id=again["id"], session="s", rev=1, results=["applied"], duplicate=True)
         ack = await pending
         assert ack.duplicate and ack.rev == 1 and s.state["data"] == {"n": 1}
+        await s.close()
+    run(main())
+
+
+def test_silence_is_pinged_and_an_unanswered_ping_reconnects():
+    async def main():
+        server = FakeServer(heartbeat=0.05)      # a heartbeat of 50 ms
+        s = navsync.connect("ws://x/ws", "s", connector=server.connect, backoff=(0.001, 0.01))
+        task = asyncio.create_task(s.start())
+        await asyncio.sleep(0.01)
+        first = server.sockets[0]
+        join = await first.next_sent("join")
+        first.say(type="joined", id=join["id"], session="s", epoch="e", rev=0, flow={}, members=[], state=STATE)
+        await task
+        await first.next_sent("ping")             # silence: a ping
+        first.say(type="pong")                    # answered: the connection stays
+        await first.next_sent("ping")             # silence again, and no answer this time
+        for _ in range(200):
+            if len(server.sockets) == 2:
+                break
+            await asyncio.sleep(0.005)
+        assert len(server.sockets) == 2 and first.closed, "an unanswered ping gives the connection up"
         await s.close()
     run(main())
 

@@ -3,6 +3,7 @@ import asyncio
 import json
 import os
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -27,6 +28,13 @@ def test_two_sessions_mirror_each_other(navsyncd):
         b.pop()
         a.wait_for(lambda st: navsync.active_path(st)[-1]["route"] == "list")
         assert a.state == b.state and a.rev == b.rev == 2
+        # Presence: each sees the other, and what revision it reported showing.
+        b.report(focus=navsync.active_path(b.state)[-1]["id"])
+        for _ in range(100):   # presence goes out every 50 ms
+            if a.presence.get(b.client, {}).get("rev") == 2:
+                break
+            time.sleep(0.02)
+        assert a.presence[b.client]["rev"] == 2 and a.presence[b.client]["name"] == "b"
 
 
 def test_wait_for_sees_a_change_made_by_navclient(navsyncd, navsync_session):
@@ -66,7 +74,7 @@ def test_a_restart_with_data_mid_command_loses_and_doubles_nothing(navsyncd):
             await s.set_root("main")
             sends = [asyncio.create_task(s.update({f"k{i}": i}, scope="session")) for i in range(40)]
             await asyncio.sleep(0.02)
-            await asyncio.get_running_loop().run_in_executor(None, navsyncd.restart)
+            await asyncio.get_running_loop().run_in_executor(None, navsyncd.restart, "KILL")
             acks = await asyncio.wait_for(asyncio.gather(*sends), 30)
             await s.wait_for(lambda st: len(st.get("data", {})) == 40, timeout=10)
             return s.state, acks
