@@ -8,4 +8,15 @@
 check "pip install ./clients/python" bash -c "'$ROOT/.venv/bin/pip' install -q '$ROOT/clients/python' >'$OUT/pip-navsync.log' 2>&1"
 check "import navsync from outside the checkout" bash -c "cd /tmp && '$PY' -c 'import navsync, navsync.sync, navsync.pytest_plugin; assert navsync.__version__'"
 check "its tests pass (pytest, the plugin starting navsyncd)" bash -c "cd /tmp && NAVSYNCD='$NAVSYNCD' NAVCLIENT='$NAVCLIENT' '$PY' -m pytest -q -p no:cacheprovider '$ROOT/clients/python/tests' >'$OUT/pytest-navsync.log' 2>&1 || { tail -40 '$OUT/pytest-navsync.log'; exit 1; }"
+
+# As a new user would: a fresh venv, the package from the checkout (its dependencies
+# from PyPI), and docs/python.md's QA script exactly as written, its port made this
+# server's.
+start_navsyncd python-docs
+port="$(echo "$WS_URL" | sed 's#.*:\([0-9]*\)/ws#\1#')"
+fresh="$OUT/fresh-venv"; rm -rf "$fresh"
+check "a fresh venv takes pip install ./clients/python" bash -c "python3 -m venv '$fresh' && '$fresh/bin/pip' install -q '$ROOT/clients/python' >'$OUT/fresh-pip.log' 2>&1"
+awk '/^```python/ { n++; inb = (n == 1); next } inb && /^```/ { exit } inb' "$ROOT/docs/python.md" | sed "s/7420/$port/g" >"$OUT/qa_example.py"
+check "docs/python.md's QA script runs as written" bash -c "cd /tmp && '$fresh/bin/python' '$OUT/qa_example.py' | grep -q 'checkout reached at revision'"
+stop_navsyncd
 finish
