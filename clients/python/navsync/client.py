@@ -75,100 +75,71 @@ class Batch:
             self.ack = await self._session.command(self.ops, **self._options)
 
 
+def _op(name: str, **fields: Any) -> dict[str, Any]:
+    """An operation: the fields given, leaving out those not set (None, and empty params)."""
+    return {"op": name, **{k: v for k, v in fields.items() if v is not None and not (k == "params" and not v)}}
+
+
 class _Ops:
     """The operations of docs/protocol.md as JSON objects, one builder each."""
 
     @staticmethod
-    def _item(route: str, params: dict[str, Any], at: str | None = None, **fields: Any) -> dict[str, Any]:
-        op: dict[str, Any] = {"route": route, **{k: v for k, v in fields.items() if v is not None}}
-        if params:
-            op["params"] = params
-        if at is not None:
-            op["at"] = at
-        return op
-
-    @staticmethod
     def push(route: str, *, at: str | None = None, hints: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
-        return {"op": "push", **_Ops._item(route, params, at, hints=hints)}
+        return _op("push", route=route, params=params, hints=hints, at=at)
 
     @staticmethod
     def present(route: str, style: str = "sheet", *, at: str | None = None, **params: Any) -> dict[str, Any]:
-        return {"op": "present", "style": style, **_Ops._item(route, params, at)}
+        return _op("present", route=route, params=params, style=style, at=at)
 
     @staticmethod
     def pop(count: int = 1, *, from_: str | None = None, at: str | None = None) -> dict[str, Any]:
-        op: dict[str, Any] = {"op": "pop"}
-        if from_ is not None:
-            op["from"] = from_
-        elif count != 1:
-            op["count"] = count
-        if at is not None:
-            op["at"] = at
-        return op
+        return _op("pop", count=None if from_ is not None or count == 1 else count, at=at, **{"from": from_})
 
     @staticmethod
     def pop_to_root(*, at: str | None = None) -> dict[str, Any]:
-        return {"op": "popToRoot", **({"at": at} if at else {})}
+        return _op("popToRoot", at=at)
 
     @staticmethod
     def set_root(route: str, *, at: str | None = None, **params: Any) -> dict[str, Any]:
-        return {"op": "setRoot", **_Ops._item(route, params, at)}
+        return _op("setRoot", route=route, params=params, at=at)
 
     @staticmethod
     def set_stack(routes: Iterable[str | dict[str, Any]], *, at: str | None = None) -> dict[str, Any]:
-        return {"op": "setStack", "routes": list(routes), **({"at": at} if at else {})}
+        return _op("setStack", routes=list(routes), at=at)
 
     @staticmethod
     def dismiss(all: bool = False, *, at: str | None = None) -> dict[str, Any]:
-        op: dict[str, Any] = {"op": "dismiss"}
-        if all:
-            op["all"] = True
-        if at is not None:
-            op["at"] = at
-        return op
+        return _op("dismiss", all=True if all else None, at=at)
 
     @staticmethod
     def select(route: str | None = None, *, index: int | None = None, entry: str | None = None,
                at: str | None = None) -> dict[str, Any]:
-        op: dict[str, Any] = {"op": "select"}
-        for key, value in (("route", route), ("index", index), ("entry", entry), ("at", at)):
-            if value is not None:
-                op[key] = value
-        return op
+        return _op("select", route=route, index=index, entry=entry, at=at)
 
     @staticmethod
     def open(url: str) -> dict[str, Any]:
-        return {"op": "open", "url": url}
+        return _op("open", url=url)
 
     @staticmethod
     def alert(title: str, message: str | None = None, buttons: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        op: dict[str, Any] = {"op": "alert", "title": title}
-        if message is not None:
-            op["message"] = message
-        if buttons is not None:
-            op["buttons"] = buttons
-        return op
+        return _op("alert", title=title, message=message, buttons=buttons)
 
     @staticmethod
     def respond(alert: str, button: str) -> dict[str, Any]:
-        return {"op": "respond", "alert": alert, "button": button}
+        return _op("respond", alert=alert, button=button)
 
     @staticmethod
     def update(data: dict[str, Any], *, entry: str | None = None, scope: str | None = None,
                at: str | None = None) -> dict[str, Any]:
-        op: dict[str, Any] = {"op": "update", "data": data}
-        for key, value in (("entry", entry), ("scope", scope), ("at", at)):
-            if value is not None:
-                op[key] = value
-        return op
+        return _op("update", data=data, entry=entry, scope=scope, at=at)
 
     @staticmethod
     def restore(rev: int | None = None, *, label: str | None = None) -> dict[str, Any]:
-        return {"op": "restore", **({"rev": rev} if rev is not None else {"label": label})}
+        return _op("restore", rev=rev, label=None if rev is not None else label)
 
     @staticmethod
     def reset() -> dict[str, Any]:
-        return {"op": "reset"}
+        return _op("reset")
 
 
 class Session:
