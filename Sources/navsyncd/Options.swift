@@ -78,6 +78,11 @@ struct Options {
                               server's own (repeatable). The server's own: http://HOST:PORT
                               of --host, and any http://ADDR:PORT where ADDR is localhost
                               or an IP address of this machine; never a DNS name.
+      --trusted-proxy ADDR[/BITS]  a reverse proxy (nginx, Caddy) in front (repeatable):
+                              from it, Forwarded / X-Forwarded-For, -Proto and -Host
+                              are believed, so limits, logs and the origin check see
+                              the client; from anyone else they are ignored. See
+                              docs/deploy.md.
       --max-connections N     open connections in all (default 16384, at most the open-files limit)
       --max-connections-per-ip N  open connections from one address (default 4096)
       --log-level LEVEL       debug, info, warn, error or off (default info)
@@ -178,6 +183,11 @@ struct Options {
             case "--auth":
                 guard let v = args.popFirst() else { return .usageError("--auth needs a file") }
                 o.authFile = v
+            case "--trusted-proxy":
+                guard let v = args.popFirst(), let range = IPRange(v) else {
+                    return .usageError("--trusted-proxy needs an address or a network, like 127.0.0.1 or 10.0.0.0/8")
+                }
+                o.server.trustedProxies.proxies.append(range)
             case "--allow-origin":
                 guard let v = args.popFirst(), v.hasPrefix("http://") || v.hasPrefix("https://") else {
                     return .usageError("--allow-origin needs an origin like http://192.168.1.20:7420")

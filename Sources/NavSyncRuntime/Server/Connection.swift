@@ -12,8 +12,15 @@ import CUV
 public final class Connection {
     /// Unique per server run, in accept order.
     public let id: Int
-    /// The peer's address, `127.0.0.1:50312`.
-    public let peer: String
+    /// The peer's address, `127.0.0.1:50312`; behind a trusted proxy, the client's
+    /// with the proxy's after it (`203.0.113.7 via 127.0.0.1:50312`).
+    public private(set) var peer: String
+    /// What a trusted proxy said of the client (its address, scheme and host); nil for
+    /// a connection that did not come through one.
+    public private(set) var forwarded: ProxyTrust.Client?
+    /// The socket's own peer (the proxy's, behind one), and its address alone.
+    let socketPeer: String
+    let socketHost: String
     /// Free for the application: its per-connection state.
     public var context: AnyObject?
 
@@ -46,11 +53,13 @@ public final class Connection {
     public private(set) var bytesIn = 0
     public private(set) var bytesOut = 0
 
-    init(server: Server, id: Int, tcp: UnsafeMutablePointer<uv_tcp_t>, peer: String, now: Int64) {
+    init(server: Server, id: Int, tcp: UnsafeMutablePointer<uv_tcp_t>, peer: String, host: String, now: Int64) {
         self.server = server
         self.id = id
         self.tcp = tcp
         self.peer = peer
+        socketPeer = peer
+        socketHost = host
         maxQueueBytes = server.configuration.maxQueueBytes
         machine = ConnectionMachine(limits: server.configuration.connection, now: now)
     }
@@ -183,6 +192,22 @@ public final class Connection {
         perform(machine.tick(now: now))
     }
 
+    /// From a trusted proxy, the client it forwards for: named in the logs, counted
+    /// against its own per-address limit (a refusal answers 503 and closes). False
+    /// when the connection was refused.
+    /// (Each request on its own: a proxy may send several clients' requests over one
+    /// connection.)
+    private func believeProxy(_ request: HTTPRequest) -> Bool {
+        let trust = server.configuration.trustedProxies
+        guard !trust.isEmpty, trust.trusts(socketHost) else { return true }
+        let client = trust.client(peer: socketHost, headers: request.headers)
+        forwarded = client
+        guard client.address != server.peerIP(of: self) else { return true }
+        server.logger.info("#\(id) \(socketPeer) forwards for \(client.address)")
+        peer = client.address == socketHost ? socketPeer : "\(client.address) via \(socketPeer)"
+        return server.reassign(self, to: client.address)
+    }
+
     /// The application's answer to an HTTP request it did not answer at once.
     public func answer(_ request: HTTPRequest, with response: HTTPResponse) {
         guard !handleClosed else { return }
@@ -196,8 +221,10 @@ public final class Connection {
             case .write(let bytes):
                 if !send(bytes) { abort(.overflow) }
             case .request(let request):
+                guard believeProxy(request) else { return }
                 if let response = server.application.respond(to: request, on: self) { answer(request, with: response) }
             case .upgradeRequest(let request):
+                guard believeProxy(request) else { return }
                 let refusal = server.application.admit(request, on: self)
                 perform(machine.admit(request, refusal: refusal, now: server.now))
             case .opened(let request, let subprotocol):

@@ -204,7 +204,7 @@ public final class Server {
         let address = UV.Address(storage: peerStorage)
         let host = address.host    // formatted once (five times was some 10,000 instructions per accept)
         let peer = address.description(host: host)
-        let connection = Connection(server: self, id: nextConnectionID, tcp: tcp, peer: peer, now: now)
+        let connection = Connection(server: self, id: nextConnectionID, tcp: tcp, peer: peer, host: host, now: now)
         nextConnectionID += 1
         connectionsAccepted += 1
         tcp.pointee.data = Unmanaged.passRetained(connection).toOpaque()
@@ -278,6 +278,27 @@ public final class Server {
               !connections.values.contains(where: { $0.queuedBytes > 0 }) else { return }
         lastTrim = now
         malloc_trim(0)
+    }
+
+    func peerIP(of connection: Connection) -> String? { peerIPs[connection.id] }
+
+    /// Counts the connection against `address` (the client a trusted proxy forwards
+    /// for) instead of the proxy's; over that address's limit it is refused, 503.
+    func reassign(_ connection: Connection, to address: String) -> Bool {
+        if let old = peerIPs[connection.id] {
+            connectionsPerIP[old]! -= 1
+            if connectionsPerIP[old] == 0 { connectionsPerIP[old] = nil }
+        }
+        peerIPs[connection.id] = address
+        connectionsPerIP[address, default: 0] += 1
+        guard connectionsPerIP[address]! > configuration.maxConnectionsPerIP else { return true }
+        connectionsRefused += 1
+        logger.warn("#\(connection.id) refused: too many connections from \(address) (\(configuration.maxConnectionsPerIP))")
+        var r = HTTPResponse.text(503, "too many connections from \(address) (\(configuration.maxConnectionsPerIP)); try again later\n")
+        r.headers.append(("Retry-After", "5"))
+        connection.send(r.serialized(keepAlive: false))
+        connection.drop(.refused)
+        return false
     }
 
     func connectionClosed(_ connection: Connection) {

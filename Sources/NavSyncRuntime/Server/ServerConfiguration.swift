@@ -28,6 +28,9 @@ public struct ServerConfiguration: Sendable {
     /// Open connections from one address; one more is answered 503 and closed. High
     /// enough for a lab of devices behind one NAT, low enough to stop one host's flood.
     public var maxConnectionsPerIP = 4_096
+    /// `--trusted-proxy`: reverse proxies whose `Forwarded` / `X-Forwarded-*` headers
+    /// are believed (the client's address, the scheme and host it asked for).
+    public var trustedProxies = ProxyTrust()
     /// `listen(2)` backlog.
     public var backlog: Int32 = 511
     public var logLevel = Logger.Level.info

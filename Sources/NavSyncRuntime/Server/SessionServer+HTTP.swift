@@ -3,9 +3,16 @@ import NavSync
 /// commands the hub runs.
 extension SessionServer {
     /// Browsers are checked by `Origin` (DESIGN.md section 10, `OriginPolicy`).
-    func originAllowed(_ request: HTTPRequest, on server: Server) -> Bool {
+    func originAllowed(_ request: HTTPRequest, on connection: Connection) -> Bool {
+        // Behind a trusted proxy, the public origin the client asked for is the
+        // server's own (`https://nav.example`).
+        var listed = allowedOrigins + clusterOrigins
+        if let f = connection.forwarded, let host = f.host ?? request.header("Host") {
+            listed.append("\(f.scheme ?? "http")://\(host)")
+        }
         // The nodes of a cluster trust each other's pages (the page moves between them).
-        OriginPolicy(listed: allowedOrigins + clusterOrigins, host: server.host, port: server.port, localAddresses: localAddresses)
+        let server = connection.server
+        return OriginPolicy(listed: listed, host: server.host, port: server.port, localAddresses: localAddresses)
             .allows(origin: request.header("Origin"), host: request.header("Host"))
     }
 
@@ -55,7 +62,7 @@ extension SessionServer {
                 // In a cluster: the node's name (the page then asks /api/cluster for the others).
                 if let cluster { r.headers.append(("X-Navsync-Cluster", cluster.node)) }
                 if request.header("Origin") != nil {
-                    r.headers.append(("X-Navsync-Origin", originAllowed(request, on: connection.server) ? "allowed" : "refused"))
+                    r.headers.append(("X-Navsync-Origin", originAllowed(request, on: connection) ? "allowed" : "refused"))
                 }
                 return r
             }
@@ -94,7 +101,7 @@ extension SessionServer {
                 }
             }
         case .session(let name) where request.method == "DELETE":
-            guard originAllowed(request, on: connection.server) else {
+            guard originAllowed(request, on: connection) else {
                 return Self.error(NavError(.forbidden, "origin \(request.header("Origin") ?? "") may not delete sessions here"))
             }
             if let refusal = authorize(request, needs: .admin, session: name).refusal { return refusal }
@@ -154,7 +161,7 @@ extension SessionServer {
             }
         case .commands(let name):
             return only("POST") {
-                guard originAllowed(request, on: connection.server) else {
+                guard originAllowed(request, on: connection) else {
                     return Self.error(NavError(.forbidden, "origin \(request.header("Origin") ?? "") may not send commands here"))
                 }
                 let (grant, refusal) = authorize(request, needs: .controller, session: name)

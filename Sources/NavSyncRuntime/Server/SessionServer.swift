@@ -188,7 +188,7 @@ public final class SessionServer: ServerApplication {
     /// The upgrade: the origin must be allowed (403) and a token, when shown, valid (401).
     /// A connection without a token is admitted but may only `hello` and `ping`.
     public func admit(_ request: HTTPRequest, on connection: Connection) -> HTTPResponse? {
-        guard originAllowed(request, on: connection.server) else {
+        guard originAllowed(request, on: connection) else {
             return .text(403, "origin \(request.header("Origin") ?? "") is not allowed here (navsyncd --allow-origin)\n")
         }
         let state = ClientState()

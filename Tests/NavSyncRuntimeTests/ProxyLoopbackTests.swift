@@ -1,0 +1,48 @@
+import Testing
+@testable import NavSync
+@testable import NavSyncRuntime
+
+/// `--trusted-proxy` on real sockets: behind a trusted proxy the per-address limit and
+/// the origin check see the client; from anyone else the headers change nothing.
+@Suite("Behind a proxy")
+struct ProxyLoopbackTests {
+    static func upgrade(_ c: RawClient, _ headers: String) -> String {
+        c.upgrade(extra: headers.isEmpty ? "" : headers.replacing("; ", with: "\r\n") + "\r\n")
+    }
+
+    @Test func aTrustedProxysClientsAreCountedAndCheckedAsThemselves() throws {
+        let server = try TestServer.sessions(server: {
+            $0.trustedProxies = ProxyTrust([IPRange("127.0.0.0/8")!])
+            $0.maxConnectionsPerIP = 1
+        })
+        defer { server.stop() }
+        let public_ = "Origin: https://nav.example; X-Forwarded-Proto: https; X-Forwarded-Host: nav.example"
+        let a = try RawClient(port: server.port)
+        #expect(Self.upgrade(a, "X-Forwarded-For: 203.0.113.7; " + public_) == "HTTP/1.1 101 Switching Protocols",
+                "the public origin behind the proxy is the server's own")
+        // Its own per-address limit: a second from the same client is refused, another client is not.
+        let b = try RawClient(port: server.port)
+        #expect(Self.upgrade(b, "X-Forwarded-For: 203.0.113.7; " + public_).hasPrefix("HTTP/1.1 503 "))
+        let c = try RawClient(port: server.port)
+        #expect(Self.upgrade(c, "X-Forwarded-For: 6.6.6.6, 203.0.113.8; " + public_) == "HTTP/1.1 101 Switching Protocols")
+        // Another page's origin is still refused, and so is the public origin over the wrong scheme.
+        let d = try RawClient(port: server.port)
+        #expect(Self.upgrade(d, "X-Forwarded-For: 203.0.113.9; Origin: https://evil.example; X-Forwarded-Proto: https; X-Forwarded-Host: nav.example").hasPrefix("HTTP/1.1 403 "))
+        let e = try RawClient(port: server.port)
+        #expect(Self.upgrade(e, "Forwarded: for=203.0.113.10;proto=http;host=nav.example; Origin: https://nav.example").hasPrefix("HTTP/1.1 403 "))
+    }
+
+    @Test func fromAnyoneElseTheHeadersAreIgnored() throws {
+        let open = try TestServer.sessions()
+        defer { open.stop() }
+        let a = try RawClient(port: open.port)
+        #expect(Self.upgrade(a, "X-Forwarded-For: 203.0.113.7; Origin: https://nav.example; X-Forwarded-Proto: https; X-Forwarded-Host: nav.example").hasPrefix("HTTP/1.1 403 "),
+                "a forged public origin is not believed")
+        let limited = try TestServer.sessions(server: { $0.maxConnectionsPerIP = 1 })
+        defer { limited.stop() }
+        let b = try RawClient(port: limited.port)
+        #expect(Self.upgrade(b, "X-Forwarded-For: 203.0.113.8") == "HTTP/1.1 101 Switching Protocols")
+        let c = try RawClient(port: limited.port)
+        #expect(Self.upgrade(c, "X-Forwarded-For: 203.0.113.9").hasPrefix("HTTP/1.1 503 "), "still counted as 127.0.0.1, whatever it claims")
+    }
+}
