@@ -103,6 +103,28 @@ async def main():
 asyncio.run(main())
 finish("proxy_clients")
 PY
+# The device page over HTTPS through nginx: it connects back with wss:// to the page's
+# own host (Chromium told to accept the test's certificate).
+"$PY" - "$public_port" <<'PY' || FAILED=$((FAILED + 1))
+import sys
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from checks import check, finish, wait
+
+options = webdriver.ChromeOptions()
+for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--ignore-certificate-errors"]:
+    options.add_argument(arg)
+options.binary_location = "/usr/bin/chromium"
+d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+try:
+    d.get(f"https://localhost:{sys.argv[1]}/?session=demo")
+    check("the device page over HTTPS behind nginx joins with wss:// (shows the shared state)",
+          wait(d, lambda d: "Product 7" in d.find_element(By.ID, "phone").text, 15), d.find_element(By.ID, "conn").text)
+finally:
+    d.quit()
+finish("proxy_page")
+PY
 check "navsyncd's log names the clients behind the proxy" bash -c "grep -q 'forwards for 127.0.0.3' '$OUT/proxy.log' && grep -q 'forwards for 127.0.0.4' '$OUT/proxy.log' && ! grep -q 'forwards for 203.0.113' '$OUT/proxy.log'"
 kill $nginx_pid 2>/dev/null || true
 stop_navsyncd
