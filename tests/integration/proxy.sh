@@ -42,7 +42,7 @@ for _ in $(seq 1 50); do curl -s -o /dev/null --cacert "$dir/cert.pem" "https://
 check "curl --cacert: HTTPS through nginx" bash -c "curl -sf --cacert '$dir/cert.pem' 'https://localhost:$public_port/healthz' | grep -qx ok"
 check "curl --cacert: the HTTP API through nginx" bash -c "curl -sf --cacert '$dir/cert.pem' 'https://localhost:$public_port/api/sessions/demo' | grep -q '\"state\"'"
 check "without the certificate curl refuses the connection" bash -c "! curl -s -o /dev/null 'https://localhost:$public_port/healthz'"
-"$PY" - "$public_port" "$upstream_port" "$dir/cert.pem" <<'PY' || FAILED=$((FAILED + 1))
+PYTHONPATH="$ROOT/tests/integration" "$PY" - "$public_port" "$upstream_port" "$dir/cert.pem" <<'PY' || FAILED=$((FAILED + 1))
 import asyncio, json, ssl, sys
 import websockets
 from checks import check, finish
@@ -105,7 +105,7 @@ finish("proxy_clients")
 PY
 # The device page over HTTPS through nginx: it connects back with wss:// to the page's
 # own host (Chromium told to accept the test's certificate).
-"$PY" - "$public_port" <<'PY' || FAILED=$((FAILED + 1))
+PYTHONPATH="$ROOT/tests/integration" "$PY" - "$public_port" <<'PY' || FAILED=$((FAILED + 1))
 import sys
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
