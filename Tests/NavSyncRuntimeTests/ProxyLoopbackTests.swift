@@ -32,6 +32,20 @@ struct ProxyLoopbackTests {
         #expect(Self.upgrade(e, "Forwarded: for=203.0.113.10;proto=http;host=nav.example; Origin: https://nav.example").hasPrefix("HTTP/1.1 403 "))
     }
 
+    /// Connections the proxy opens at once, before any says whom it is for, are not
+    /// refused as the proxy's (the limit is per client, counted once the request is read).
+    @Test func aTrustedProxysConnectionsAreNotLimitedAsItsOwn() throws {
+        let server = try TestServer.sessions(server: {
+            $0.trustedProxies = ProxyTrust([IPRange("127.0.0.1")!])
+            $0.maxConnectionsPerIP = 1
+        })
+        defer { server.stop() }
+        let clients = try (1...3).map { _ in try RawClient(port: server.port) }   // all open before any request
+        for (i, c) in clients.enumerated() {
+            #expect(Self.upgrade(c, "X-Forwarded-For: 203.0.113.\(i + 1)") == "HTTP/1.1 101 Switching Protocols", "client \(i)")
+        }
+    }
+
     @Test func fromAnyoneElseTheHeadersAreIgnored() throws {
         let open = try TestServer.sessions()
         defer { open.stop() }

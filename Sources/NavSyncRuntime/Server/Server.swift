@@ -217,11 +217,13 @@ public final class Server {
             return
         }
         connection.start()
-        // Over a limit: a clean refusal the client can read, then close.
+        // Over a limit: a clean refusal the client can read, then close. (A trusted
+        // proxy's connections are counted per client once their request says who it is.)
         let perIP = connectionsPerIP[host]!
-        if connections.count > configuration.maxConnections || perIP > configuration.maxConnectionsPerIP {
+        let overIP = perIP > configuration.maxConnectionsPerIP && !configuration.trustedProxies.trusts(host)
+        if connections.count > configuration.maxConnections || overIP {
             connectionsRefused += 1
-            let which = perIP > configuration.maxConnectionsPerIP ? "from \(host) (\(configuration.maxConnectionsPerIP))" : "(\(configuration.maxConnections))"
+            let which = overIP ? "from \(host) (\(configuration.maxConnectionsPerIP))" : "(\(configuration.maxConnections))"
             logger.warn("#\(connection.id) refused: too many connections \(which)")
             var r = HTTPResponse.text(503, "too many connections \(which); try again later\n")
             r.headers.append(("Retry-After", "5"))
