@@ -249,8 +249,10 @@ public enum CommandLanguage {
         return words
     }
 
-    /// A value typed from how it looks: integers, numbers, true/false, else a string.
+    /// A value typed from how it looks: integers, numbers, true/false, a JSON list or
+    /// object (`cart=[42]`; one that does not parse stays a string), else a string.
     static func literal(_ text: String) -> JSON {
+        if text.hasPrefix("[") || text.hasPrefix("{"), let json = try? JSON.parse(Array(text.utf8)) { return json }
         if let i = Int64(text) { return .int(i) }
         if let d = Double(text), d.isFinite, text.contains(".") { return .double(d) }
         if text == "true" { return true }

@@ -27,6 +27,9 @@ struct ClientTests {
         let h = Harness()
         #expect(try parse("update --session user=ann cart=null", h) == .ops([["op": "update", "scope": "session", "data": ["user": "ann", "cart": nil]]]))
         #expect(throws: CommandError.self) { try parse("update --session e2 user=ann", h) }
+        // A list or object as JSON (the demo's checkout needs a cart with something in it).
+        #expect(try parse("update --session cart=[42,7] flags=[] note=[oops", h)
+            == .ops([["op": "update", "scope": "session", "data": ["cart": [42, 7], "flags": [], "note": "[oops"]]]))
         let ack = Ack(id: .int(1), rev: 3, results: [.redirected], redirects: [Redirect(op: 0, guard: "signedIn", link: "/login?next=orders")])
         #expect(describe(ack) == "rev 3: redirected\n  redirected: op 0, guard signedIn -> /login?next=orders")
         let e = NavError(.guarded, "guard 'cartFull' denies route 'checkout' (e12)", op: 0, guarded: .init(guard: "cartFull", route: "checkout", entry: "e12"))

@@ -19,6 +19,7 @@ check "exec --label labels what it sends; history shows it" bash -c "'$NC' exec 
 check "exec stops at a refused command, exit 1" bash -c "'$NC' exec '$WS_URL' 'push nowhere' 'push detail id=1' 2>'$OUT/exec-err.txt'; [ \$? -eq 1 ] && grep -q unknown_route '$OUT/exec-err.txt'"
 check "a guard's refusal names the guard and route, exit 1" bash -c "'$NC' exec '$WS_URL' --session guards-nc --create 'open /checkout' 2>'$OUT/exec-guard.txt'; [ \$? -eq 1 ] && grep -q 'guarded: .*\[guard cartFull, route checkout, e[0-9]*\]' '$OUT/exec-guard.txt'"
 check "a redirect is printed; update --session signs in, and the guarded link opens" bash -c "'$NC' exec '$WS_URL' --session guards-nc 'open /orders/7' | grep -q 'redirected: op 0, guard signedIn -> /login?next=order' && '$NC' exec '$WS_URL' --session guards-nc 'update --session user=ann' 'open /orders/7' | grep -q 'open /orders/7 -> rev [0-9]*: applied'"
+check "with a cart in the session's data (a JSON list), checkout opens, as the README says" bash -c "'$NC' exec '$WS_URL' --session guards-nc 'update --session cart=[42]' 'open /checkout' | grep -q 'open /checkout -> rev [0-9]*: applied'"
 check "exec refuses a mistyped param before sending, exit 1" bash -c "'$NC' exec '$WS_URL' 'push detail id=abc' 2>&1; [ \$? -eq 1 ]"
 check "get prints the tree" bash -c "'$NC' get '$WS_URL' | grep -q 'detail id=42'"
 check "get --json prints the state" bash -c "'$NC' get '$WS_URL' --json | '$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"root\"][\"type\"]==\"App\"'"

@@ -349,21 +349,27 @@ private struct FlowLoader {
             }
         }
         let used = Set(ops.flatMap(captures))
-        let unusedPathCaptures = segments.compactMap { if case .capture(let c) = $0, !used.contains(c) { c } else { nil } }
+        let pathCaptures = segments.compactMap { if case .capture(let c) = $0 { c } else { nil } }
+        let captured = LinkCaptures(path: Set(pathCaptures), unused: pathCaptures.filter { !used.contains($0) })
         var decoded: [Operation] = []
         for (i, opJSON) in ops.enumerated() {
             let op: Operation
             do throws(NavError) { op = try Operation(json: opJSON) } catch {
                 throw fail(p.index(i), error.message)
             }
-            try checkLinkOp(op, p.index(i), flow)
-            try checkLinkParams(op, p.index(i), flow, segments: segments, unusedPathCaptures: unusedPathCaptures)
+            try checkLinkOp(op, p.index(i), flow, captured)
             decoded.append(op)
         }
         return Link(pattern: pattern, segments: segments, ops: ops, decoded: decoded, flow: flow)
     }
 
-    func checkLinkOp(_ op: Operation, _ p: JSONPath, _ flow: Flow) throws(FlowError) {
+    /// The captures of a link's pattern path, and those no op of the link uses.
+    struct LinkCaptures {
+        var path: Set<String>
+        var unused: [String]
+    }
+
+    func checkLinkOp(_ op: Operation, _ p: JSONPath, _ flow: Flow, _ captures: LinkCaptures) throws(FlowError) {
         let name = op.action.name
         if name == .open { throw fail(p, "a link cannot 'open' another link") }
         var candidates = flow.coordinatorOrder.map { flow.spec($0) }
@@ -381,29 +387,25 @@ private struct FlowLoader {
             throw fail(place, "route \"\(route)\" is not declared on " +
                        (op.at.flatMap { flow.coordinators[$0] != nil ? $0 : nil } ?? "any coordinator '\(name.rawValue)' works on"))
         }
+        try checkLinkParams(op, p, candidates, captures)
     }
 
     /// The params a link op opens its routes with (Appendix A, "Links"): each declared
     /// on the route, each literal of its declared type, and no capture misspelt (one
     /// the path does not capture while a path capture goes unused: `/product/:id` with
     /// `":pid"`). Captures may come from query items too (`/search?q=…`).
-    func checkLinkParams(_ op: Operation, _ p: JSONPath, _ flow: Flow, segments: [Link.Segment],
-                         unusedPathCaptures: [String]) throws(FlowError) {
-        let name = op.action.name
+    /// `candidates`: the types the op may go to (`at`'s, or those of a kind it works on).
+    func checkLinkParams(_ op: Operation, _ p: JSONPath, _ candidates: [CoordinatorSpec],
+                         _ captures: LinkCaptures) throws(FlowError) {
         let items: [(Operation.OpenItem, JSONPath)]
         switch op.action {
         case .route(let i), .present(let i, _), .setRoot(let i), .appendTab(let i), .insertTab(let i, _): items = [(i, p)]
         case .setStack(let list), .setTabs(let list): items = list.enumerated().map { ($1, p.key("routes").index($0)) }
         default: return
         }
-        let pathCaptures = Set(segments.compactMap { if case .capture(let c) = $0 { c } else { nil } })
         for (item, place) in items {
-            // The specs the route may be opened on: `at`'s type, or every type of a
-            // kind the op works on that declares it.
-            let owners = op.at.flatMap { flow.coordinators[$0] }.map { [$0] }
-                ?? flow.types(declaring: item.route).filter { name.kinds?.contains($0.kind) ?? true }
-            let routes = owners.compactMap { $0.routes[item.route] }
-            guard !routes.isEmpty else { continue }   // checkLinkOp names that
+            let routes = candidates.compactMap { $0.routes[item.route] }
+            guard !routes.isEmpty else { continue }
             for (key, value) in item.params {
                 let pp = place.key("params").key(key)
                 let types = routes.compactMap { $0.params[key] }
@@ -412,8 +414,8 @@ private struct FlowLoader {
                 }
                 if Link.isCapture(value), let text = value.stringValue {
                     let capture = String(text.dropFirst())
-                    if !pathCaptures.contains(capture), !unusedPathCaptures.isEmpty {
-                        throw fail(pp, "\"\(text)\" is not captured by the pattern's path, and its \(unusedPathCaptures.map { ":" + $0 }.joined(separator: ", ")) is used by no op: misspelt? (only a query item named \(capture) would fill it)")
+                    if !captures.path.contains(capture), !captures.unused.isEmpty {
+                        throw fail(pp, "\"\(text)\" is not captured by the pattern's path, and its \(captures.unused.map { ":" + $0 }.joined(separator: ", ")) is used by no op: misspelt? (only a query item named \(capture) would fill it)")
                     }
                 } else if !value.isNull, !types.contains(where: { $0.accepts(value) }) {
                     throw fail(pp, "\(value.encodedString()) is not a valid \(types[0]) for param \"\(key)\" of route \"\(item.route)\"")

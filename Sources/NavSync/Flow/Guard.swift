@@ -29,6 +29,7 @@ public struct Guard: Sendable, Equatable {
 
     /// Percent-escapes all but RFC 3986's unreserved characters.
     static func escape(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".unicodeScalars)
         var out = ""
         for byte in text.utf8 {
             switch byte {
@@ -36,7 +37,6 @@ public struct Guard: Sendable, Equatable {
                  UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                let hex = Array("0123456789ABCDEF".unicodeScalars)
                 out.unicodeScalars.append("%")
                 out.unicodeScalars.append(hex[Int(byte >> 4)])
                 out.unicodeScalars.append(hex[Int(byte & 15)])

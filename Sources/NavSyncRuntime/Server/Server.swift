@@ -222,13 +222,7 @@ public final class Server {
         let perIP = connectionsPerIP[host]!
         let overIP = perIP > configuration.maxConnectionsPerIP && !configuration.trustedProxies.trusts(host)
         if connections.count > configuration.maxConnections || overIP {
-            connectionsRefused += 1
-            let which = overIP ? "from \(host) (\(configuration.maxConnectionsPerIP))" : "(\(configuration.maxConnections))"
-            logger.warn("#\(connection.id) refused: too many connections \(which)")
-            var r = HTTPResponse.text(503, "too many connections \(which); try again later\n")
-            r.headers.append(("Retry-After", "5"))
-            connection.send(r.serialized(keepAlive: false))
-            connection.drop(.refused)
+            refuse(connection, overIP ? "from \(host) (\(configuration.maxConnectionsPerIP))" : "(\(configuration.maxConnections))")
         }
     }
 
@@ -294,13 +288,18 @@ public final class Server {
         peerIPs[connection.id] = address
         connectionsPerIP[address, default: 0] += 1
         guard connectionsPerIP[address]! > configuration.maxConnectionsPerIP else { return true }
+        refuse(connection, "from \(address) (\(configuration.maxConnectionsPerIP))")
+        return false
+    }
+
+    /// Over a connection limit: a clean refusal the client can read (503), then close.
+    private func refuse(_ connection: Connection, _ which: String) {
         connectionsRefused += 1
-        logger.warn("#\(connection.id) refused: too many connections from \(address) (\(configuration.maxConnectionsPerIP))")
-        var r = HTTPResponse.text(503, "too many connections from \(address) (\(configuration.maxConnectionsPerIP)); try again later\n")
+        logger.warn("#\(connection.id) refused: too many connections \(which)")
+        var r = HTTPResponse.text(503, "too many connections \(which); try again later\n")
         r.headers.append(("Retry-After", "5"))
         connection.send(r.serialized(keepAlive: false))
         connection.drop(.refused)
-        return false
     }
 
     func connectionClosed(_ connection: Connection) {

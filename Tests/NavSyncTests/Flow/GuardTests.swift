@@ -290,6 +290,13 @@ struct GuardTests {
         #expect(h.state.root.entries.map(\.route) == ["list", "login"] && h.state.root.entries[1].params == ["next": "orders"])
     }
 
+    /// `{route}` and `{entry}` are filled in URL-escaped, so a route name never breaks the link.
+    @Test func aRedirectLinkEscapesWhatItFillsIn() {
+        let g = Guard(name: "g", condition: .not(.all([])), otherwise: .redirect("/login?next={route}&from={entry}"))
+        #expect(g.link(route: "a b/c?d&é", entry: EntryID(7)) == "/login?next=a%20b%2Fc%3Fd%26%C3%A9&from=e7")
+        #expect(Guard(name: "d", condition: .all([]), otherwise: .deny).link(route: "x", entry: EntryID(1)) == nil)
+    }
+
     // MARK: The demo
 
     @Test func theDemosCheckoutNeedsACartAndItsOrdersAUser() {

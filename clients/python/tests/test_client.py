@@ -60,6 +60,15 @@ class FakeServer:
         return s
 
 
+async def until(condition, what="the condition"):
+    """Waits (a second at most) for something the client does on its own task."""
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def patch(rev, ops, by="c9", cmd=1):
     return {"type": "patch", "session": "s", "rev": rev, "base": rev - 1, "by": by, "cmd": cmd, "ops": ops}
 
@@ -138,10 +147,7 @@ def test_an_unanswered_command_is_sent_again_after_a_reconnect_under_the_same_id
         first.say(**patch(1, [{"op": "add", "path": "/data", "value": {"n": 1}}], by="c1", cmd=sent["id"]))
         await s.wait_for(lambda st: s.rev == 1)
         first.drop()   # the ack never arrives
-        for _ in range(200):
-            if len(server.sockets) == 2:
-                break
-            await asyncio.sleep(0.005)
+        await until(lambda: len(server.sockets) == 2, "a second connection")
         second = server.sockets[1]
         hello = await second.next_sent("hello")
         join = await second.next_sent("join")
@@ -170,11 +176,8 @@ def test_silence_is_pinged_and_an_unanswered_ping_reconnects():
         await first.next_sent("ping")             # silence: a ping
         first.say(type="pong")                    # answered: the connection stays
         await first.next_sent("ping")             # silence again, and no answer this time
-        for _ in range(200):
-            if len(server.sockets) == 2:
-                break
-            await asyncio.sleep(0.005)
-        assert len(server.sockets) == 2 and first.closed, "an unanswered ping gives the connection up"
+        await until(lambda: len(server.sockets) == 2, "a reconnect")
+        assert first.closed, "an unanswered ping gives the connection up"
         await s.close()
     run(main())
 
@@ -184,10 +187,7 @@ def test_several_urls_are_tried_in_turn():
         server = FakeServer(dead={"ws://dead:1/ws"})
         s = navsync.connect(["dead:1", "http://alive:2/"], "s", connector=server.connect, backoff=(0.001, 0.01))
         task = asyncio.create_task(s.start())
-        for _ in range(200):
-            if server.sockets:
-                break
-            await asyncio.sleep(0.005)
+        await until(lambda: server.sockets, "a connection")
         join = await server.sockets[0].next_sent("join")
         server.sockets[0].say(type="joined", id=join["id"], session="s", epoch="e", rev=0, flow={}, members=[], state=STATE)
         await task
