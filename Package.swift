@@ -5,7 +5,7 @@ import PackageDescription
 //   NavSync         the pure core: Foundation at most, no C library.
 //   NavSyncClient   what an iOS/macOS app adds: the navigator and its transports;
 //                   NavSync only, so it too links no C library (tests/integration/split.sh).
-//   NavSyncRuntime  the only code that touches libuv, jansson, hiredis and files: the
+//   NavSyncRuntime  the only code that touches libuv, jansson, hiredis, OpenSSL and files: the
 //                   server, the libuv client transport, storage, cluster, web assets.
 let package = Package(
     name: "navsync",
@@ -21,9 +21,11 @@ let package = Package(
         .systemLibrary(name: "CJansson", pkgConfig: "jansson", providers: [.apt(["libjansson-dev"])]),
         // Cluster mode's Redis client: hiredis's reader and formatter only.
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        // TLS (HTTPS, wss://), JWT signatures and digests: OpenSSL 3.
+        .systemLibrary(name: "CSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .target(name: "NavSync"),
         .target(name: "NavSyncClient", dependencies: ["NavSync"]),
-        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncClient", "CJansson", "CUV", "CHiredis"],
+        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncClient", "CJansson", "CUV", "CHiredis", "CSSL"],
                 plugins: ["EmbedWebPlugin"]),
         // web/ (the device page, navsync.js, navsync.d.ts) becomes Swift source at build
         // time, so navsyncd stays one self-contained binary.

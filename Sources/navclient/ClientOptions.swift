@@ -12,6 +12,9 @@ public struct ClientOptions: Sendable, Equatable {
     public var session = "demo"
     public var name = "navclient"
     public var token: String?
+    /// `--cacert FILE`: what `wss://` servers are checked against, instead of the
+    /// system's CAs.
+    public var cacert: String?
     public var json = false
     public var create = false
     public var flow: String?
@@ -30,7 +33,9 @@ public struct ClientOptions: Sendable, Equatable {
       --create           create the session if it does not exist
       --flow NAME        the flow of a session created with --create
       --name NAME        the name others see for this client (default navclient)
-      --token TOKEN      an access token, for servers with an auth file
+      --token TOKEN      an access token (or a JWT), for servers with an auth file or --jwt-key
+      --cacert FILE      check wss:// servers against the CA certificates in FILE (PEM) instead
+                         of the system's (a self-signed server's certificate file, say)
       --label TEXT       label the commands sent (exec): history shows it, restore finds it
       --json             machine-readable output
     """
@@ -66,6 +71,10 @@ public struct ClientOptions: Sendable, Equatable {
             case "--token":
                 guard let v = value() else { return .failure(UsageError("--token needs a token")) }
                 o.token = v
+            case "--cacert":
+                guard let v = value() else { return .failure(UsageError("--cacert needs a PEM file")) }
+                do { _ = try TLSContext.client(caFile: v) } catch { return .failure(UsageError("--cacert: \(error)")) }
+                o.cacert = v
             case "--label":
                 guard let v = value(), (1...64).contains(v.count) else { return .failure(UsageError("--label needs a label of 1 to 64 characters")) }
                 o.label = v
@@ -105,6 +114,14 @@ public struct UsageError: Error, Sendable, Equatable {
 }
 
 extension ClientOptions {
+    /// A loop for this run's connections: `wss://` ones trust `--cacert` (checked when
+    /// parsed) or the system's CAs.
+    public func makeLoop() -> ClientLoop {
+        let loop = ClientLoop()
+        if let cacert { loop.tls = try? TLSContext.client(caFile: cacert) }
+        return loop
+    }
+
     /// The session client's options for these command-line options.
     public func sessionOptions(reconnect: Bool) -> SessionClient.Options {
         var s = SessionClient.Options()

@@ -5,7 +5,7 @@ import NavSyncRuntime
 /// The interactive client: the session's tree drawn live, a status line, recent
 /// messages, and a prompt with line editing, history and tab completion.
 final class Interactive {
-    let loop = ClientLoop()
+    let loop: ClientLoop
     let terminal: Terminal
     var options: ClientOptions
     var client: SessionClient!
@@ -24,6 +24,7 @@ final class Interactive {
     var failure: String?
 
     init?(_ options: ClientOptions) {
+        loop = options.makeLoop()
         guard let t = Terminal(loop: loop) else { return nil }
         terminal = t
         self.options = options

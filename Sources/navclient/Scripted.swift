@@ -20,7 +20,7 @@ enum Scripted {
 
     /// Joins the session, then runs the lines in order, each after the last is answered.
     static func runAll(_ o: ClientOptions, lines: [String], stopAtFirstError: Bool) -> Int32 {
-        let loop = ClientLoop()
+        let loop = o.makeLoop()
         let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: false))
         var remaining = lines[...]
         var failed = false
@@ -206,7 +206,7 @@ enum Scripted {
 
     private static func request(_ url: WebSocketURL, _ o: ClientOptions, _ message: JSONObject, last: Bool, opened: inout Bool,
                                 answer: @escaping (JSON) -> Int32?) -> Int32 {
-        let loop = ClientLoop()
+        let loop = o.makeLoop()
         let socket = WebSocketClient(loop: loop, url: url, headers: o.token.map { [("Authorization", "Bearer \($0)")] } ?? [])
         var code: Int32?
         var didOpen = false
@@ -236,7 +236,7 @@ enum Scripted {
     /// `watch`: the tree again on every change (or every server message as a JSON line
     /// with --json), reconnecting as needed, until interrupted.
     static func watch(_ o: ClientOptions) -> Int32 {
-        let loop = ClientLoop()
+        let loop = o.makeLoop()
         let client = SessionClient(loop: loop, options: o.sessionOptions(reconnect: true))
         var everJoined = false
         if o.json {

@@ -23,6 +23,10 @@ struct Options {
     /// `--cluster redis://HOST:PORT[/DB]` and `--node NAME`.
     var cluster: ClusterStore.Address?
     var node: String?
+    /// `--tls-cert`, `--tls-key`, `--tls-self-signed`.
+    var tlsCertificate: String?
+    var tlsKey: String?
+    var tlsSelfSigned = false
 
     static let usage = """
     usage: navsyncd [options]
@@ -73,6 +77,14 @@ struct Options {
                               10000 here) a node stores a session's snapshot in Redis
                               every N records it appended. See docs/cluster.md.
       --node NAME             this node's name in the cluster (default: HOSTNAME-PORT)
+      --tls-cert FILE         serve HTTPS and wss:// on the port (TLS 1.2 and 1.3), with this
+                              certificate (PEM, a chain allowed); needs --tls-key. Re-read
+                              on SIGHUP (open connections keep theirs; one that does not
+                              load is logged and the old one stays)
+      --tls-key FILE          the certificate's private key (PEM)
+      --tls-self-signed       serve TLS with a certificate made for this run (localhost and
+                              every address listened on); its file and SHA-256
+                              fingerprint are printed (clients: --cacert FILE)
       --auth FILE             tokens, roles and the sessions each may use (JSON); re-read on SIGHUP
       --allow-origin ORIGIN   a browser origin that may connect and POST, besides the
                               server's own (repeatable). The server's own: http://HOST:PORT
@@ -98,6 +110,7 @@ struct Options {
 
     The first line on standard output names the real address:
       navsyncd listening on ws://HOST:PORT/ws (web: http://HOST:PORT/)
+    (with TLS: wss://HOST:PORT/ws (web: https://HOST:PORT/)).
     SIGINT and SIGTERM close every connection with 1001 and exit 0.
 
     exit codes: 0 after a clean shutdown, 1 if the server cannot start, 2 for bad usage.
@@ -180,6 +193,13 @@ struct Options {
             case "--ws-echo": o.wsEcho = true
             case "--insecure": o.insecure = true
             case "--lan": o.lan = true
+            case "--tls-cert":
+                guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--tls-cert needs a PEM file") }
+                o.tlsCertificate = v
+            case "--tls-key":
+                guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--tls-key needs a PEM file") }
+                o.tlsKey = v
+            case "--tls-self-signed": o.tlsSelfSigned = true
             case "--auth":
                 guard let v = args.popFirst() else { return .usageError("--auth needs a file") }
                 o.authFile = v
@@ -232,6 +252,8 @@ struct Options {
             return .usageError("--fsync and --repair are for --data; in a cluster, Redis's appendfsync decides")
         }
         if o.node != nil && o.cluster == nil { return .usageError("--node needs --cluster") }
+        if (o.tlsCertificate == nil) != (o.tlsKey == nil) { return .usageError("--tls-cert and --tls-key go together") }
+        if o.tlsSelfSigned && o.tlsCertificate != nil { return .usageError("--tls-self-signed and --tls-cert exclude each other") }
         if o.cluster != nil && o.wsEcho { return .usageError("--cluster is for sessions, not --ws-echo") }
         return .run(o)
     }

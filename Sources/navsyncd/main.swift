@@ -58,6 +58,24 @@ if let file = options.authFile {
         }
     }
 }
+// TLS: the certificate is loaded now, so a bad file stops the start with its reason.
+var selfSigned: (SelfSignedCertificate, String)?
+do {
+    if let certificate = options.tlsCertificate, let key = options.tlsKey {
+        options.server.tls = try TLSContext.server(certificate: certificate, key: key)
+    } else if options.tlsSelfSigned {
+        let wildcard = options.server.host == "0.0.0.0" || options.server.host == "::"
+        let addresses = (wildcard ? interfaceAddresses() : []) + (wildcard ? ["127.0.0.1", "::1"] : [options.server.host])
+        let made = try SelfSignedCertificate(names: [], addresses: addresses)
+        let file = try made.save()
+        selfSigned = (made, file)
+        options.server.tls = try TLSContext.server(made)
+    }
+} catch {
+    say("navsyncd: TLS: \(error)", to: 2)
+    exit(1)
+}
+
 let filesLimit = raiseOpenFilesLimit()
 options.server.maxConnections = min(options.server.maxConnections, max(16, filesLimit - 64))
 
@@ -116,7 +134,11 @@ if lanToken != nil {
 // of the machine is listed after it.
 let wildcard = server.host == "0.0.0.0" || server.host == "::"
 let shownHost = wildcard ? (server.host == "::" ? "[::1]" : "127.0.0.1") : (server.host.contains(":") ? "[\(server.host)]" : server.host)
-say("navsyncd listening on ws://\(shownHost):\(server.port)/ws (web: http://\(shownHost):\(server.port)/)", to: 1)
+let (ws, web) = options.server.tls == nil ? ("ws", "http") : ("wss", "https")
+say("navsyncd listening on \(ws)://\(shownHost):\(server.port)/ws (web: \(web)://\(shownHost):\(server.port)/)", to: 1)
+if let (made, file) = selfSigned {
+    say("TLS: a self-signed certificate for this run, in \(file) (clients: --cacert \(file))\n  SHA-256 fingerprint \(made.fingerprint)", to: 1)
+}
 let reachable = wildcard ? interfaceAddresses().filter { server.host == "::" || !$0.contains(":") } : [server.host]
 if options.wsEcho {
     server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions")
@@ -130,9 +152,9 @@ if options.wsEcho {
     }
     server.logger.info("flows: \(([Flow.demo] + flows).map(\.name).joined(separator: ", "))\(options.hub.demoSession.map { "; session '\($0)' is ready to join" } ?? "")")
     if options.lan {
-        lanHint(addresses: reachable, port: server.port, session: options.hub.demoSession ?? "demo", token: lanToken)
+        lanHint(addresses: reachable, port: server.port, session: options.hub.demoSession ?? "demo", token: lanToken, scheme: web)
     } else if wildcard {
-        server.logger.info("also reachable at: \(reachable.map { "http://\($0.contains(":") ? "[\($0)]" : $0):\(server.port)/" }.joined(separator: " "))")
+        server.logger.info("also reachable at: \(reachable.map { "\(web)://\($0.contains(":") ? "[\($0)]" : $0):\(server.port)/" }.joined(separator: " "))")
     }
     if let demo = options.hub.demoSession, !options.lan {
         server.logger.info("try it: open \(server.httpURL)?session=\(demo) in a browser, or run: navclient \(server.webSocketURL) --session \(demo)")
@@ -144,15 +166,15 @@ exit(0)
 
 /// --lan: the page's URL for each address of this machine, with the token, and a QR
 /// code of the first when `qrencode` is installed (to standard output: for people).
-func lanHint(addresses: [String], port: Int, session: String, token: String?) {
+func lanHint(addresses: [String], port: Int, session: String, token: String?, scheme: String) {
     guard !addresses.isEmpty else {
         return say("navsyncd: --lan: this machine has no network address besides loopback", to: 1)
     }
     let query = "?session=\(session)" + (token.map { "&token=\($0)" } ?? "")
-    let urls = addresses.map { "http://\($0.contains(":") ? "[\($0)]" : $0):\(port)/\(query)" }
+    let urls = addresses.map { "\(scheme)://\($0.contains(":") ? "[\($0)]" : $0):\(port)/\(query)" }
     say("\nOpen the device page on any phone or computer of this network\(token == nil ? " (tokens from --auth)" : " (the token is for this run only)"):", to: 1)
     for url in urls { say("  \(url)", to: 1) }
-    if token != nil { say("Without the token, access is refused. From this machine: navclient ws://127.0.0.1:\(port)/ws --session \(session) --token \(token!)", to: 1) }
+    if token != nil { say("Without the token, access is refused. From this machine: navclient \(scheme == "https" ? "wss" : "ws")://127.0.0.1:\(port)/ws --session \(session) --token \(token!)", to: 1) }
     if system("command -v qrencode >/dev/null 2>&1") == 0 {
         say("", to: 1)
         _ = system("qrencode -t ANSIUTF8 '\(urls[0])'")

@@ -58,7 +58,11 @@ struct ClientTests {
         #expect(try ClientOptions.parse(["alert \"Note: x\""]).get().rest == ["alert \"Note: x\""])
         #expect(try ClientOptions.parse(["ws://[::1]:7420/ws?token=t"]).get().url == WebSocketURL(host: "::1", port: 7420, target: "/ws?token=t"))
         #expect(WebSocketURL("localhost:8000") == WebSocketURL(host: "127.0.0.1", port: 8000, target: "/ws"))
-        #expect(WebSocketURL("wss://x") == nil && WebSocketURL("host:99999") == nil)
+        #expect(WebSocketURL("host:99999") == nil && WebSocketURL("ftp://h") == nil)
+        // TLS: the name stays as written (the certificate is checked against it); 443 by default.
+        #expect(WebSocketURL("wss://x") == WebSocketURL(host: "x", port: 443, target: "/ws", secure: true))
+        #expect(WebSocketURL("https://localhost:7443/?session=demo") == WebSocketURL(host: "localhost", port: 7443, target: "/ws", secure: true))
+        #expect(WebSocketURL("wss://nav.example.com/ws?token=t")?.description == "wss://nav.example.com:443/ws?token=t")
         // Regression: the web: address navsyncd prints and a bare port were taken for
         // commands, and navclient silently used the default server.
         let local = { (port: Int) in WebSocketURL(host: "127.0.0.1", port: port, target: "/ws") }
@@ -67,7 +71,8 @@ struct ClientTests {
         #expect(try ClientOptions.parse(["http://10.1.2.3:80/ws?token=t"]).get().url == WebSocketURL(host: "10.1.2.3", port: 80, target: "/ws?token=t"))
         #expect(try ClientOptions.parse(["7950", "push detail id=1"]).get().url == local(7950))
         #expect(try ClientOptions.parse(["7950", "push detail id=1"]).get().rest == ["push detail id=1"])
-        for bad in ["https://h:1/", "wss://h:1/ws", "ftp://h", "127.0.0.1:99999", "0", "[::1"] {
+        #expect(try ClientOptions.parse(["wss://h:1/ws", "pop"]).get().url == WebSocketURL(host: "h", port: 1, target: "/ws", secure: true))
+        for bad in ["ftp://h", "127.0.0.1:99999", "0", "[::1"] {
             guard case .failure(let refused) = ClientOptions.parse([bad, "pop"]) else { Issue.record("accepted \(bad)"); continue }
             #expect(refused.message.contains(bad) && refused.message.contains("ws://"), "\(refused.message)")
         }

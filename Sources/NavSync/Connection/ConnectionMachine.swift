@@ -39,6 +39,8 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     case ioError(String)
     /// Over a connection limit.
     case refused
+    /// TLS failed (a broken handshake, plain HTTP on the TLS port, a bad record).
+    case tls(String)
 
     public var description: String {
         switch self {
@@ -52,6 +54,7 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
         case .overflow: return "output queue over its cap"
         case .ioError(let e): return "i/o error \(e)"
         case .refused: return "refused (too many connections)"
+        case .tls(let why): return why
         }
     }
 }

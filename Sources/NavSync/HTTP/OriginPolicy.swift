@@ -15,21 +15,26 @@ public struct OriginPolicy: Sendable, Equatable {
     public var port: Int
     /// IP addresses of this machine's interfaces (without brackets or zone).
     public var localAddresses: Set<String>
+    /// `http`, or `https` when the server speaks TLS itself: its pages' origins.
+    public var scheme: String
 
-    public init(listed: [String] = [], host: String, port: Int, localAddresses: Set<String> = []) {
+    public init(listed: [String] = [], host: String, port: Int, localAddresses: Set<String> = [], scheme: String = "http") {
         self.listed = listed
         self.host = host
         self.port = port
         self.localAddresses = localAddresses.union(["127.0.0.1", "::1"])
+        self.scheme = scheme
     }
 
     public func allows(origin given: String?, host requestHost: String?) -> Bool {
         guard let origin = given?.lowercased() else { return true }
         if listed.contains(where: { $0.lowercased() == origin }) { return true }
-        if origin == "http://\(Self.bracketed(host)):\(port)" { return true }
-        if Self.isLoopback(host) && origin == "http://localhost:\(port)" { return true }
+        let own = scheme + "://"
+        if origin == "\(own)\(Self.bracketed(host)):\(port)" { return true }
+        if Self.isLoopback(host) && origin == "\(own)localhost:\(port)" { return true }
         // The page was loaded from the address this request is sent to.
-        guard let requestHost = requestHost?.lowercased(), origin == "http://\(requestHost)" || origin == "http://\(requestHost):80" else { return false }
+        let defaultPort = scheme == "https" ? ":443" : ":80"
+        guard let requestHost = requestHost?.lowercased(), origin == own + requestHost || origin == own + requestHost + defaultPort else { return false }
         let name = Self.hostname(of: requestHost)
         return name == "localhost" || localAddresses.contains(name)
     }

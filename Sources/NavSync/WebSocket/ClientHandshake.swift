@@ -1,32 +1,36 @@
-/// Where a client connects: `ws://HOST:PORT/PATH`, or a bare `HOST:PORT`
-/// (DESIGN.md section 12). `wss://` is refused: navsync speaks plain TCP and is meant
-/// for loopback or behind a TLS-terminating proxy.
+/// Where a client connects: `ws://HOST:PORT/PATH`, `wss://…` over TLS, or a bare
+/// `HOST:PORT` (DESIGN.md section 12).
 public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
+    /// An IP address or a DNS name (resolved when connecting; with TLS, the name the
+    /// server's certificate must carry).
     public var host: String
     public var port: Int
     /// Path and query, `/ws` by default.
     public var target: String
+    /// `wss://` (or `https://`): TLS, the certificate checked.
+    public var secure: Bool
 
     public static let `default` = WebSocketURL(host: "127.0.0.1", port: 7420, target: "/ws")
 
-    public init(host: String, port: Int, target: String) {
+    public init(host: String, port: Int, target: String, secure: Bool = false) {
         self.host = host
         self.port = port
         self.target = target
+        self.secure = secure
     }
 
-    /// What a user may type for a server: `ws://HOST:PORT[/path]`; `http://HOST:PORT[/…]`,
-    /// the address navsyncd prints for browsers (its WebSocket is `/ws` on the same
-    /// port); `HOST:PORT`; or a bare `PORT` on 127.0.0.1. Anything else is nil (TLS
-    /// schemes included: this client speaks plain TCP).
+    /// What a user may type for a server: `ws://HOST:PORT[/path]` or `wss://…`;
+    /// `http://HOST:PORT[/…]` or `https://…`, the address navsyncd prints for browsers
+    /// (its WebSocket is `/ws` on the same port); `HOST:PORT`; or a bare `PORT` on
+    /// 127.0.0.1. Without a port, 7420 (443 over TLS). Anything else is nil.
     public init?(_ text: String) {
         var rest = Substring(text)
         var web = false
-        if rest.hasPrefix("ws://") {
-            rest = rest.dropFirst(5)
-        } else if rest.hasPrefix("http://") {
-            rest = rest.dropFirst(7)
-            web = true
+        secure = false
+        if let (scheme, isWeb, isSecure) = Self.schemes.first(where: { rest.hasPrefix($0.0) }) {
+            rest = rest.dropFirst(scheme.count)
+            web = isWeb
+            secure = isSecure
         } else if rest.contains("://") {
             return nil
         } else if !rest.isEmpty, rest.allSatisfy(\.isASCIIDigit) {
@@ -50,17 +54,22 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
         } else {
             hostPart = authority
         }
-        if hostPart.isEmpty || hostPart == "localhost" { hostPart = "127.0.0.1" }
+        // Over TLS the name stays as written: the certificate is checked against it.
+        if hostPart.isEmpty || (hostPart == "localhost" && !secure) { hostPart = "127.0.0.1" }
+        guard !hostPart.contains(where: { $0 == " " || $0 == "@" || $0 == "/" }) else { return nil }
         host = String(hostPart)
         if let portPart {
             guard let p = Int(portPart), (1...65535).contains(p) else { return nil }
             port = p
         } else {
-            port = 7420
+            port = secure ? 443 : 7420
         }
     }
 
-    public var description: String { "ws://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target)" }
+    /// Each scheme taken, whether it names a web page, and whether it is TLS.
+    private static let schemes = [("ws://", false, false), ("wss://", false, true), ("http://", true, false), ("https://", true, true)]
+
+    public var description: String { "\(secure ? "wss" : "ws")://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target)" }
 
     /// Whether a word on a command line is meant as a server address (a scheme, a bare
     /// port, or HOST:PORT), so one that does not parse is a mistake, not a command.
@@ -74,10 +83,7 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
 
     /// What to say about a word that looks like an address but is not one.
     public static func refusal(_ word: String) -> String {
-        if word.hasPrefix("wss://") || word.hasPrefix("https://") {
-            return "'\(word)': navclient speaks plain ws:// and http:// only (no TLS); reach the server over ws://HOST:PORT, for example through an SSH tunnel"
-        }
-        return "'\(word)' is not a server address: use ws://HOST:PORT/ws, http://HOST:PORT/ (what navsyncd prints as web:), HOST:PORT or PORT"
+        "'\(word)' is not a server address: use ws://HOST:PORT/ws or wss://…, http://HOST:PORT/ or https://… (what navsyncd prints as web:), HOST:PORT or PORT"
     }
 }
 

@@ -35,6 +35,10 @@ public final class Connection {
 
     /// Queued and in-flight output.
     @exclusivity(unchecked) private var output = OutputQueue()
+    /// With TLS (`--tls-cert`): the session, and `output` sealed into records, which is
+    /// what goes to the socket. Plaintext waits in `output` until the handshake is done.
+    private let tls: TLSStream?
+    @exclusivity(unchecked) private var sealed = OutputQueue()
     @exclusivity(unchecked) var isQueuedForFlush = false
     /// On the server's list of connections flushed first (`Server.flushFirst`).
     @exclusivity(unchecked) var isAnswered = false
@@ -61,6 +65,7 @@ public final class Connection {
         socketPeer = peer
         socketHost = host
         maxQueueBytes = server.configuration.maxQueueBytes
+        tls = server.tlsContext.map { TLSStream(context: $0) }
         machine = ConnectionMachine(limits: server.configuration.connection, now: now)
     }
 
@@ -73,7 +78,10 @@ public final class Connection {
     @exclusivity(unchecked) private var acceptsMessages = false
 
     /// Output bytes queued or in flight.
-    public var queuedBytes: Int { output.queuedBytes }
+    public var queuedBytes: Int { output.queuedBytes + sealed.queuedBytes }
+
+    /// Served over TLS and still in its handshake: nothing can be said to the peer yet.
+    var isAwaitingTLS: Bool { tls.map { !$0.isEstablished } ?? false }
 
     // MARK: Sending
 
@@ -130,7 +138,11 @@ public final class Connection {
     public func drop(_ reason: CloseReason) {
         guard closeReason == nil else { return }
         closeReason = reason
-        if queuedBytes == 0 { linger() }
+        if let tls {
+            tls.shutdown()   // close_notify, after what is queued
+            if tls.hasOutput { server.needsFlush(self) }
+        }
+        if queuedBytes == 0 && !(tls?.hasOutput ?? false) { linger() }
     }
 
     /// Closes at once, dropping queued output: for a peer that cannot be served
@@ -177,8 +189,39 @@ public final class Connection {
         guard nread > 0, closeReason == nil else { return }
         bytesIn += nread
         server.bytesIn += nread
-        let bytes = Array(UnsafeRawBufferPointer(start: buf.base, count: nread))
-        perform(machine.received(bytes, now: server.now))
+        let raw = UnsafeRawBufferPointer(start: buf.base, count: nread)
+        guard let tls else { return perform(machine.received(Array(raw), now: server.now)) }
+        var plain: [UInt8] = []
+        do {
+            try tls.receive(raw, into: &plain)
+        } catch {
+            if !plain.isEmpty { perform(machine.received(plain, now: server.now)) }
+            return tlsFailed(error)
+        }
+        if tls.hasOutput || (tls.isEstablished && output.hasPending) { server.needsFlush(self) }
+        if !plain.isEmpty { perform(machine.received(plain, now: server.now)) }
+    }
+
+    /// A TLS peer that broke the protocol, failed the handshake or ended TLS. One that
+    /// spoke plain HTTP is told in plain HTTP where to go instead.
+    private func tlsFailed(_ failure: TLSStream.Failure) {
+        server.logger.info("#\(id) \(peer): \(failure)")
+        switch failure {
+        case .plainHTTP:
+            let r = HTTPResponse.text(400, "this port speaks TLS: use https:// or wss://\n")
+            discardOutput()
+            sealed.append(OutgoingBuffer(r.serialized(keepAlive: false)))
+            server.needsFlush(self)
+            closeReason = .tls(failure.description)
+        case .closed:
+            closeReason = closeReason ?? .peerGone
+            closeHandle()
+        case .failed:
+            // An alert may be in the output; it goes out before the close.
+            closeReason = closeReason ?? .tls(failure.description)
+            discardOutput()
+            if tls!.hasOutput { server.needsFlush(self) } else { closeHandle() }
+        }
     }
 
     /// Heartbeats and timeouts; called about once a second.
@@ -189,6 +232,7 @@ public final class Connection {
             return
         }
         output.trim()
+        sealed.trim()
         perform(machine.tick(now: now))
     }
 
@@ -252,8 +296,17 @@ public final class Connection {
     func flush() {
         isQueuedForFlush = false
         guard !handleClosed else { return }
-        let rc = output.flush(to: UV.stream(tcp), owner: self) { request, status in
-            Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
+        let rc: Int32
+        if let tls {
+            if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
+            if tls.hasOutput { sealed.append(OutgoingBuffer(tls.takeOutput())) }
+            rc = sealed.flush(to: UV.stream(tcp), owner: self) { request, status in
+                Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
+            }
+        } else {
+            rc = output.flush(to: UV.stream(tcp), owner: self) { request, status in
+                Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
+            }
         }
         if rc != 0 {
             closeReason = closeReason ?? .ioError(UV.error(rc))
@@ -262,7 +315,7 @@ public final class Connection {
     }
 
     private func didWrite(_ status: Int32) {
-        let written = output.finished()
+        let written = tls == nil ? output.finished() : sealed.finished()
         bytesOut += written
         server.bytesOut += written
         machine.outputWritten(remaining: queuedBytes, now: server.now)
@@ -272,7 +325,7 @@ public final class Connection {
             closeHandle()
             return
         }
-        if output.hasPending {
+        if output.hasPending && !isAwaitingTLS || sealed.hasPending || tls?.hasOutput == true {
             flush()
         } else if closeReason != nil {
             linger()
@@ -281,7 +334,10 @@ public final class Connection {
         }
     }
 
-    private func discardOutput() { output.discard() }
+    private func discardOutput() {
+        output.discard()
+        sealed.discard()
+    }
 
     // MARK: Closing
 

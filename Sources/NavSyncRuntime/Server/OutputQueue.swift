@@ -85,6 +85,17 @@ struct OutputQueue: ~Copyable {
         pendingBytes += buffer.count
     }
 
+    /// Hands each queued buffer to `body`, in order, and lets go of them as if written
+    /// (TLS seals them into a queue of its own). Returns the bytes handed over.
+    mutating func drain(_ body: (UnsafeRawBufferPointer) -> Void) -> Int {
+        for held in pending.elements {
+            held._withUnsafeGuaranteedRef { body(UnsafeRawBufferPointer($0.bytes)) }
+        }
+        let drained = pendingBytes
+        discard()
+        return drained
+    }
+
     /// Drops what is queued (not what is in flight: libuv owns it until its callback).
     mutating func discard() {
         Self.letGo(&pending, keepingCapacity: false)

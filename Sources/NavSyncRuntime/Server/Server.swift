@@ -26,6 +26,8 @@ public final class Server {
     private let graceTimer: UnsafeMutablePointer<uv_timer_t>
     private let signals: [UnsafeMutablePointer<uv_signal_t>]
     private let hangup: UnsafeMutablePointer<uv_signal_t>
+    /// TLS for new connections (`configuration.tls`, then what SIGHUP reloaded).
+    public private(set) var tlsContext: TLSContext?
     /// Open connections per peer address, for `maxConnectionsPerIP`.
     private var connectionsPerIP: [String: Int] = [:]
     private var peerIPs: [Int: String] = [:]
@@ -60,6 +62,7 @@ public final class Server {
         logger = Logger(level: configuration.logLevel)
         host = configuration.host
         port = configuration.port
+        tlsContext = configuration.tls
         guard let address = UV.Address(host: configuration.host, port: configuration.port) else {
             throw ServerError(description: "'\(configuration.host)' is not an IPv4 or IPv6 address")
         }
@@ -121,6 +124,7 @@ public final class Server {
         hangup.pointee.data = me
         uv_signal_start(hangup, { h, _ in
             let server = Unmanaged<Server>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            server.reloadTLS()
             server.application.reload(on: server)
         }, SIGHUP)
         uv_async_init(loop, wakeup) { h in Unmanaged<Server>.fromOpaque(h!.pointee.data).takeUnretainedValue().shutdown() }
@@ -140,9 +144,22 @@ public final class Server {
         readBuffer.deallocate()
     }
 
-    /// `ws://127.0.0.1:7420/ws` (brackets for IPv6).
-    public var webSocketURL: String { "ws://\(hostForURL):\(port)/ws" }
-    public var httpURL: String { "http://\(hostForURL):\(port)/" }
+    /// `ws://127.0.0.1:7420/ws` (brackets for IPv6); `wss://` with TLS.
+    public var webSocketURL: String { "\(tlsContext == nil ? "ws" : "wss")://\(hostForURL):\(port)/ws" }
+    public var httpURL: String { "\(tlsContext == nil ? "http" : "https")://\(hostForURL):\(port)/" }
+
+    /// SIGHUP: the certificate and key are read again from the same paths; new
+    /// connections use them, open ones keep theirs. One that does not load is logged
+    /// and the old one stays in force.
+    func reloadTLS() {
+        guard let current = tlsContext, current.files != nil else { return }
+        do {
+            tlsContext = try current.reloaded()
+            logger.info("SIGHUP: TLS certificate reloaded from \(current.files!.certificate)")
+        } catch {
+            logger.error("SIGHUP: \(error); the certificate loaded before stays in force")
+        }
+    }
     private var hostForURL: String { host.contains(":") ? "[\(host)]" : host }
 
     /// Monotonic milliseconds of the loop clock (updated once per iteration).
@@ -222,6 +239,8 @@ public final class Server {
         let perIP = connectionsPerIP[host]!
         let overIP = perIP > configuration.maxConnectionsPerIP && !configuration.trustedProxies.trusts(host)
         if connections.count > configuration.maxConnections || overIP {
+            // Nothing can be said before a TLS handshake: closed at once.
+            if connection.isAwaitingTLS { return connection.abort(.refused) }
             refuse(connection, overIP ? "from \(host) (\(configuration.maxConnectionsPerIP))" : "(\(configuration.maxConnections))")
         }
     }

@@ -31,6 +31,9 @@ public struct ServerConfiguration: Sendable {
     /// `--trusted-proxy`: reverse proxies whose `Forwarded` / `X-Forwarded-*` headers
     /// are believed (the client's address, the scheme and host it asked for).
     public var trustedProxies = ProxyTrust()
+    /// `--tls-cert` and `--tls-key` (or `--tls-self-signed`): HTTPS and `wss://` on the
+    /// port, and nothing in plain text; nil serves plain HTTP and `ws://`.
+    public var tls: TLSContext?
     /// `listen(2)` backlog.
     public var backlog: Int32 = 511
     public var logLevel = Logger.Level.info

@@ -12,7 +12,8 @@ extension SessionServer {
         }
         // The nodes of a cluster trust each other's pages (the page moves between them).
         let server = connection.server
-        return OriginPolicy(listed: listed, host: server.host, port: server.port, localAddresses: localAddresses)
+        return OriginPolicy(listed: listed, host: server.host, port: server.port, localAddresses: localAddresses,
+                            scheme: server.tlsContext == nil ? "http" : "https")
             .allows(origin: request.header("Origin"), host: request.header("Host"))
     }
 

@@ -19,6 +19,9 @@ public final class ClientLoop {
     /// Live timers, by identity: a thousand connections each with a close timer must
     /// not make cancelling one a search of all (closing them all was quadratic).
     private var timers: [ObjectIdentifier: Timer] = [:]
+    /// What `wss://` connections trust: set it for `--cacert`; by default the
+    /// system's CAs (made at the first `wss://` connection).
+    public var tls: TLSContext?
     /// Connections with an open handle, kept alive until their close callback.
     var clients: [ObjectIdentifier: WebSocketClient] = [:]
     /// Work posted from other threads (`post`), guarded by `postLock`, run on the loop's
@@ -52,6 +55,14 @@ public final class ClientLoop {
         }
         wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         uv_unref(UV.handle(wakeup))    // nor does the door for other threads
+    }
+
+    /// The context for a `wss://` connection, the system's CAs unless `tls` was set.
+    func clientTLS() throws(TLSError) -> TLSContext {
+        if let tls { return tls }
+        let made = try TLSContext.client()
+        tls = made
+        return made
     }
 
     /// Runs `body` on the loop's thread, from any thread (`uv_async_send` is the one

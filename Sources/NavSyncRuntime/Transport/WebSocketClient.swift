@@ -31,6 +31,10 @@ public final class WebSocketClient {
     private var handshakeBuffer: [UInt8] = []
     private var decoder: WebSocketDecoder
     private var output = OutputQueue()
+    /// `wss://`: the TLS session, and `output` sealed into records (what the socket
+    /// gets). The upgrade request waits in `output` until the TLS handshake is done.
+    private var tls: TLSStream?
+    private var sealed = OutputQueue()
     var isQueuedForFlush = false
     private var closeReported = false
     /// Waits for the server's close reply; cancelled once the connection is done.
@@ -45,16 +49,46 @@ public final class WebSocketClient {
         decoder = WebSocketDecoder(role: .client, maxMessage: maxMessage)
     }
 
-    public var queuedBytes: Int { output.queuedBytes }
+    public var queuedBytes: Int { output.queuedBytes + sealed.queuedBytes }
 
     // MARK: Connecting
 
     public func connect() {
         guard state == .idle else { return }
-        guard let address = UV.Address(host: url.host, port: url.port) else {
-            return finish(nil, "'\(url.host)' is not an IPv4 or IPv6 address")
-        }
         state = .connecting
+        if url.secure {
+            do { tls = TLSStream(context: try owner.clientTLS(), host: url.host) } catch { return finish(nil, "\(error)") }
+        }
+        if let address = UV.Address(host: url.host, port: url.port) { return connect(to: address) }
+        resolve()
+    }
+
+    /// A DNS name: looked up without blocking the loop (libuv's thread pool).
+    private func resolve() {
+        let req = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
+        req.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        let rc = uv_getaddrinfo(owner.loop, req, { req, status, result in
+            let me = Unmanaged<WebSocketClient>.fromOpaque(req!.pointee.data).takeRetainedValue()
+            req!.deallocate()
+            defer { uv_freeaddrinfo(result) }
+            guard me.state == .connecting else { return }
+            guard status == 0, let info = result, let found = info.pointee.ai_addr else {
+                return me.finish(nil, "cannot resolve \(me.url.host): \(UV.error(status))")
+            }
+            var storage = sockaddr_storage()
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: found, count: Int(info.pointee.ai_addrlen))) }
+            me.connect(to: UV.Address(storage: storage))
+        }, url.host, String(url.port), &hints)
+        if rc != 0 {
+            Unmanaged<WebSocketClient>.fromOpaque(req.pointee.data).release()
+            req.deallocate()
+            finish(nil, "cannot resolve \(url.host): \(UV.error(rc))")
+        }
+    }
+
+    private func connect(to address: UV.Address) {
         let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
         uv_tcp_init(owner.loop, tcp)
         uv_tcp_nodelay(tcp, 1)
@@ -78,6 +112,7 @@ public final class WebSocketClient {
         guard status == 0 else { return finish(nil, "cannot connect to \(url): \(UV.error(status))") }
         state = .handshaking
         key = ClientHandshake.key(using: &owner.random)
+        tls?.start()
         queue(ClientHandshake.request(url, key: key, subprotocol: subprotocol, headers: headers))
         startReading()
     }
@@ -92,7 +127,7 @@ public final class WebSocketClient {
             if nread < 0 {
                 me.finish(nil, Int32(nread) == UV_EOF.rawValue ? "the server closed the connection" : UV.error(Int32(nread)))
             } else if nread > 0 {
-                me.received(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
+                me.decrypt(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
             }
         })
     }
@@ -107,6 +142,20 @@ public final class WebSocketClient {
     public func resumeReading() {
         guard state == .open else { return }
         startReading()
+    }
+
+    /// With TLS, the socket's bytes become plaintext first.
+    private func decrypt(_ bytes: UnsafeRawBufferPointer) {
+        guard let tls else { return received(bytes) }
+        var plain: [UInt8] = []
+        do {
+            try tls.receive(bytes, into: &plain)
+        } catch {
+            if case .closed = error { return finish(nil, "the server closed the connection") }
+            return finish(nil, "\(error) (\(url))")
+        }
+        if tls.hasOutput || (tls.isEstablished && output.hasPending) { scheduleFlush() }
+        if !plain.isEmpty { plain.withUnsafeBytes { received($0) } }
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
@@ -189,6 +238,10 @@ public final class WebSocketClient {
     private func queue(_ bytes: [UInt8]) {
         guard tcp != nil, state != .closed else { return }
         output.append(OutgoingBuffer(bytes))
+        scheduleFlush()
+    }
+
+    private func scheduleFlush() {
         if !isQueuedForFlush {
             isQueuedForFlush = true
             owner.flushList.append(self)
@@ -198,16 +251,25 @@ public final class WebSocketClient {
     func flush() {
         isQueuedForFlush = false
         guard let tcp, state != .closed else { return }
-        let rc = output.flush(to: UV.stream(tcp), owner: self) { request, status in
+        let callback: uv_write_cb = { request, status in
             Unmanaged<WebSocketClient>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
+        }
+        let rc: Int32
+        if let tls {
+            if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
+            if tls.hasOutput { sealed.append(OutgoingBuffer(tls.takeOutput())) }
+            rc = sealed.flush(to: UV.stream(tcp), owner: self, callback: callback)
+        } else {
+            rc = output.flush(to: UV.stream(tcp), owner: self, callback: callback)
         }
         if rc != 0 { finish(nil, "write failed: \(UV.error(rc))") }
     }
 
     private func didWrite(_ status: Int32) {
-        _ = output.finished()
+        _ = tls == nil ? output.finished() : sealed.finished()
         if status < 0 { return finish(nil, "write failed: \(UV.error(status))") }
-        if output.hasPending { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
+        let more = tls.map { sealed.hasPending || $0.hasOutput || $0.isEstablished && output.hasPending } ?? output.hasPending
+        if more { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
     }
 
     private var pendingClose: (UInt16?, String)?
