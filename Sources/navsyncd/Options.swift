@@ -14,6 +14,9 @@ struct Options {
     var hostGiven = false
     var flowsDirectory: String?
     var authFile: String?
+    /// `--jwt-key` (repeatable) and `--jwt-audience`.
+    var jwtKeys: [String] = []
+    var jwtAudience: String?
     var allowedOrigins: [String] = []
     var dataDirectory: String?
     var sync = DataStore.Sync.batch
@@ -86,6 +89,13 @@ struct Options {
                               every address listened on); its file and SHA-256
                               fingerprint are printed (clients: --cacert FILE)
       --auth FILE             tokens, roles and the sessions each may use (JSON); re-read on SIGHUP
+      --jwt-key FILE          take JWTs signed with this key (repeatable, for rotation): an
+                              HS256 secret (the file's bytes, at least 32), or an RS256 or
+                              ES256 public key or certificate (PEM). Claims: sub, role,
+                              sessions, exp (required), nbf, aud. Alone it makes a token
+                              required, as --auth does; with --auth either kind is taken.
+                              Re-read on SIGHUP. See docs/auth.md.
+      --jwt-audience AUD      a JWT must name AUD in its aud claim
       --allow-origin ORIGIN   a browser origin that may connect and POST, besides the
                               server's own (repeatable). The server's own: http://HOST:PORT
                               of --host, and any http://ADDR:PORT where ADDR is localhost
@@ -203,6 +213,12 @@ struct Options {
             case "--auth":
                 guard let v = args.popFirst() else { return .usageError("--auth needs a file") }
                 o.authFile = v
+            case "--jwt-key":
+                guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--jwt-key needs a key file") }
+                o.jwtKeys.append(v)
+            case "--jwt-audience":
+                guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--jwt-audience needs an audience") }
+                o.jwtAudience = v
             case "--trusted-proxy":
                 guard let v = args.popFirst(), let range = IPRange(v) else {
                     return .usageError("--trusted-proxy needs an address or a network, like 127.0.0.1 or 10.0.0.0/8")
@@ -253,6 +269,7 @@ struct Options {
         }
         if o.node != nil && o.cluster == nil { return .usageError("--node needs --cluster") }
         if (o.tlsCertificate == nil) != (o.tlsKey == nil) { return .usageError("--tls-cert and --tls-key go together") }
+        if o.jwtAudience != nil && o.jwtKeys.isEmpty { return .usageError("--jwt-audience needs --jwt-key") }
         if o.tlsSelfSigned && o.tlsCertificate != nil { return .usageError("--tls-self-signed and --tls-cert exclude each other") }
         if o.cluster != nil && o.wsEcho { return .usageError("--cluster is for sessions, not --ws-echo") }
         return .run(o)

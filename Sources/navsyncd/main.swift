@@ -25,7 +25,7 @@ var lanToken: String?
 if options.lan && options.authFile == nil { lanToken = RandomIDs.hex(16) }
 
 let loopback = options.server.host.hasPrefix("127.") || options.server.host == "::1" || options.server.host == "localhost"
-if !loopback && !options.insecure && options.authFile == nil && lanToken == nil {
+if !loopback && !options.insecure && options.authFile == nil && lanToken == nil && options.jwtKeys.isEmpty {
     say("navsyncd: refusing to listen on \(options.server.host) without --auth: anyone who can reach it could drive every session.\nListen on 127.0.0.1, or pass --insecure if this network is trusted.", to: 2)
     exit(1)
 }
@@ -40,6 +40,7 @@ if let dir = options.flowsDirectory {
 }
 
 var policy: AccessPolicy?
+var jwtSummary = ""
 if let lanToken { policy = AccessPolicy(grants: [.init(token: lanToken, role: .admin, sessions: nil, label: "lan admin")]) }
 if let file = options.authFile {
     do {
@@ -74,6 +75,18 @@ do {
 } catch {
     say("navsyncd: TLS: \(error)", to: 2)
     exit(1)
+}
+
+if !options.jwtKeys.isEmpty {
+    do {
+        let keys = try JWTKeys(files: options.jwtKeys)
+        if policy == nil { policy = AccessPolicy(grants: []) }
+        policy!.jwt = JWTSettings(check: keys, audience: options.jwtAudience)
+        jwtSummary = keys.summary
+    } catch {
+        say("navsyncd: \(error)", to: 2)
+        exit(1)
+    }
 }
 
 let filesLimit = raiseOpenFilesLimit()
@@ -126,7 +139,8 @@ if !loopback && policy == nil { server.logger.warn("listening on \(server.host) 
 if lanToken != nil {
     server.logger.info("auth: --lan made one admin token for this run; connections without it may only hello and ping")
 } else if let policy {
-    server.logger.info("auth: \(policy.grants.count) tokens from \(options.authFile!); connections without a token may only hello and ping")
+    let from = [options.authFile.map { "\(policy.grants.count) tokens from \($0)" }, policy.jwt.map { _ in "JWTs signed with \(jwtSummary)" }]
+    server.logger.info("auth: \(from.compactMap { $0 }.joined(separator: ", ")); connections without a token may only hello and ping")
 } else {
     server.logger.info("no auth file: every client is admin (loopback only, or --insecure)")
 }

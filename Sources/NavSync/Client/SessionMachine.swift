@@ -304,7 +304,7 @@ public struct SessionMachine: Sendable {
             out.append(.event(.error(NavError(.unknownSession, "session '\(session)' was deleted by \(by)"))))
             connection = .stopped
             out.append(.close)
-        case .left, .synced, .sessions, .pong, .historic, .history:
+        case .left, .synced, .sessions, .pong, .historic, .history, .auth:
             if let requestID { out.append(reply(requestID, json)) }
         }
         return out

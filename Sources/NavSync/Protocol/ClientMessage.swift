@@ -17,6 +17,9 @@ public enum ClientMessage: Sendable, Equatable {
     case delete(session: String)
     case sessions
     case ping
+    /// A fresh token for the live connection (a JWT about to expire): it replaces the
+    /// one in force, which stays if this one is refused. It may not raise the role.
+    case auth(token: String)
 
     public struct Hello: Sendable, Equatable {
         public var name: String?
@@ -47,6 +50,7 @@ public enum ClientMessage: Sendable, Equatable {
         case .delete: return "delete"
         case .sessions: return "sessions"
         case .ping: return "ping"
+        case .auth: return "auth"
         }
     }
 
@@ -157,6 +161,7 @@ public struct ClientRequest: Sendable {
         case "delete": return .delete(session: try f.session())
         case "sessions": return .sessions
         case "ping": return .ping
+        case "auth": return .auth(token: try f.string("token"))
         default: throw NavError(.badRequest, "unknown message type '\(type)'")
         }
     }
@@ -188,6 +193,7 @@ public struct ClientRequest: Sendable {
             o["session"] = .string(s); put("before", before.map { .int(Int64($0)) }); o["limit"] = .int(Int64(limit))
         case .status(let s, let rev, let focus):
             o["session"] = .string(s); o["rev"] = .int(Int64(rev)); put("focus", focus.map(JSON.string))
+        case .auth(let token): o["token"] = .string(token)
         case .sessions, .ping: break
         }
         return .object(o)

@@ -88,6 +88,8 @@ extension ServerMessage {
             })
         case "pong":
             message = .pong
+        case "auth":
+            message = .auth(role: try f.string("role"), expires: try f.optionalInt("expires").map(Int64.init))
         case "deleted":
             message = .deleted(session: try f.string("session"), by: try f.string("by"))
         case "presence":

@@ -20,6 +20,9 @@ public enum ServerMessage: Sendable, Equatable {
     /// The session is gone (an admin deleted it, `by` is the client id): the answer to
     /// `delete`, and what its members are told as they are made to leave it.
     case deleted(session: String, by: String)
+    /// The answer to `auth`: the role the connection now has, and until when its token
+    /// holds (`exp`, seconds since the epoch; nil for a token of the auth file).
+    case auth(role: String, expires: Int64?)
 
     public struct Welcome: Sendable, Equatable {
         public var client: String
@@ -282,6 +285,9 @@ public enum ServerMessage: Sendable, Equatable {
             type("pong")
         case .deleted(let s, let by):
             type("deleted"); o["session"] = .string(s); o["by"] = .string(by)
+        case .auth(let role, let expires):
+            type("auth"); o["role"] = .string(role)
+            if let expires { o["expires"] = .int(expires) }
         case .presence(let s, let p):
             type("presence"); o["session"] = .string(s)
             if !p.joined.isEmpty { o["joined"] = .array(p.joined.map(\.json)) }

@@ -1,13 +1,17 @@
 /// Who may do what (DESIGN.md section 10): the tokens of an auth file, each with a role
-/// and, optionally, the sessions it may use. Pure: the file's bytes in, decisions out.
-public struct AccessPolicy: Sendable, Equatable {
+/// and, optionally, the sessions it may use, and JWTs an app's backend signs
+/// (`--jwt-key`). Pure: the file's bytes in, decisions out.
+public struct AccessPolicy: Sendable {
     public struct Grant: Sendable, Equatable {
         public var token: String
         public var role: Hub.Role
         /// Session names or `*` globs the token may use; nil for all.
         public var sessions: [String]?
-        /// Shown in presence and logs instead of the token.
+        /// Shown in presence and logs instead of the token (a JWT's `sub`).
         public var label: String?
+        /// A JWT's `exp`, in ms since the epoch: the connection is closed then unless it
+        /// refreshed its token. Nil for a token of the auth file.
+        public var expires: Int64?
 
         /// What logs and messages call this grant: its label, never the token.
         public var name: String { label ?? "a \(role.rawValue) token" }
@@ -26,8 +30,41 @@ public struct AccessPolicy: Sendable, Equatable {
     }
 
     public var grants: [Grant]
+    /// `--jwt-key`: signed tokens are taken besides (or instead of) `grants`.
+    public var jwt: JWTSettings?
 
-    public init(grants: [Grant]) { self.grants = grants }
+    public init(grants: [Grant], jwt: JWTSettings? = nil) {
+        self.grants = grants
+        self.jwt = jwt
+    }
+
+    /// Why a token shown is not taken.
+    public enum Refusal: Error, Equatable, CustomStringConvertible {
+        case unknown
+        case jwt(JWT.Refusal)
+
+        public var description: String {
+            switch self {
+            case .unknown: "that token is not valid here"
+            case .jwt(let r): r.description
+            }
+        }
+    }
+
+    /// The grant of a token shown at `wallMS` (ms since the epoch): a token of the auth
+    /// file, or else, with `--jwt-key`, a JWT whose signature and claims hold.
+    public func check(_ token: String, wallMS: Int64) -> Result<Grant, Refusal> {
+        if let g = grant(for: token) { return .success(g) }
+        guard let jwt, JWT.looksLike(token) else { return .failure(.unknown) }
+        return JWT.grant(token, settings: jwt, wallMS: wallMS).mapError { .jwt($0) }
+    }
+
+    /// What a policy's tokens are, for the start's log line.
+    public var summary: String {
+        let file = "\(grants.count) tokens"
+        guard jwt != nil else { return file }
+        return grants.isEmpty ? "JWTs (--jwt-key)" : file + " and JWTs (--jwt-key)"
+    }
 
     /// Parses an auth file: `{"tokens": [{"token", "role", "sessions"?, "label"?}]}`.
     /// Errors name the file and the place, like flows.

@@ -4,6 +4,31 @@ extension Hub {
         let id = ids.nextClient()
         peers[connection] = Peer(client: id, name: grant?.label ?? id, role: policy == nil ? .admin : grant?.role, grant: grant,
                                  rate: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now))
+        noteExpiry(grant)
+    }
+
+    /// A JWT's expiry, for the next check (`closeExpired`).
+    mutating func noteExpiry(_ grant: AccessPolicy.Grant?) {
+        guard let expires = grant?.expires else { return }
+        nextExpiry = min(nextExpiry ?? .max, expires)
+    }
+
+    /// Connections whose JWT expired (and was not refreshed by `auth`) are closed with
+    /// 1008 "token expired". Checked on the presence tick; a scan only when one is due.
+    mutating func closeExpired() {
+        guard let due = nextExpiry, time.wallMS >= due + JWT.leewayMS else { return }
+        nextExpiry = nil
+        var expired: [Int] = []
+        for (c, peer) in peers {
+            guard let expires = peer.grant?.expires else { continue }
+            if time.wallMS >= expires + JWT.leewayMS { expired.append(c) } else { nextExpiry = min(nextExpiry ?? .max, expires) }
+        }
+        for c in expired.sorted() {
+            out.append(.log(.info, "#\(c) \(peers[c]!.name): token expired"))
+            peers[c]!.grant = nil
+            peers[c]!.role = nil
+            out.append(.close(c, code: CloseCode.policyViolation, reason: "token expired"))
+        }
     }
 
     mutating func disconnect(_ connection: Int) {
@@ -20,16 +45,18 @@ extension Hub {
     mutating func reload(policy newPolicy: AccessPolicy) {
         policy = newPolicy
         var lost: [Int] = []
+        nextExpiry = nil
         for (c, peer) in peers {
             guard let old = peer.grant else { continue }
-            guard let grant = newPolicy.grant(for: old.token) else {
+            guard case .success(let grant) = newPolicy.check(old.token, wallMS: time.wallMS) else {
                 lost.append(c)
                 continue
             }
             peers[c]!.grant = grant
             peers[c]!.role = peer.requestedRole.map { min($0, grant.role) } ?? grant.role
+            noteExpiry(grant)
         }
-        out.append(.log(.info, "SIGHUP: auth file reloaded: \(newPolicy.grants.count) tokens; \(lost.count) connections lost theirs"))
+        out.append(.log(.info, "SIGHUP: auth file reloaded: \(newPolicy.summary); \(lost.count) connections lost theirs"))
         for c in lost.sorted() { out.append(.close(c, code: CloseCode.policyViolation, reason: "token no longer valid")) }
     }
 
@@ -70,11 +97,13 @@ extension Hub {
                 peer.client = client
             }
             if let token = h.token, let policy {
-                guard let grant = policy.grant(for: token) else {
-                    return error(.forbidden, "that token is not valid here")
+                switch policy.check(token, wallMS: time.wallMS) {
+                case .failure(let refusal): return error(.forbidden, refusal.description)
+                case .success(let grant):
+                    peer.grant = grant
+                    peer.role = grant.role
+                    noteExpiry(grant)
                 }
-                peer.grant = grant
-                peer.role = grant.role
             }
             if let role = h.role {
                 guard let r = Role(rawValue: role) else { return error(.badRequest, "'role' must be viewer, controller or admin") }
@@ -88,6 +117,26 @@ extension Hub {
 
         case .join(let j):
             join(j, peer, c, requestID)
+
+        case .auth(let token):
+            guard let policy else { return error(.badRequest, "this server has no auth file and no --jwt-key: there is no token to refresh") }
+            let grant: AccessPolicy.Grant
+            switch policy.check(token, wallMS: time.wallMS) {
+            case .failure(let refusal): return error(.forbidden, "\(refusal); the token before stays in force")
+            case .success(let g): grant = g
+            }
+            if let old = peer.grant, grant.role > old.role {
+                return error(.forbidden, "a refresh may not raise the role (\(old.role.rawValue) to \(grant.role.rawValue)); the token before stays in force")
+            }
+            if let outside = peer.sessions.sorted().first(where: { !grant.allows(session: $0) }) {
+                return error(.forbidden, "the new token does not allow session '\(outside)', which this connection is in; the token before stays in force")
+            }
+            peer.grant = grant
+            peer.role = peer.requestedRole.map { min($0, grant.role) } ?? grant.role
+            if peer.name == peer.client, let label = grant.label { peer.name = label }
+            peers[c] = peer
+            noteExpiry(grant)
+            reply(.auth(role: peer.role!.rawValue, expires: grant.expires.map { $0 / 1000 }))
 
         case .leave(let name):
             if let at = sessions.index(forKey: name), let m = sessions.values[at].remove(c, detail: configuration.presenceDetail) {
@@ -235,7 +284,7 @@ extension Hub {
     /// the sequencer on the operations that run.
     private func permission(_ message: ClientMessage, _ peer: Peer) -> NavError? {
         switch message {
-        case .hello, .ping: return nil
+        case .hello, .ping, .auth: return nil
         default: break
         }
         guard let role = peer.role else {

@@ -115,6 +115,8 @@ public struct Hub {
     public let configuration: HubConfiguration
     /// The auth file's tokens; nil when there is none (every client is admin).
     public internal(set) var policy: AccessPolicy?
+    /// The earliest JWT expiry among the connections (ms since the epoch), if any.
+    var nextExpiry: Int64?
     public private(set) var flows: [String: Flow]
     public internal(set) var sessions: [String: Session] = [:]
     var peers: [Int: Peer] = [:]
@@ -221,6 +223,7 @@ public struct Hub {
         case .tick:
             publishLocalPresence()
             flushPresence()
+            closeExpired()
         case .cluster(let e):
             clusterEvent(e)
         }

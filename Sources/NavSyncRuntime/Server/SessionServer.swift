@@ -194,22 +194,34 @@ public final class SessionServer: ServerApplication {
         let state = ClientState()
         connection.context = state
         if let policy = hub.policy, let token = AccessPolicy.token(of: request) {
-            guard let grant = policy.grant(for: token) else {
-                var r = HTTPResponse.text(401, "that token is not valid here\n")
+            switch policy.check(token, wallMS: unixMilliseconds()) {
+            case .failure(let refusal):
+                var r = HTTPResponse.text(401, "\(refusal)\n")
                 r.headers.append(("WWW-Authenticate", "Bearer"))
                 return r
+            case .success(let grant):
+                state.grant = grant
             }
-            state.grant = grant
         }
         return nil
     }
 
-    /// SIGHUP: re-reads the auth file; connections whose token is gone are closed with
-    /// 1008. A file that does not load leaves everything as it was.
+    /// SIGHUP: re-reads the auth file and the `--jwt-key` files; connections whose
+    /// token is gone are closed with 1008. What does not load leaves everything as it was.
     public func reload(on server: Server) {
-        guard let authFile else { return server.logger.info("SIGHUP: no auth file to reload") }
+        var jwt = hub.policy?.jwt
+        if let keys = jwt?.check as? JWTKeys {
+            do { jwt?.check = try JWTKeys(files: keys.files) } catch {
+                return server.logger.error("SIGHUP: not reloaded, the old keys and tokens stay: \(error)")
+            }
+        }
+        guard let authFile else {
+            guard jwt != nil else { return server.logger.info("SIGHUP: no auth file to reload") }
+            return handle(.policy(AccessPolicy(grants: [], jwt: jwt)), on: server)
+        }
         do {
-            let policy = try AccessPolicy.load(file: authFile)
+            var policy = try AccessPolicy.load(file: authFile)
+            policy.jwt = jwt
             let loopback = server.host.hasPrefix("127.") || server.host == "::1"
             if !loopback, let (i, reason) = policy.weakTokens.first {
                 return server.logger.error("SIGHUP: auth file not reloaded, the old one stays: \(authFile): tokens[\(i)].token \(reason), and the server listens on \(server.host)")
