@@ -18,12 +18,13 @@ def finish(script):
     sys.exit(1 if _counts["failed"] else 0)
 
 
-def headless_chromium(window="1100,760"):
-    """Debian's chromium through its chromedriver, headless, console messages kept."""
+def headless_chromium(window="1100,760", extra=()):
+    """Debian's chromium through its chromedriver, headless, console messages kept;
+    `extra` flags besides (--ignore-certificate-errors for a test certificate)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     options = webdriver.ChromeOptions()
-    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", f"--window-size={window}"]:
+    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", f"--window-size={window}", *extra]:
         options.add_argument(arg)
     options.binary_location = "/usr/bin/chromium"
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})

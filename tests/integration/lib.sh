@@ -22,7 +22,7 @@ start_navsyncd() {
     done
     local line; line="$(head -n 1 "$fifo")"
     case "$line" in
-        "navsyncd listening on ws://"*) ;;
+        "navsyncd listening on ws://"* | "navsyncd listening on wss://"*) ;;
         *) echo "unexpected first line: '$line'"; return 1 ;;
     esac
     WS_URL="$(echo "$line" | awk '{print $4}')"
