@@ -174,6 +174,8 @@ export interface Client {
   readonly clientId: string | null;
   session(name: string, options?: { create?: boolean; flow?: string }): Session;
   list(): Promise<{ session: string; flow: string; rev: number; members: number }[]>;
+  /** Replaces the connection's token (a JWT about to expire); never raises the role. */
+  refreshToken(token: string): Promise<{ role: "viewer" | "controller" | "admin"; expires?: number }>;
   on(event: "status", handler: (status: ClientStatus) => void): () => void;
   on(event: "error", handler: (error: NavsyncError) => void): () => void;
   close(): void;

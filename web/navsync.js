@@ -97,6 +97,15 @@ class Client extends Emitter {
     return (await this.request({ type: "sessions" })).sessions;
   }
 
+  /** A fresh token for the live connection (a JWT about to expire): resolves to
+   *  {role, expires} (expires: seconds since the epoch); rejects, leaving the old token in
+   *  force, when it is refused or would raise the role. Later reconnects say hello with it. */
+  async refreshToken(token) {
+    const reply = await this.request({ type: "auth", token });
+    this.options.token = token;
+    return { role: reply.role, expires: reply.expires };
+  }
+
   /** Closes the connection for good; every pending promise rejects with `closed`. */
   close() {
     if (this.closed) return;

@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import json
 import random
+import ssl
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 import jsonpatch
@@ -36,10 +37,21 @@ async def _websocket(url: str) -> Any:
     return await websockets.connect(url, subprotocols=["navsync.v1"], max_size=None, ping_interval=None)
 
 
+def _trusting(cafile: str) -> Connector:
+    """A connector whose wss:// connections trust the CA certificates in `cafile` (PEM),
+    instead of the system's: a server's own certificate file, say."""
+    context = ssl.create_default_context(cafile=cafile)
+
+    async def connect(url: str) -> Any:
+        return await websockets.connect(url, subprotocols=["navsync.v1"], max_size=None, ping_interval=None,
+                                        ssl=context if url.startswith("wss://") else None)
+    return connect
+
+
 def _normal_url(url: str) -> str:
     """`ws://host:port/ws`; `host:port` and `http://host:port/` are taken too."""
     if url.startswith(("http://", "https://")):
-        url = "ws" + url[4:]
+        url = "ws" + url[4:]   # https:// becomes wss://
     if "://" not in url:
         url = "ws://" + url
     scheme, rest = url.split("://", 1)
@@ -148,7 +160,10 @@ class Session:
 
     def __init__(self, urls: str | Iterable[str], session: str, *, create: bool = False, flow: str | None = None,
                  token: str | None = None, name: str | None = None, role: str | None = None,
-                 connector: Connector = _websocket, backoff: tuple[float, float] = (0.1, 5.0)) -> None:
+                 connector: Connector | None = None, backoff: tuple[float, float] = (0.1, 5.0),
+                 cafile: str | None = None) -> None:
+        if connector is None:
+            connector = _trusting(cafile) if cafile else _websocket
         self.urls = [_normal_url(u) for u in ([urls] if isinstance(urls, str) else list(urls))]
         if not self.urls:
             raise ValueError("navsync.connect needs at least one server URL")
@@ -332,7 +347,7 @@ class Session:
             self._set_state(m["state"], m["rev"])
             if m.get("id") in self._requests:
                 self._requests.pop(m["id"]).set_result(m)
-        elif kind in ("history", "snapshot", "synced", "sessions", "pong") and m.get("id") in self._requests:
+        elif kind in ("history", "snapshot", "synced", "sessions", "pong", "auth") and m.get("id") in self._requests:
             self._requests.pop(m["id"]).set_result(m)
         elif kind == "presence" and m.get("session") == self.session:
             for x in m.get("joined", []):
@@ -502,6 +517,15 @@ class Session:
         if focus is not None:
             message["focus"] = focus
         await self._send(message)
+
+    async def refresh_token(self, token: str) -> dict[str, Any]:
+        """Replaces the connection's token (a JWT about to expire) without reconnecting:
+        `{"role", "expires"}` (seconds since the epoch). A refused token raises NavError
+        and leaves the old one in force; a refresh never raises the role. Reconnects
+        say hello with the new one."""
+        reply = await self.request({"type": "auth", "token": token})
+        self.token = token
+        return {"role": reply["role"], "expires": reply.get("expires")}
 
     async def request(self, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
         """Any other request (`history`, `get` of a past revision, `sessions`): its reply."""

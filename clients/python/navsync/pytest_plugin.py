@@ -50,12 +50,18 @@ class Navsyncd:
         self.process = subprocess.Popen([self.binary, "--port", str(self.port), *self.args],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline() if self.process.stdout else ""
-        if not line.startswith("navsyncd listening on ws://"):
+        if not line.startswith(("navsyncd listening on ws://", "navsyncd listening on wss://")):
             err = self.process.stderr.read() if self.process.stderr else ""
             raise RuntimeError(f"navsyncd did not start: {line!r} {err}")
         self.url = line.split()[3]
+        #: With --tls-self-signed: the certificate file to trust (`cafile=`).
+        self.cafile: str | None = None
+        if self.url.startswith("wss://") and "--tls-self-signed" in self.args and self.process.stdout:
+            made = self.process.stdout.readline()
+            if " in " in made:
+                self.cafile = made.split(" in ", 1)[1].split(" ", 1)[0]
         self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
-        self.http = f"http://127.0.0.1:{self.port}/"
+        self.http = line.split("(web: ", 1)[1].rstrip(")\n") if "(web: " in line else f"http://127.0.0.1:{self.port}/"
 
     def stop(self, signal: str = "TERM") -> int:
         if self.process is None:

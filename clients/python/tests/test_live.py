@@ -85,3 +85,31 @@ def test_a_restart_with_data_mid_command_loses_and_doubles_nothing(navsyncd):
     commands = [e["cmd"] for e in history["entries"]]
     assert len(commands) == len(set(commands)) == 41, "each command applied once"
     assert all(a.results == ["applied"] for a in acks)
+
+
+@pytest.fixture
+def hs_key(tmp_path):
+    """An HS256 secret for `--jwt-key {tmp_path}/hs.key`."""
+    secret = os.urandom(32).hex()
+    (tmp_path / "hs.key").write_text(secret + "\n")
+    return secret
+
+
+@pytest.mark.navsyncd_args("--tls-self-signed", "--jwt-key", "{tmp_path}/hs.key")
+def test_tls_and_a_jwt_refreshed_on_the_live_connection(hs_key, navsyncd):
+    jwt = pytest.importorskip("jwt")
+    assert navsyncd.url.startswith("wss://") and navsyncd.cafile
+
+    def token(role, ttl):
+        return jwt.encode({"sub": "qa-bot", "role": role, "exp": int(time.time()) + ttl}, hs_key, algorithm="HS256")
+
+    with navsync.sync.connect(navsyncd.url, "demo", token=token("controller", 60), cafile=navsyncd.cafile) as s:
+        assert s.open("/product/5").results == ["applied"]
+        renewed = s.refresh_token(token("viewer", 3600))
+        assert renewed["role"] == "viewer" and renewed["expires"] > time.time() + 3000
+        with pytest.raises(navsync.NavError) as refused:
+            s.refresh_token(token("admin", 3600))
+        assert "may not raise the role" in str(refused.value)
+        with pytest.raises(navsync.NavError) as forbidden:
+            s.pop()
+        assert forbidden.value.code == "forbidden"   # the viewer token is in force now
