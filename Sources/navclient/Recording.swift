@@ -8,6 +8,11 @@ enum Recording {
     /// `navclient log`: `GET /api/sessions/NAME/log[?from=R]` to standard output.
     static func log(_ o: ClientOptions, from: Int?) -> Int32 {
         let target = "/api/sessions/\(o.session)/log" + (from.map { "?from=\($0)" } ?? "")
+        if let tls = o.urls.first(where: \.secure) {
+            let https = "https://\(tls.host):\(tls.port)\(target)"
+            Stderr.line("navclient log reads over plain HTTP only; for a TLS server: curl --cacert FILE -H 'Authorization: Bearer TOKEN' \(https)")
+            return Exit.usage
+        }
         // With several servers, the first that answers.
         guard let (status, body) = o.urls.lazy.compactMap({ httpGet(host: $0.host, port: $0.port, target: target, token: o.token) }).first else {
             Stderr.line("navclient log: no server answers at \(o.urls.map { "\($0.host):\($0.port)" }.joined(separator: ", "))")
