@@ -98,6 +98,8 @@ public struct ConnectionMachine: Sendable {
     public let limits: ConnectionLimits
     public let webSocketPath: String
     public let subprotocols: [String]
+    /// How `Sec-WebSocket-Accept` is computed (the runtime's is OpenSSL's).
+    private let acceptValue: WebSocketHandshake.AcceptValue
     public private(set) var state: State
     /// When bytes last arrived.
     private var lastHeard: Int64
@@ -108,8 +110,10 @@ public struct ConnectionMachine: Sendable {
     private var stalledSince: Int64?
 
     public init(limits: ConnectionLimits = ConnectionLimits(), webSocketPath: String = "/ws",
-                subprotocols: [String] = ["navsync.v1"], now: Int64) {
+                subprotocols: [String] = ["navsync.v1"], acceptValue: @escaping WebSocketHandshake.AcceptValue = WebSocketHandshake.acceptValue(forKey:),
+                now: Int64) {
         self.limits = limits
+        self.acceptValue = acceptValue
         self.webSocketPath = webSocketPath
         self.subprotocols = subprotocols
         state = .http(HTTPParser(limits: limits.http))
@@ -218,7 +222,7 @@ public struct ConnectionMachine: Sendable {
         guard case .http(var parser) = state, awaiting == request else { return [] }
         awaiting = nil
         if let refusal { return [.write(refusal.serialized(keepAlive: false))] + finish(.httpDone) }
-        switch WebSocketHandshake.accept(request, subprotocols: subprotocols) {
+        switch WebSocketHandshake.accept(request, subprotocols: subprotocols, acceptValue: acceptValue) {
         case .refused(let response):
             return [.write(response.serialized(keepAlive: false))] + finish(.httpDone)
         case .accepted(let agreement):

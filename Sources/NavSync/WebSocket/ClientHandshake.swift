@@ -118,7 +118,8 @@ public enum ClientHandshake {
 
     /// Checks the server's response: 101, `Upgrade: websocket`, and the accept value
     /// for our key (section 4.1, items 1–4 of the client's checks).
-    public static func response(_ buffer: [UInt8], key: String) -> Result {
+    public static func response(_ buffer: [UInt8], key: String,
+                                acceptValue: WebSocketHandshake.AcceptValue = WebSocketHandshake.acceptValue(forKey:)) -> Result {
         // Bytes scanned by hand: the generic `firstRange(of:)` and string splitting
         // cost some 400,000 instructions a handshake, most of a load generator's work
         // when thousands of members connect at once.
@@ -147,7 +148,7 @@ public enum ClientHandshake {
             return .refused(status: status, reason: reason)
         }
         guard header("upgrade")?.lowercased() == "websocket" else { return .refused(status: 101, reason: "no 'Upgrade: websocket'") }
-        guard header("sec-websocket-accept") == WebSocketHandshake.acceptValue(forKey: key) else {
+        guard header("sec-websocket-accept") == acceptValue(key) else {
             return .refused(status: 101, reason: "wrong Sec-WebSocket-Accept")
         }
         return .accepted(subprotocol: header("sec-websocket-protocol"), remaining: Array(buffer[end...]))

@@ -3,7 +3,10 @@ public enum WebSocketHandshake {
     /// Section 1.3: appended to the key before hashing.
     public static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-    /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key`.
+    /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key`: base64(SHA-1(key + guid)). The
+    /// core's own, Foundation only (`SHA1`, `Base64`); the runtime passes OpenSSL's.
+    public typealias AcceptValue = @Sendable (_ key: String) -> String
+
     public static func acceptValue(forKey key: String) -> String {
         Base64.encode(SHA1.hash(Array((key + guid).utf8)))
     }
@@ -32,7 +35,7 @@ public enum WebSocketHandshake {
         case refused(HTTPResponse)
     }
 
-    public static func accept(_ request: HTTPRequest, subprotocols: [String]) -> Outcome {
+    public static func accept(_ request: HTTPRequest, subprotocols: [String], acceptValue: AcceptValue = acceptValue(forKey:)) -> Outcome {
         guard request.method == "GET" else {
             var r = HTTPResponse.text(405, "a WebSocket handshake must be a GET\n")
             r.headers.append(("Allow", "GET"))
@@ -57,7 +60,7 @@ public enum WebSocketHandshake {
         let offers = request.headers("Sec-WebSocket-Protocol")
         let chosen = offers.isEmpty ? nil : offers.flatMap { $0.split(separator: ",").map { $0.trimmingSpaces } }.first { subprotocols.contains($0) }
         var headers: [(String, String)] = [("Upgrade", "websocket"), ("Connection", "Upgrade"),
-                                           ("Sec-WebSocket-Accept", acceptValue(forKey: keys[0]))]
+                                           ("Sec-WebSocket-Accept", acceptValue(keys[0]))]
         if let chosen { headers.append(("Sec-WebSocket-Protocol", chosen)) }
         return .accepted(Agreement(response: HTTPResponse(status: 101, headers: headers), subprotocol: chosen))
     }

@@ -66,7 +66,7 @@ public final class Connection {
         socketHost = host
         maxQueueBytes = server.configuration.maxQueueBytes
         tls = server.tlsContext.map { TLSStream(context: $0) }
-        machine = ConnectionMachine(limits: server.configuration.connection, now: now)
+        machine = ConnectionMachine(limits: server.configuration.connection, acceptValue: Digests.webSocketAccept, now: now)
     }
 
     /// Whether messages may be sent: the WebSocket opened and no close frame is queued.

@@ -162,7 +162,7 @@ public final class WebSocketClient {
         switch state {
         case .handshaking:
             handshakeBuffer.append(contentsOf: bytes)
-            switch ClientHandshake.response(handshakeBuffer, key: key) {
+            switch ClientHandshake.response(handshakeBuffer, key: key, acceptValue: Digests.webSocketAccept) {
             case .needMore: return
             case .refused(let status, let reason):
                 finish(nil, status == 0 ? reason : "the server refused the upgrade: \(status) \(reason)")

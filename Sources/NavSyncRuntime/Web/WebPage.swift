@@ -19,7 +19,7 @@ public struct WebPage: Sendable {
         bytes = Array(text.utf8)
         contentType = type
         self.shared = shared
-        etag = "\"" + SHA1.hash(bytes).prefix(8).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\""
+        etag = "\"" + Digests.sha1(bytes).prefix(8).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\""
     }
 
     /// A strong validator: it changes only when the file does.
