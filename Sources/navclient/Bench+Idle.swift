@@ -6,7 +6,7 @@ extension Bench {
     /// `--idle N`: N idle connections (joined with `--join`), and the server memory
     /// each one costs, read from /proc 3 s after the last is in.
     func runIdle(_ count: Int) -> Int32 {
-        let loop = ClientLoop()
+        let loop = makeLoop()
         let before = ProcessStats.read(pid)
         var joined = 0
         var failures = 0

@@ -25,6 +25,15 @@ struct Bench {
     /// Members that stop reading once joined and read again when the publishers stop.
     var slow = 0
     var json = false
+    /// `--cacert FILE`: what `wss://` servers are checked against.
+    var cacert: String?
+
+    /// A loop whose `wss://` connections trust `--cacert` (or the system's CAs).
+    func makeLoop() -> ClientLoop {
+        let loop = makeLoop()
+        if let cacert { loop.tls = try? TLSContext.client(caFile: cacert) }
+        return loop
+    }
 
     static let usage = """
     usage: navclient bench [URL[,URL...]] [--server URL]... [options]
@@ -49,6 +58,7 @@ struct Bench {
       --idle N           instead: open N idle connections and report server memory per connection
                          (all from one address: start navsyncd with --max-connections-per-ip above N)
       --join             with --idle: each connection also joins one of 10 sessions
+      --cacert FILE      check wss:// servers against the CA certificates in FILE
       --json             print the result as one JSON object
 
     Commands per second are counted over the time the publishers send; deliveries per
@@ -96,6 +106,10 @@ struct Bench {
                 case "--join": b.idleJoin = true
                 case "--slow": b.slow = try int(arg)
                 case "--json": b.json = true
+                case "--cacert":
+                    guard let v = rest.popFirst() else { throw UsageError("--cacert needs a PEM file") }
+                    do { _ = try TLSContext.client(caFile: v) } catch { throw UsageError("--cacert: \(error)") }
+                    b.cacert = v
                 case "-h", "--help": throw UsageError.help
                 case "--server":
                     guard let v = rest.popFirst() else { throw UsageError("--server needs a URL") }
@@ -158,7 +172,7 @@ struct Bench {
     /// a new command goes out as soon as an ack comes back, while members still read
     /// the previous patches (the server and the readers then work at the same time).
     func runLoad() -> Int32 {
-        let loop = ClientLoop()
+        let loop = makeLoop()
         let stats = MemberStats()
         var members: [WebSocketClient] = []
         var joined = 0
@@ -180,7 +194,7 @@ struct Bench {
             serverBefore = ProcessStats.read(pid)
             let bench = self
             startThread {
-                let ploop = ClientLoop()
+                let ploop = bench.makeLoop()
                 let publishers = sessionNames.flatMap { session in
                     (0..<bench.publishers).map { Publisher(loop: ploop, url: bench.urls[$0 % bench.urls.count], session: session, index: $0, bench: bench, stats: publisherStats) }
                 }
