@@ -30,7 +30,7 @@ struct Bench {
 
     /// A loop whose `wss://` connections trust `--cacert` (or the system's CAs).
     func makeLoop() -> ClientLoop {
-        let loop = makeLoop()
+        let loop = ClientLoop()
         if let cacert { loop.tls = try? TLSContext.client(caFile: cacert) }
         return loop
     }
