@@ -24,6 +24,7 @@ check "plain HTTP to the TLS port: 400, told to use https" bash -c "curl -s -i '
 check "TLS 1.1 is refused" bash -c "! openssl s_client -connect 127.0.0.1:$port -tls1_1 </dev/null >'$dir/tls11.log' 2>&1"
 check "TLS 1.3 is served" bash -c "openssl s_client -connect 127.0.0.1:$port -tls1_3 -CAfile '$dir/ca.pem' </dev/null 2>&1 | grep -q 'TLSv1.3'"
 check "navclient --cacert: exec over wss://" "$NAVCLIENT" exec "wss://localhost:$port/ws" --cacert "$dir/ca.pem" "open /product/7"
+check "navclient bench --cacert: members and a publisher over wss://" bash -c "'$NAVCLIENT' bench 'wss://localhost:$port/ws' --cacert '$dir/ca.pem' --clients 4 --commands 50 --json 2>/dev/null | '$PY' -c 'import json,sys; r=json.load(sys.stdin); assert r[\"deliveries\"]==200 and r[\"errors\"]==0, r'"
 check "navclient: an untrusted certificate is refused with why" bash -c "! '$NAVCLIENT' get 'wss://localhost:$port/ws' 2>&1 | tee '$dir/untrusted.txt' >/dev/null; grep -q 'certificate verify failed' '$dir/untrusted.txt'"
 
 PYTHONPATH="$ROOT/tests/integration" "$PY" - "$port" "$dir" <<'PY' || FAILED=$((FAILED + 1))
