@@ -1,6 +1,5 @@
 import NavSync
 import CSSL
-@preconcurrency import Glibc
 
 /// The keys of `--jwt-key`, checking JWT signatures with OpenSSL: an HS256 secret (the
 /// file's bytes, one trailing newline ignored, at least 32 of them), or an RS256 or
@@ -24,7 +23,7 @@ public final class JWTKeys: JWTSignatureCheck, @unchecked Sendable {
     public init(files: [String]) throws(TLSError) {
         var keys: [Key] = []
         for file in files {
-            guard let bytes = Self.read(file) else { throw TLSError("--jwt-key \(file): cannot read it") }
+            guard let bytes = FileSystem.read(file), bytes.count <= 1 << 20 else { throw TLSError("--jwt-key \(file): cannot read it") }
             keys.append(try Self.key(bytes, file: file))
         }
         self.keys = keys
@@ -32,20 +31,6 @@ public final class JWTKeys: JWTSignatureCheck, @unchecked Sendable {
     }
 
     deinit { keys.forEach { EVP_PKEY_free($0.publicKey) } }
-
-    private static func read(_ path: String) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n <= 0 { break }
-            out += chunk[0..<n]
-            if out.count > 1 << 20 { return nil }
-        }
-        return out
-    }
 
     private static func key(_ bytes: [UInt8], file: String) throws(TLSError) -> Key {
         let text = String(decoding: bytes, as: UTF8.self)
