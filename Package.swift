@@ -5,7 +5,7 @@ import PackageDescription
 //   NavSync         the pure core: Foundation at most, no C library.
 //   NavSyncClient   what an iOS/macOS app adds: the navigator and its transports;
 //                   NavSync only, so it too links no C library (tests/integration/split.sh).
-//   NavSyncRuntime  the only code that touches libuv, jansson, hiredis, OpenSSL and files: the
+//   NavSyncRuntime  the only code that touches libuv, jansson, hiredis, OpenSSL, zlib and files: the
 //                   server, the libuv client transport, storage, cluster, web assets.
 let package = Package(
     name: "navsync",
@@ -23,9 +23,11 @@ let package = Package(
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         // TLS (HTTPS, wss://), JWT signatures and digests: OpenSSL 3.
         .systemLibrary(name: "CSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // permessage-deflate and the journal's CRC-32: zlib.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "NavSync"),
         .target(name: "NavSyncClient", dependencies: ["NavSync"]),
-        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncClient", "CJansson", "CUV", "CHiredis", "CSSL"],
+        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncClient", "CJansson", "CUV", "CHiredis", "CSSL", "CZlib"],
                 plugins: ["EmbedWebPlugin"]),
         // web/ (the device page, navsync.js, navsync.d.ts) becomes Swift source at build
         // time, so navsyncd stays one self-contained binary.

@@ -89,9 +89,11 @@ extension Bench {
 
         private func send() {
             guard !stopped, bench.commands.map({ next < Int64($0) }) ?? true else { return }
-            // The first command opens the main screen; then push and pop alternate.
+            // The first command opens the main screen; then push and pop alternate (or,
+            // with --update, the session's product list is replaced).
             let op = next == 0 ? #"{"op":"setRoot","route":"main"}"#
-                : next % 2 == 1 ? #"{"op":"push","route":"detail","params":{"id":7}}"# : #"{"op":"pop"}"#
+                : bench.updateBytes.map { Bench.productListUpdate(bytes: $0, seed: Int(next)) }
+                ?? (next % 2 == 1 ? #"{"op":"push","route":"detail","params":{"id":7}}"# : #"{"op":"pop"}"#)
             let id = next * Int64(bench.publishers) + Int64(index)
             let text = #"{"type":"command","session":"\#(session)","id":\#(id),"ops":[\#(op)]}"#
             sentAt[id] = monotonicNanoseconds()
@@ -110,4 +112,25 @@ extension Bench {
     }
 
     static let ackPrefix = Array(#"{"type":"ack","id":"#.utf8)
+}
+
+extension Bench {
+    /// `--update BYTES`: an `update` of the session's data with a product list of about
+    /// `bytes` of JSON, as a shop's screen carries it (names, prices, stock, tags), its
+    /// prices and stock changing with `seed`, so every command is a real change.
+    static func productListUpdate(bytes: Int, seed: Int) -> String {
+        let names = ["Trail Runner", "City Sneaker", "Rain Jacket", "Wool Beanie", "Canvas Tote", "Desk Lamp", "Travel Mug", "Day Pack"]
+        let colors = ["black", "blue", "green", "sand", "red", "grey"]
+        var items: [String] = []
+        var size = 0
+        var i = 0
+        while size < bytes - 64 {
+            let price = 19 + (i * 37 + seed * 7) % 180
+            let item = #"{"id":\#(1000 + i),"name":"\#(names[i % names.count]) \#(i / names.count + 2)","color":"\#(colors[(i + seed) % colors.count])","price":\#(price).\#(i % 10)9,"stock":\#((i * 13 + seed) % 40),"tags":["\#(i % 2 == 0 ? "new" : "sale")","\#(colors[i % colors.count])"]}"#
+            items.append(item)
+            size += item.utf8.count + 1
+            i += 1
+        }
+        return #"{"op":"update","scope":"session","data":{"products":[\#(items.joined(separator: ","))],"page":\#(seed % 5)}}"#
+    }
 }

@@ -27,6 +27,11 @@ struct Bench {
     var json = false
     /// `--cacert FILE`: what `wss://` servers are checked against.
     var cacert: String?
+    /// `--compression`: members offer permessage-deflate.
+    var compression = false
+    /// `--update BYTES`: commands are session-data updates of a product list of about
+    /// this size (realistic screen data) instead of push and pop.
+    var updateBytes: Int?
 
     /// A loop whose `wss://` connections trust `--cacert` (or the system's CAs).
     func makeLoop() -> ClientLoop {
@@ -58,6 +63,9 @@ struct Bench {
       --idle N           instead: open N idle connections and report server memory per connection
                          (all from one address: start navsyncd with --max-connections-per-ip above N)
       --join             with --idle: each connection also joins one of 10 sessions
+      --update BYTES     publishers send an update of the session's data instead: a product
+                         list of about BYTES of JSON, changing with every command
+      --compression      members offer permessage-deflate; the report gives wire bytes per delivery
       --cacert FILE      check wss:// servers against the CA certificates in FILE
       --json             print the result as one JSON object
 
@@ -106,6 +114,8 @@ struct Bench {
                 case "--join": b.idleJoin = true
                 case "--slow": b.slow = try int(arg)
                 case "--json": b.json = true
+                case "--compression": b.compression = true
+                case "--update": b.updateBytes = try int(arg)
                 case "--cacert":
                     guard let v = rest.popFirst() else { throw UsageError("--cacert needs a PEM file") }
                     do { _ = try TLSContext.client(caFile: v) } catch { throw UsageError("--cacert: \(error)") }
@@ -138,6 +148,8 @@ struct Bench {
     /// still miss its patch, then when the last one got it.
     final class MemberStats {
         var deliveries = 0
+        /// What the members had read when the publishers started (joins excluded).
+        var bytesAtStart = 0
         /// Presence messages members received (DESIGN.md section 14: O(N) for N joins).
         var presence = 0
         /// When the first member connected and when the last one had joined.
@@ -191,6 +203,7 @@ struct Bench {
         func startPublishers() {
             started = monotonicNanoseconds()
             stats.publishingStarted = loop.now
+            stats.bytesAtStart = members.reduce(0) { $0 + $1.bytesIn }
             serverBefore = ProcessStats.read(pid)
             let bench = self
             startThread {
@@ -244,7 +257,7 @@ struct Bench {
             let sessionIndex = Int64(i % sessions)
             let session = sessionNames[i % sessions]
             let expected = membersPerSession[session] ?? 0
-            let m = WebSocketClient(loop: loop, url: urls[i % urls.count])
+            let m = WebSocketClient(loop: loop, url: urls[i % urls.count], compression: compression)
             m.onOpen = { m.send(text: Array(#"{"type":"join","session":"\#(session)","create":true}"#.utf8)) }
             if i < slow {
                 m.onText = { bytes in
@@ -376,7 +389,8 @@ struct Bench {
         }
         var errors = publisherStats.errors
         for (k, v) in stats.errors { errors[k, default: 0] += v }
-        report(deliveries: stats.deliveries, acked: publisherStats.acked, errors: errors, ack: Percentiles(publisherStats.ackLatencies),
+        let wireBytes = members.reduce(0) { $0 + $1.bytesIn } - stats.bytesAtStart
+        report(deliveries: stats.deliveries, wireBytes: wireBytes, acked: publisherStats.acked, errors: errors, ack: Percentiles(publisherStats.ackLatencies),
                last: Percentiles(lastMember), spans: spans, before: serverBefore, after: serverAfter, slow: slowStats,
                joins: (seconds: clients == 0 ? 0 : Double(stats.allJoined &- stats.joinStarted) / 1e9, presence: stats.presence))
         return 0
@@ -449,7 +463,7 @@ struct Bench {
         return true
     }
 
-    func report(deliveries: Int, acked: Int, errors: [String: Int], ack: Percentiles, last: Percentiles,
+    func report(deliveries: Int, wireBytes: Int = 0, acked: Int, errors: [String: Int], ack: Percentiles, last: Percentiles,
                 spans: Spans, before: ProcessStats?, after: ProcessStats?, slow slowStats: SlowStats,
                 joins: (seconds: Double, presence: Int)) {
         let revs = slowStats.rev.values
@@ -469,6 +483,7 @@ struct Bench {
             if let cpuPerMillion { o["serverCpuSecondsPerMillionDeliveries"] = .double(cpuPerMillion) }
             if let after { o["serverRssKiB"] = .int(Int64(after.rssKiB)) }
             o["joinSeconds"] = .double(joins.seconds)
+            if deliveries > 0 { o["wireBytesPerDelivery"] = .double(Double(wireBytes) / Double(deliveries)) }
             o["presenceMessages"] = .int(Int64(joins.presence))
             if slow > 0 {
                 o["slow"] = ["members": .int(Int64(slow)), "withSnapshot": .int(Int64(slowStats.snapshots.count)),
@@ -482,6 +497,9 @@ struct Bench {
         printLine(String(format: "  joins             %d members joined in %.2f s; %d presence messages received in all", clients, joins.seconds, joins.presence))
         printLine(String(format: "  deliveries        %d (%.0f/s over the %.1f s from the first command to the last patch read)", deliveries, perSecond, spans.delivering))
         printLine(String(format: "  commands acked    %d (%.0f/s over the %.1f s of publishing)", acked, ackedPerSecond, spans.publishing))
+        if deliveries > 0 {
+            printLine(String(format: "  wire bytes        %.0f per delivery, as members read them%@", Double(wireBytes) / Double(deliveries), compression ? " (permessage-deflate offered)" : ""))
+        }
         printLine("  errors            \(errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
         printLine("  command -> ack          \(ack.text)")
         printLine("  command -> last member  \(last.text)")

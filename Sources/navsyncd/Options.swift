@@ -30,6 +30,8 @@ struct Options {
     var tlsCertificate: String?
     var tlsKey: String?
     var tlsSelfSigned = false
+    /// `--compression-threshold`, kept for a `--compression on` given after it.
+    var compressionThreshold = 256
 
     static let usage = """
     usage: navsyncd [options]
@@ -105,8 +107,15 @@ struct Options {
                               are believed, so limits, logs and the origin check see
                               the client; from anyone else they are ignored. See
                               docs/deploy.md.
-      --max-connections N     open connections in all (default 16384, at most the open-files limit)
+      --max-connections N     open connections in all (default 16384, at most the open-files
+                              limit; navsyncd warns when that limit is lower)
+      --backlog N             connections the kernel queues before navsyncd accepts them
+                              (default: net.core.somaxconn, which also caps it)
       --max-connections-per-ip N  open connections from one address (default 4096)
+      --compression on|off    offer permessage-deflate (RFC 7692) to WebSocket clients; a
+                              broadcast is compressed once for every member that took it
+                              (default on; --ws-echo honours it too)
+      --compression-threshold BYTES  messages shorter than this go uncompressed (default 256)
       --log-level LEVEL       debug, info, warn, error or off (default info)
       --ws-echo               run only the WebSocket layer: echo every message back
                               (for conformance suites such as Autobahn)
@@ -166,6 +175,11 @@ struct Options {
             $0.snapshotEvery = Int($1)
             $0.snapshotEveryGiven = true
         },
+        "--compression-threshold": NumericFlag(range: 0...(1 << 30), unit: "a byte count") {
+            if $0.server.compressionThreshold != nil { $0.server.compressionThreshold = Int($1) }
+            $0.compressionThreshold = Int($1)
+        },
+        "--backlog": NumericFlag(range: 1...1_000_000, unit: "a number") { $0.server.backlog = Int32($1) },
         "--max-connections": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnections = Int($1) },
         "--max-connections-per-ip": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnectionsPerIP = Int($1) },
     ]
@@ -210,6 +224,9 @@ struct Options {
                 guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--tls-key needs a PEM file") }
                 o.tlsKey = v
             case "--tls-self-signed": o.tlsSelfSigned = true
+            case "--compression":
+                guard let v = args.popFirst(), v == "on" || v == "off" else { return .usageError("--compression needs on or off") }
+                o.server.compressionThreshold = v == "on" ? o.compressionThreshold : nil
             case "--auth":
                 guard let v = args.popFirst() else { return .usageError("--auth needs a file") }
                 o.authFile = v

@@ -90,7 +90,9 @@ if !options.jwtKeys.isEmpty {
 }
 
 let filesLimit = raiseOpenFilesLimit()
+let wantedConnections = options.server.maxConnections
 options.server.maxConnections = min(options.server.maxConnections, max(16, filesLimit - 64))
+let connectionsCapped = options.server.maxConnections < wantedConnections
 
 var store: DataStore?
 var restored: [Session] = []
@@ -134,6 +136,9 @@ do {
 } catch {
     say("navsyncd: \(error)", to: 2)
     exit(1)
+}
+if connectionsCapped {
+    server.logger.warn("the open-files limit is \(filesLimit): at most \(options.server.maxConnections) connections, not --max-connections \(wantedConnections); raise it (ulimit -n, LimitNOFILE= in a systemd unit; docs/operations.md)")
 }
 if !loopback && policy == nil { server.logger.warn("listening on \(server.host) with --insecure and no --auth: every client is admin") }
 if lanToken != nil {

@@ -100,6 +100,11 @@ public struct ConnectionMachine: Sendable {
     public let subprotocols: [String]
     /// How `Sec-WebSocket-Accept` is computed (the runtime's is OpenSSL's).
     private let acceptValue: WebSocketHandshake.AcceptValue
+    /// permessage-deflate is offered to clients when this is set (`--compression on`):
+    /// it inflates what they send compressed.
+    private let inflater: (any WebSocketInflating)?
+    /// What the handshake agreed: compressed messages both ways; nil for none.
+    public private(set) var deflate: PerMessageDeflate?
     public private(set) var state: State
     /// When bytes last arrived.
     private var lastHeard: Int64
@@ -111,9 +116,10 @@ public struct ConnectionMachine: Sendable {
 
     public init(limits: ConnectionLimits = ConnectionLimits(), webSocketPath: String = "/ws",
                 subprotocols: [String] = ["navsync.v1"], acceptValue: @escaping WebSocketHandshake.AcceptValue = WebSocketHandshake.acceptValue(forKey:),
-                now: Int64) {
+                inflater: (any WebSocketInflating)? = nil, now: Int64) {
         self.limits = limits
         self.acceptValue = acceptValue
+        self.inflater = inflater
         self.webSocketPath = webSocketPath
         self.subprotocols = subprotocols
         state = .http(HTTPParser(limits: limits.http))
@@ -225,9 +231,13 @@ public struct ConnectionMachine: Sendable {
         switch WebSocketHandshake.accept(request, subprotocols: subprotocols, acceptValue: acceptValue) {
         case .refused(let response):
             return [.write(response.serialized(keepAlive: false))] + finish(.httpDone)
-        case .accepted(let agreement):
+        case .accepted(var agreement):
             let early = parser.takeRemaining()
-            state = .open(WebSocketDecoder(role: .server, maxMessage: limits.maxMessage))
+            if inflater != nil, let agreed = PerMessageDeflate.negotiate(request.headers("Sec-WebSocket-Extensions")) {
+                deflate = agreed
+                agreement.response.headers.append(("Sec-WebSocket-Extensions", agreed.responseHeader))
+            }
+            state = .open(WebSocketDecoder(role: .server, maxMessage: limits.maxMessage, inflater: deflate == nil ? nil : inflater))
             var actions: [Action] = [.write(agreement.response.serialized(keepAlive: true)),
                                      .opened(request, subprotocol: agreement.subprotocol)]
             if !early.isEmpty { actions += received(early, now: now) }

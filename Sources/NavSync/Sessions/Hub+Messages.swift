@@ -256,7 +256,8 @@ extension Hub {
     /// every member (section 14).
     mutating func flushPresence() {
         for name in sessions.keys.sorted() where sessions[name]!.hasPresence {
-            guard let p = sessions.values[sessions.index(forKey: name)!].takePresence(detail: configuration.presenceDetail) else { continue }
+            guard let p = sessions.values[sessions.index(forKey: name)!].takePresence(
+                detail: configuration.presenceDetail, now: time.ms, countInterval: configuration.presenceCountInterval) else { continue }
             broadcast(name, .presence(session: name, p))
         }
     }

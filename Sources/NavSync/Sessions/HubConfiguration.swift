@@ -29,6 +29,9 @@ public struct HubConfiguration: Sendable {
     /// Members listed one by one in `presence` and `joined`; the rest are a count
     /// (`others`), so no presence message grows with the session.
     public var presenceDetail = 256
+    /// In a session past `presenceDetail`, a change of the count of the others alone
+    /// (`others`: a herd joining) goes to the members at most this often (ms).
+    public var presenceCountInterval: Int64 = 1_000
 
     public init() {}
 }

@@ -19,7 +19,13 @@ public struct Session: Sendable {
     /// join order (listed after them, as far as `presenceDetail` goes).
     private(set) var leaders: [Int] = []
     private(set) var viewers: [Int] = []
-    var hasPresence: Bool { !joinedSince.isEmpty || !leftSince.isEmpty || !statusSince.isEmpty }
+    /// Past `presenceDetail`, the count of the others as last announced, and when it may
+    /// be announced again on its own: a herd of joiners changes only the count, and
+    /// that goes to every member at most once per `presenceCountInterval`, not every tick.
+    private var announcedOthers: Int?
+    private var nextCountAt: Int64 = .min
+    private var countPending = false
+    var hasPresence: Bool { !joinedSince.isEmpty || !leftSince.isEmpty || !statusSince.isEmpty || countPending }
 
     public init(name: String, flow: Flow, sequencer: Sequencer) {
         self.name = name
@@ -63,6 +69,8 @@ public struct Session: Sendable {
             joinedSince.remove(at: i)
         } else if listed.contains(connection) || members.count < detail {
             leftSince.append(m.client)
+        } else {
+            countPending = true   // an unlisted member: only the count changes
         }
         listed.remove(connection)
         return m
@@ -88,7 +96,7 @@ public struct Session: Sendable {
 
     /// The presence gathered since the last one, and the listing now; nil when nothing
     /// changed.
-    mutating func takePresence(detail: Int) -> ServerMessage.Presence? {
+    mutating func takePresence(detail: Int, now: Int64 = 0, countInterval: Int64 = 0) -> ServerMessage.Presence? {
         guard hasPresence else { return nil }
         let order = listing(detail: detail)
         listed = Set(order)
@@ -101,6 +109,20 @@ public struct Session: Sendable {
         joinedSince = []
         leftSince = []
         statusSince = []
+        if p.isEmpty {
+            // Only the count may have changed: said once per interval, and only if it did.
+            guard p.others != announcedOthers else {
+                countPending = false
+                return nil
+            }
+            guard now >= nextCountAt else {
+                countPending = true
+                return nil
+            }
+        }
+        countPending = false
+        announcedOthers = p.others
+        if p.others != nil { nextCountAt = now + countInterval }
         return p.isEmpty && p.others == nil ? nil : p
     }
 

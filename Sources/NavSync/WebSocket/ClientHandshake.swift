@@ -110,15 +110,16 @@ public enum ClientHandshake {
     public enum Result: Sendable, Equatable {
         /// More bytes are needed.
         case needMore
-        /// Upgraded; `remaining` are frame bytes that came with the response.
-        case accepted(subprotocol: String?, remaining: [UInt8])
+        /// Upgraded; `remaining` are frame bytes that came with the response; `deflate`
+        /// what the server answered to a permessage-deflate offer (nil: not taken).
+        case accepted(subprotocol: String?, remaining: [UInt8], deflate: PerMessageDeflate.ClientAgreement? = nil)
         /// Refused: the status and the response body's first line, or what was wrong.
         case refused(status: Int, reason: String)
     }
 
     /// Checks the server's response: 101, `Upgrade: websocket`, and the accept value
     /// for our key (section 4.1, items 1–4 of the client's checks).
-    public static func response(_ buffer: [UInt8], key: String,
+    public static func response(_ buffer: [UInt8], key: String, offeredDeflate: Bool = false,
                                 acceptValue: WebSocketHandshake.AcceptValue = WebSocketHandshake.acceptValue(forKey:)) -> Result {
         // Bytes scanned by hand: the generic `firstRange(of:)` and string splitting
         // cost some 400,000 instructions a handshake, most of a load generator's work
@@ -151,7 +152,15 @@ public enum ClientHandshake {
         guard header("sec-websocket-accept") == acceptValue(key) else {
             return .refused(status: 101, reason: "wrong Sec-WebSocket-Accept")
         }
-        return .accepted(subprotocol: header("sec-websocket-protocol"), remaining: Array(buffer[end...]))
+        var deflate: PerMessageDeflate.ClientAgreement?
+        if let extensions = header("sec-websocket-extensions") {
+            // Only what was offered may be answered (RFC 6455 section 4.1, item 5).
+            guard offeredDeflate, let agreed = PerMessageDeflate.accepted(response: extensions) else {
+                return .refused(status: 101, reason: "the server answered with an extension not offered or not allowed: \(extensions)")
+            }
+            deflate = agreed
+        }
+        return .accepted(subprotocol: header("sec-websocket-protocol"), remaining: Array(buffer[end...]), deflate: deflate)
     }
 
     /// Where the head ends: just past its blank line (CR LF CR LF), if it came.

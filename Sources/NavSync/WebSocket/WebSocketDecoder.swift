@@ -38,21 +38,29 @@ public struct WebSocketDecoder: Sendable {
 
     public let role: Role
     /// Largest message (all fragments together) accepted, in bytes; larger fails with
-    /// 1009 as soon as a frame header announces it.
+    /// 1009 as soon as a frame header announces it (a compressed one also once inflated
+    /// past it).
     public let maxMessage: Int
+    /// With permessage-deflate negotiated: what inflates messages sent with RSV1.
+    /// Without, RSV1 is a protocol error like the other reserved bits.
+    public let inflater: (any WebSocketInflating)?
 
     private var state = State.header
     private var headerBytes: [UInt8] = []
     /// The data message being assembled across fragments, and its opcode.
     private var message: [UInt8] = []
     private var messageOpcode: Opcode?
+    /// The message being assembled was sent compressed (RSV1 on its first frame): its
+    /// text is checked once inflated.
+    private var compressed = false
     private var utf8 = UTF8Validator()
     /// A control frame's payload (they may arrive between fragments of a message).
     private var control: [UInt8] = []
 
-    public init(role: Role, maxMessage: Int) {
+    public init(role: Role, maxMessage: Int, inflater: (any WebSocketInflating)? = nil) {
         self.role = role
         self.maxMessage = maxMessage
+        self.inflater = inflater
     }
 
     public var failure: WebSocketError? {
@@ -113,8 +121,10 @@ public struct WebSocketDecoder: Sendable {
     private mutating func beginFrame(_ events: inout [Event]) {
         let b0 = headerBytes[0], b1 = headerBytes[1]
         defer { headerBytes.removeAll(keepingCapacity: true) }
-        guard b0 & 0x70 == 0 else { return fail(.reservedBits) }
+        let rsv1 = b0 & 0x40 != 0
+        guard b0 & 0x30 == 0, !rsv1 || inflater != nil else { return fail(.reservedBits) }
         guard let opcode = Opcode(rawValue: b0 & 0x0F) else { return fail(.reservedOpcode(b0 & 0x0F)) }
+        if rsv1 && (opcode.isControl || opcode == .continuation) { return fail(.compressedBitMisplaced) }
         let fin = b0 & 0x80 != 0
         let masked = b1 & 0x80 != 0
         guard masked == (role == .server) else { return fail(.badMasking) }
@@ -142,6 +152,7 @@ public struct WebSocketDecoder: Sendable {
         } else {
             guard messageOpcode == nil else { return fail(.expectedContinuation) }
             messageOpcode = opcode
+            compressed = rsv1
             message.removeAll(keepingCapacity: true)
             utf8 = UTF8Validator()
         }
@@ -168,7 +179,7 @@ public struct WebSocketDecoder: Sendable {
                 message.withUnsafeMutableBytes { Self.unmask(UnsafeMutableRawBufferPointer(rebasing: $0[start...]), key, maskOffset) }
             }
         }
-        if !isControl && messageOpcode == .text {
+        if !isControl && messageOpcode == .text && !compressed {
             let ok = message.withUnsafeBytes { utf8.feed(UnsafeRawBufferPointer(rebasing: $0[start...])) }
             if !ok { fail(.invalidUTF8) }
         }
@@ -208,6 +219,14 @@ public struct WebSocketDecoder: Sendable {
             events.append(.close(code: code, reason: String(decoding: reason, as: UTF8.self)))
         case .text, .binary, .continuation:
             guard header.fin else { return }
+            if compressed, let inflater {
+                switch inflater.inflate(message, limit: maxMessage) {
+                case .failure(let e): return fail(e)
+                case .success(let inflated): message = inflated
+                }
+                if messageOpcode == .text { guard UTF8Validator.isValid(message) else { return fail(.invalidUTF8) } }
+                compressed = false
+            }
             if messageOpcode == .text {
                 guard utf8.isComplete else { return fail(.invalidUTF8) }
                 events.append(.text(message))

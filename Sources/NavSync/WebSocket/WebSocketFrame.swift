@@ -46,11 +46,15 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
     case invalidUTF8
     case closePayloadOneByte
     case invalidCloseCode(UInt16)
+    /// A compressed message (permessage-deflate) whose data does not inflate.
+    case badCompression
+    /// RSV1 on a control or continuation frame (RFC 7692 section 6.1).
+    case compressedBitMisplaced
 
     public var closeCode: UInt16 {
         switch self {
         case .messageTooLarge: return CloseCode.tooLarge
-        case .invalidUTF8: return CloseCode.invalidPayload
+        case .invalidUTF8, .badCompression: return CloseCode.invalidPayload
         default: return CloseCode.protocolError
         }
     }
@@ -70,6 +74,8 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
         case .invalidUTF8: return "text is not valid UTF-8"
         case .closePayloadOneByte: return "close frame with a 1-byte payload"
         case .invalidCloseCode(let code): return "invalid close code \(code)"
+        case .badCompression: return "compressed message is not valid deflate data"
+        case .compressedBitMisplaced: return "RSV1 (compressed) on a control or continuation frame"
         }
     }
 }

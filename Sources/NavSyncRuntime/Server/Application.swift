@@ -58,6 +58,6 @@ public final class EchoApplication: ServerApplication {
 
     /// A client whose echoes pass the output cap does not read them: it is dropped.
     private func echo(_ frame: [UInt8], on connection: Connection) {
-        if !connection.send(frame) { connection.abort(.overflow) }
+        if !connection.sendMessage(OutgoingBuffer(frame)) { connection.abort(.overflow) }
     }
 }

@@ -66,7 +66,8 @@ public final class Connection {
         socketHost = host
         maxQueueBytes = server.configuration.maxQueueBytes
         tls = server.tlsContext.map { TLSStream(context: $0) }
-        machine = ConnectionMachine(limits: server.configuration.connection, acceptValue: Digests.webSocketAccept, now: now)
+        machine = ConnectionMachine(limits: server.configuration.connection, acceptValue: Digests.webSocketAccept,
+                                    inflater: server.inflater, now: now)
     }
 
     /// Whether messages may be sent: the WebSocket opened and no close frame is queued.
@@ -116,9 +117,21 @@ public final class Connection {
         return true
     }
 
-    /// A text message, framed.
+    /// A text message, framed (and compressed when that was agreed and it is worth it).
     @discardableResult
-    public func sendText(_ bytes: [UInt8]) -> Bool { send(OutgoingBuffer(frame: .text, bytes)) }
+    public func sendText(_ bytes: [UInt8]) -> Bool { sendMessage(OutgoingBuffer(frame: .text, bytes)) }
+
+    /// With permessage-deflate agreed: the window the server compresses with for this
+    /// connection; nil when its messages go uncompressed.
+    public var deflateWindow: Int? { machine.deflate?.serverWindowBits }
+
+    /// A whole message's frame, sent compressed when permessage-deflate was agreed and
+    /// the message reaches the threshold, else as it is.
+    @discardableResult
+    public func sendMessage(_ frame: OutgoingBuffer) -> Bool {
+        guard let window = deflateWindow, let deflater = server.deflater, frame.payload.count >= deflater.threshold else { return send(frame) }
+        return send(deflater.frame(compressing: frame, windowBits: window))
+    }
 
     /// What is queued here is written ahead of the other connections' output this
     /// iteration: for a direct answer (a command's ack), so that its sender does not wait

@@ -26,6 +26,10 @@ public final class Server {
     private let graceTimer: UnsafeMutablePointer<uv_timer_t>
     private let signals: [UnsafeMutablePointer<uv_signal_t>]
     private let hangup: UnsafeMutablePointer<uv_signal_t>
+    /// permessage-deflate's compressor and decompressor, shared by every connection of
+    /// this loop (neither side takes over context); nil with `--compression off`.
+    public let deflater: Deflater?
+    let inflater: Inflater?
     /// TLS for new connections (`configuration.tls`, then what SIGHUP reloaded).
     public private(set) var tlsContext: TLSContext?
     /// Open connections per peer address, for `maxConnectionsPerIP`.
@@ -63,6 +67,8 @@ public final class Server {
         host = configuration.host
         port = configuration.port
         tlsContext = configuration.tls
+        deflater = configuration.compressionThreshold.map { Deflater(threshold: $0) }
+        inflater = configuration.compressionThreshold.map { _ in Inflater() }
         guard let address = UV.Address(host: configuration.host, port: configuration.port) else {
             throw ServerError(description: "'\(configuration.host)' is not an IPv4 or IPv6 address")
         }

@@ -34,8 +34,12 @@ public struct ServerConfiguration: Sendable {
     /// `--tls-cert` and `--tls-key` (or `--tls-self-signed`): HTTPS and `wss://` on the
     /// port, and nothing in plain text; nil serves plain HTTP and `ws://`.
     public var tls: TLSContext?
-    /// `listen(2)` backlog.
-    public var backlog: Int32 = 511
+    /// permessage-deflate (`--compression`, RFC 7692): offered to every WebSocket client,
+    /// messages of at least this many bytes compressed (`--compression-threshold`); nil
+    /// turns it off. A broadcast is compressed once for all its members.
+    public var compressionThreshold: Int? = 256
+    /// `listen(2)` backlog (`--backlog`): by default the kernel's cap, `somaxconn`.
+    public var backlog: Int32 = kernelListenBacklog()
     public var logLevel = Logger.Level.info
 
     public init() {}

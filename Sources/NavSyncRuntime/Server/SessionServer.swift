@@ -78,7 +78,7 @@ public final class SessionServer: ServerApplication {
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
                 // A `joined` goes in parts its session's joins share; the rest whole.
                 let parts = joinedFrames.frame(message, id: id, live: { self.hub.hasSession($0) })
-                let sent = parts.map { connection.send($0) } ?? connection.send(OutgoingBuffer(text: message, id: id))
+                let sent = parts.map { connection.send($0) } ?? connection.sendMessage(OutgoingBuffer(text: message, id: id))
                 if !sent { connection.abort(.overflow); continue }
                 connection.writeFirst()
             case .broadcast(let session, let message, let members):
@@ -131,6 +131,10 @@ public final class SessionServer: ServerApplication {
     /// Per member: no lookup, cast, retain or counter update beyond queueing it.
     private func broadcast(_ message: ServerMessage, to ids: [Int], of session: String, on server: Server) {
         let frame = OutgoingBuffer(text: message)
+        // Compressed once per window size asked for, when a member agreed to it: the
+        // same bytes go to every such member.
+        let compressible = server.deflater.map { frame.payload.count >= $0.threshold } ?? false
+        var deflated: [Int: OutgoingBuffer] = [:]
         let isPatch: Bool
         if case .patch = message { isPatch = true } else { isPatch = false }
         let audience = audience(of: session, ids: ids, on: server)
@@ -148,7 +152,14 @@ public final class SessionServer: ServerApplication {
                             return
                         }
                     }
-                    if connection.send(frame) {
+                    var out = frame
+                    if compressible, let window = connection.deflateWindow {
+                        if let made = deflated[window] { out = made } else {
+                            out = server.deflater!.frame(compressing: frame, windowBits: window)
+                            deflated[window] = out
+                        }
+                    }
+                    if connection.send(out) {
                         sent += 1
                     } else if isPatch {
                         state.lagging.insert(session)

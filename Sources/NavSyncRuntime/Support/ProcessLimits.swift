@@ -13,3 +13,13 @@ public func raiseOpenFilesLimit() -> Int {
     }
     return Int(limit.rlim_cur)
 }
+
+/// The kernel's cap on a listening socket's queue of connections not yet accepted
+/// (`net.core.somaxconn`, 4096 on current kernels); 511 where it cannot be read. A
+/// herd of clients connecting at once overflows a shorter queue, and the kernel then
+/// drops their SYNs, which they send again only after 1, 3, 7 s.
+public func kernelListenBacklog() -> Int32 {
+    guard let bytes = FileSystem.read("/proc/sys/net/core/somaxconn"),
+          let n = Int32(String(decoding: bytes.filter { $0 >= 48 && $0 <= 57 }, as: UTF8.self)), n > 0 else { return 511 }
+    return n
+}

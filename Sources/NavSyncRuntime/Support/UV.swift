@@ -78,6 +78,13 @@ package enum UV {
 /// copy, whatever the member count.
 public final class OutgoingBuffer {
     public let bytes: UnsafeMutableRawBufferPointer
+
+    /// For a whole server frame (unmasked): its payload, past the 2, 4 or 10 header bytes.
+    public var payload: UnsafeRawBufferPointer {
+        let length = bytes[1] & 0x7F
+        let header = length == 127 ? 10 : length == 126 ? 4 : 2
+        return UnsafeRawBufferPointer(rebasing: bytes[header..<count])
+    }
     /// The allocation `bytes` lies in (a frame written in place starts a few bytes in).
     private let storage: UnsafeMutableRawPointer
 

@@ -22,6 +22,9 @@ public final class ClientLoop {
     /// What `wss://` connections trust: set it for `--cacert`; by default the
     /// system's CAs (made at the first `wss://` connection).
     public var tls: TLSContext?
+    /// Inflates the compressed messages of every connection whose server does not take
+    /// over context between messages (permessage-deflate as navsyncd speaks it).
+    lazy var sharedInflater = Inflater()
     /// Connections with an open handle, kept alive until their close callback.
     var clients: [ObjectIdentifier: WebSocketClient] = [:]
     /// Work posted from other threads (`post`), guarded by `postLock`, run on the loop's

@@ -13,7 +13,14 @@ public final class WebSocketClient {
     public let url: WebSocketURL
     public let subprotocol: String?
     public let headers: [(String, String)]
+    /// Whether permessage-deflate is offered (RFC 7692): the server may then send
+    /// compressed messages, which this client inflates. It sends its own uncompressed.
+    public let offersCompression: Bool
+    /// What the server agreed to, once open: nil when it sends uncompressed.
+    public private(set) var deflate: PerMessageDeflate.ClientAgreement?
     public private(set) var state = State.idle
+    /// Bytes read from the socket (compressed and encrypted as they came).
+    public private(set) var bytesIn = 0
     /// The subprotocol the server chose.
     public private(set) var agreedSubprotocol: String?
 
@@ -41,11 +48,12 @@ public final class WebSocketClient {
     private var closeTimer: ClientLoop.Timer?
 
     public init(loop: ClientLoop, url: WebSocketURL, subprotocol: String? = "navsync.v1",
-                headers: [(String, String)] = [], maxMessage: Int = 64 << 20) {
+                headers: [(String, String)] = [], maxMessage: Int = 64 << 20, compression: Bool = true) {
         owner = loop
         self.url = url
         self.subprotocol = subprotocol
         self.headers = headers
+        offersCompression = compression
         decoder = WebSocketDecoder(role: .client, maxMessage: maxMessage)
     }
 
@@ -113,7 +121,8 @@ public final class WebSocketClient {
         state = .handshaking
         key = ClientHandshake.key(using: &owner.random)
         tls?.start()
-        queue(ClientHandshake.request(url, key: key, subprotocol: subprotocol, headers: headers))
+        let offer = offersCompression ? [("Sec-WebSocket-Extensions", PerMessageDeflate.clientOffer)] : []
+        queue(ClientHandshake.request(url, key: key, subprotocol: subprotocol, headers: headers + offer))
         startReading()
     }
 
@@ -127,6 +136,7 @@ public final class WebSocketClient {
             if nread < 0 {
                 me.finish(nil, Int32(nread) == UV_EOF.rawValue ? "the server closed the connection" : UV.error(Int32(nread)))
             } else if nread > 0 {
+                me.bytesIn += nread
                 me.decrypt(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
             }
         })
@@ -162,13 +172,21 @@ public final class WebSocketClient {
         switch state {
         case .handshaking:
             handshakeBuffer.append(contentsOf: bytes)
-            switch ClientHandshake.response(handshakeBuffer, key: key, acceptValue: Digests.webSocketAccept) {
+            switch ClientHandshake.response(handshakeBuffer, key: key, offeredDeflate: offersCompression, acceptValue: Digests.webSocketAccept) {
             case .needMore: return
             case .refused(let status, let reason):
                 finish(nil, status == 0 ? reason : "the server refused the upgrade: \(status) \(reason)")
-            case .accepted(let sub, let remaining):
+            case .accepted(let sub, let remaining, let agreed):
                 handshakeBuffer = []
                 agreedSubprotocol = sub
+                if let agreed {
+                    // A server that keeps its context needs an inflater of our own;
+                    // one that does not (navsyncd) is served by the loop's.
+                    deflate = agreed
+                    let inflater = agreed.serverNoContextTakeover
+                        ? owner.sharedInflater : Inflater(windowBits: agreed.serverWindowBits, keepsContext: true)
+                    decoder = WebSocketDecoder(role: .client, maxMessage: decoder.maxMessage, inflater: inflater)
+                }
                 state = .open
                 onOpen?()
                 if !remaining.isEmpty { remaining.withUnsafeBytes { frames($0) } }

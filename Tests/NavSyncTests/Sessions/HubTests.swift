@@ -299,6 +299,42 @@ struct HubTests {
         #expect(f.tick().first.map { if case .broadcast(_, .presence(_, let r), _) = $0 { r.status.isEmpty } else { false } } ?? true)
     }
 
+    /// A herd: members joining a session past the detail change only the count, which
+    /// goes out at most once per `presenceCountInterval`, not every tick to everyone
+    /// joined so far (10,000 joiners over a second were 1.5 million presence messages).
+    @Test func aHerdsCountIsAnnouncedOncePerIntervalNotEveryTick() {
+        let f = Fixture { $0.presenceDetail = 4 }
+        var conns: [Int] = []
+        var deliveries = 0, counts: [Int] = []
+        for tick in 0..<40 {                     // 2 s of 50 ms ticks, 25 joiners each
+            for _ in 0..<25 {
+                let c = f.connect()
+                conns.append(c)
+                _ = f.send(c, ["type": "join", "session": "demo"])
+            }
+            f.now = Int64(tick) * 50
+            for case .broadcast(_, .presence(_, let p), let to) in f.tick() {
+                deliveries += to.count
+                if p.joined.isEmpty { counts.append(p.others ?? -1) }
+            }
+        }
+        // The first tick lists the first four (to 25 members); then the count alone, once
+        // a second: at 1,000 ms (521 others, to 525 members); 1,950 ms is too soon.
+        #expect(counts == [521] && deliveries == 25 + 525, "\(counts) \(deliveries)")
+        // The count held back goes out once the interval has passed; then nothing until
+        // it changes again, and a change waits for the interval too.
+        f.now = 2_000
+        guard case .broadcast(_, .presence(_, let p), let to)? = f.tick().first else { Issue.record(); return }
+        #expect(p.others == 996 && p.joined.isEmpty && to.count == 1_000)
+        f.now = 2_050
+        #expect(f.tick().isEmpty)
+        _ = f.disconnect(conns.last!)
+        #expect(f.tick().isEmpty)
+        f.now = 3_000
+        guard case .broadcast(_, .presence(_, let q), _)? = f.tick().first else { Issue.record(); return }
+        #expect(q.others == 995)
+    }
+
     /// `joined` written around the session's cached flow and member list is byte for
     /// byte what encoding the message gives, through listing changes and statuses.
     @Test func joinedBytesFromTheCacheEqualTheEncodedMessage() {
