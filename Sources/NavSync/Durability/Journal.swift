@@ -24,12 +24,15 @@ public struct JournalRecord: Sendable, Equatable {
     /// Largest payload accepted when reading: a command is at most one protocol message.
     public static let maxPayload = 16 << 20
 
-    public func encoded() -> [UInt8] {
+    /// A record's checksum: the core's CRC-32 by default; the runtime passes zlib's.
+    public typealias Checksum = (UnsafeRawBufferPointer) -> UInt32
+
+    public func encoded(checksum: Checksum = CRC32.checksum) -> [UInt8] {
         var o: JSONObject = ["rev": .int(Int64(rev)), "client": .string(client), "command": command.json]
         if let name { o["name"] = .string(name) }
         if ts != 0 { o["ts"] = .int(ts) }
         let payload = JSON.object(o).encoded()
-        let crc = CRC32.checksum(payload)
+        let crc = payload.withUnsafeBytes(checksum)
         var out: [UInt8] = []
         out.reserveCapacity(payload.count + 8)
         for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: UInt32(payload.count) >> UInt32(shift))) }
@@ -67,18 +70,18 @@ public enum Journal {
     /// Reads every whole record, up to the end or to zeros written ahead. A bad record at
     /// the end is a torn tail; a bad record followed by at least one good one is
     /// corruption in the middle.
-    public static func scan(_ bytes: [UInt8]) -> JournalScan {
+    public static func scan(_ bytes: [UInt8], checksum: JournalRecord.Checksum = CRC32.checksum) -> JournalScan {
         var records: [JournalRecord] = []
         var offsets: [Int] = []
         var offset = 0
         while offset < bytes.count {
-            guard let (record, next) = record(at: offset, in: bytes) else {
+            guard let (record, next) = record(at: offset, in: bytes, checksum: checksum) else {
                 // Zeros written ahead of the records (journals grow in zeroed chunks).
                 if bytes[offset...].allSatisfy({ $0 == 0 }) {
                     return JournalScan(records: records, offsets: offsets, validLength: offset, problem: nil)
                 }
                 // Is there a good record anywhere after this one? Then this is corruption.
-                let resumes = (offset + 1..<bytes.count).contains { record(at: $0, in: bytes) != nil }
+                let resumes = (offset + 1..<bytes.count).contains { record(at: $0, in: bytes, checksum: checksum) != nil }
                 return JournalScan(records: records, offsets: offsets, validLength: offset,
                                    problem: resumes ? .corrupt(offset: offset) : .tornTail(offset: offset))
             }
@@ -90,13 +93,13 @@ public enum Journal {
     }
 
     /// The record starting at `offset`, and where the next one starts, if it checks.
-    static func record(at offset: Int, in bytes: [UInt8]) -> (JournalRecord, Int)? {
+    static func record(at offset: Int, in bytes: [UInt8], checksum: JournalRecord.Checksum = CRC32.checksum) -> (JournalRecord, Int)? {
         guard offset + 8 <= bytes.count else { return nil }
         func u32(_ at: Int) -> UInt32 { (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + $1]) << UInt32(8 * $1) } }
         let length = Int(u32(offset))
         guard length > 0, length <= JournalRecord.maxPayload, offset + 8 + length <= bytes.count else { return nil }
         let payload = Array(bytes[(offset + 8)..<(offset + 8 + length)])
-        guard CRC32.checksum(payload) == u32(offset + 4), let record = JournalRecord(payload: payload) else { return nil }
+        guard payload.withUnsafeBytes(checksum) == u32(offset + 4), let record = JournalRecord(payload: payload) else { return nil }
         return (record, offset + 8 + length)
     }
 }

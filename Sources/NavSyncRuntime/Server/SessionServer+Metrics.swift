@@ -24,6 +24,7 @@ extension SessionServer {
         m.counter("navsync_commands_total", "Commands by outcome: applied, unchanged, duplicate, or the error code.",
                   labelled: hub.commandOutcomes.sorted { $0.key < $1.key }.map { ("result=\"\($0.key)\"", $0.value) })
         m.counter("navsync_patches_sent_total", "Patch messages queued to members.", patchesSent)
+        m.counter("navsync_presence_sent_total", "Presence messages queued to members.", presenceSent)
         let held = hub.heldRevisions
         m.gauge("navsync_history_revisions", "Revisions held by history, all sessions (--history per session).", held)
         m.gauge("navsync_history_earliest", "The oldest revision history holds, per session.",

@@ -28,6 +28,8 @@ public final class SessionServer: ServerApplication {
     private unowned(unsafe) var server: Server?
     /// Patch messages queued to members (one per member per patch), for /metrics.
     public private(set) var patchesSent = 0
+    /// Presence messages queued to members (a herd's cost), for /metrics.
+    public private(set) var presenceSent = 0
     /// Time to handle one command (decode, sequence, apply, encode), outside cluster mode.
     public private(set) var commandLatency = LatencyHistogram()
 
@@ -169,7 +171,7 @@ public final class SessionServer: ServerApplication {
                 }
             }
         }
-        if isPatch { patchesSent += sent }
+        if isPatch { patchesSent += sent } else if case .presence = message { presenceSent += sent }
         if case .deleted = message { audiences[session] = nil }
     }
 

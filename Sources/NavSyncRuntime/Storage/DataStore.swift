@@ -83,7 +83,7 @@ public final class DataStore {
             gathering.append(.create(session: name, snapshot: Self.snapshot(of: sequencer, name: name)))
             sinceSnapshot[name] = (0, 0)
         case .append(let name, let record, let sequencer):
-            let bytes = record.encoded()
+            let bytes = record.encoded(checksum: { crc32($0) })
             gathering.append(.append(session: name, record: bytes))
             var since = sinceSnapshot[name] ?? (0, 0)
             since.records += 1

@@ -363,7 +363,7 @@ final class JournalFiles: @unchecked Sendable {
         let journalPath = dir + "/" + journalName(segment)
         var journal = FileSystem.read(journalPath) ?? []
         if let journalLimit, journal.count > journalLimit { journal.removeLast(journal.count - journalLimit) }
-        let scan = Journal.scan(journal)
+        let scan = Journal.scan(journal, checksum: { crc32($0) })
         var loaded = Loaded(sequencer: sequencer, scan: scan, badRecord: nil, replayed: 0)
         for (record, offset) in zip(scan.records, scan.offsets) {
             do throws(SnapshotError) {
