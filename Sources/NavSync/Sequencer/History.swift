@@ -13,7 +13,7 @@ public struct HistoryEntry: Sendable, Equatable {
         var client: String
         var name: String
         var cmd: CommandID
-        var ops: [JSON]
+        var ops: StoredOps
         var results: [OpResult]
         // (Spelled `Optional<…>`, with no initial value: a value type with a stored
         // property that has one, as every `T?` var does, was built twice and one copy
@@ -37,8 +37,44 @@ public struct HistoryEntry: Sendable, Equatable {
     /// The same, keeping the patch as the revision made it (`PatchOps`).
     init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
          label: String?, patch: PatchOps, nextID: Int) {
-        box = Box(Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results,
+        box = Box(Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: .values(ops), results: results,
                          label: label, patch: patch, nextID: nextID))
+    }
+
+    private init(_ fields: Fields) { box = Box(fields) }
+
+    /// The command's operations: as parsed, or as JSON text once the entry is compact.
+    enum StoredOps: Sendable, Equatable {
+        case values([JSON])
+        case encoded([UInt8])
+
+        var values: [JSON] {
+            switch self {
+            case .values(let ops): return ops
+            case .encoded(let bytes):
+                // Written by `compacted()` from parsed operations: always JSON.
+                return (try? JSON.parse(bytes, depthLimit: JSON.writtenDepth))?.arrayValue ?? []
+            }
+        }
+
+        static func == (a: StoredOps, b: StoredOps) -> Bool { a.values == b.values }
+    }
+
+    /// The same entry as history holds it: its operations and patch as JSON text, one
+    /// array of bytes each, instead of trees of parsed values (a `setStack` with two
+    /// routes was some 1.5 KB held per revision as values, about a third as text).
+    func compacted() -> HistoryEntry {
+        var f = box.fields
+        if case .values(let ops) = f.ops {
+            var out: [UInt8] = []
+            JSON.array(ops).write(into: &out)
+            f.ops = .encoded(out)
+        }
+        if case .values = f.patch {
+            let patch = f.patch
+            f.patch = .encoded(ByteWriter.bytes(capacity: 256) { patch.write(into: &$0) })
+        }
+        return HistoryEntry(f)
     }
 
     public var rev: Int { box.fields.rev }
@@ -49,7 +85,7 @@ public struct HistoryEntry: Sendable, Equatable {
     public var name: String { box.fields.name }
     public var cmd: CommandID { box.fields.cmd }
     /// The command's operations as sent.
-    public var ops: [JSON] { box.fields.ops }
+    public var ops: [JSON] { box.fields.ops.values }
     public var results: [OpResult] { box.fields.results }
     public var label: String? { box.fields.label }
     /// What the revision changed (RFC 6902), as broadcast.
@@ -204,7 +240,8 @@ public struct History: Sendable {
         dropCheckpoints()
         // The slot overwritten held revision rev − slots: under every checkpoint still needed.
         // The entry is moved in, not copied (a copy retains each of its fields).
-        if ring.count < slots { ring.append(consume entry) } else { ring[(r - origin) % slots] = consume entry }
+        let held = entry.compacted()
+        if ring.count < slots { ring.append(held) } else { ring[(r - origin) % slots] = held }
     }
 
     /// Drops the checkpoints under the newest one at or under `earliest` (checked in O(1)
