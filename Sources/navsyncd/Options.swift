@@ -59,6 +59,9 @@ struct Options {
       --history N             revisions of history each session holds: who, when, which
                               command, and the state of each (get with rev); 0 turns it
                               off (default 10000)
+      --history-bytes BYTES   history's bytes on this node, all sessions together: past it,
+                              the oldest revisions of the sessions holding most go first
+                              (default: no bound but --history per session)
       --presence-interval MS  presence changes of a session are gathered and sent this often (default 50)
       --presence-detail N     members listed one by one in presence; the rest are a count (default 256)
       --lag-threshold BYTES   a member with this much output queued stops getting patches
@@ -169,6 +172,7 @@ struct Options {
         "--presence-interval": NumericFlag(range: 1...60_000, unit: "milliseconds") { $0.hub.presenceInterval = $1 },
         "--presence-detail": NumericFlag(range: 1...1_000_000, unit: "a number") { $0.hub.presenceDetail = Int($1) },
         "--patch-log": NumericFlag(range: 1000...10_000_000, unit: "a number") { $0.hub.patchLog = Int($1) },
+        "--history-bytes": NumericFlag(range: 0...(1 << 50), unit: "a byte count") { $0.hub.historyBytes = Int($1) },
         "--history": NumericFlag(range: 0...10_000_000, unit: "a number of revisions") { $0.hub.history = Int($1) },
         "--lag-threshold": NumericFlag(range: 4096...(1 << 40), unit: "a byte count") { $0.lagThreshold = Int($1) },
         "--snapshot-every": NumericFlag(range: 1...100_000_000, unit: "a number of records") {

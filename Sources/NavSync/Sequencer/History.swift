@@ -21,6 +21,14 @@ public struct HistoryEntry: Sendable, Equatable {
         var label: Optional<String>
         var patch: PatchOps
         var nextID: Int
+        /// Roughly the bytes the entry holds, once compact (0 before): not part of what
+        /// the entry is, so not compared.
+        var size = 0
+
+        static func == (a: Fields, b: Fields) -> Bool {
+            a.rev == b.rev && a.ts == b.ts && a.client == b.client && a.name == b.name && a.cmd == b.cmd && a.ops == b.ops
+                && a.results == b.results && a.label == b.label && a.patch == b.patch && a.nextID == b.nextID
+        }
     }
 
     private final class Box: Sendable {
@@ -65,6 +73,7 @@ public struct HistoryEntry: Sendable, Equatable {
     /// routes was some 1.5 KB held per revision as values, about a third as text).
     func compacted() -> HistoryEntry {
         var f = box.fields
+        guard f.size == 0 else { return self }
         if case .values(let ops) = f.ops {
             var out: [UInt8] = []
             JSON.array(ops).write(into: &out)
@@ -74,8 +83,22 @@ public struct HistoryEntry: Sendable, Equatable {
             let patch = f.patch
             f.patch = .encoded(ByteWriter.bytes(capacity: 256) { patch.write(into: &$0) })
         }
+        // Results are nearly always one `applied`: one array for all of those.
+        if f.results == Self.appliedOnce { f.results = Self.appliedOnce }
+        if case .encoded(let ops) = f.ops, case .encoded(let patch) = f.patch {
+            // The text, and the box, strings and arrays around it.
+            f.size = ops.count + patch.count + 240
+        }
         return HistoryEntry(f)
     }
+
+    private static let appliedOnce: [OpResult] = [.applied]
+
+    /// What history counts the entry as (`History.bytes`).
+    var heldBytes: Int { box.fields.size }
+
+    /// What a ring slot holds once its revision is no longer needed (`History.trim`).
+    static let released = HistoryEntry(rev: 0, ts: 0, client: "", name: "", cmd: .int(0), ops: [], results: [])
 
     public var rev: Int { box.fields.rev }
     /// Server time, milliseconds since the Unix epoch.
@@ -202,7 +225,15 @@ public struct History: Sendable {
     public private(set) var rev: Int
 
     /// The oldest revision whose state is held: max(start, rev − capacity).
-    public var earliest: Int { max(start, rev - capacity) }
+    public var earliest: Int { max(start, floor, rev - capacity) }
+
+    /// Revisions under this were dropped to keep the node's history within its bytes
+    /// (`trim`, `--history-bytes`).
+    private var floor = 0
+    /// Roughly the bytes the held entries take (`HistoryEntry.heldBytes`).
+    public private(set) var bytes = 0
+    /// Ring slots of revisions up to this one hold `HistoryEntry.released`.
+    private var releasedThrough = 0
 
     /// Entries held (revisions earliest+1 … rev).
     public var count: Int { rev - earliest }
@@ -241,7 +272,35 @@ public struct History: Sendable {
         // The slot overwritten held revision rev − slots: under every checkpoint still needed.
         // The entry is moved in, not copied (a copy retains each of its fields).
         let held = entry.compacted()
-        if ring.count < slots { ring.append(held) } else { ring[(r - origin) % slots] = held }
+        bytes += held.heldBytes
+        if ring.count < slots {
+            ring.append(held)
+        } else {
+            bytes -= ring[(r - origin) % slots].heldBytes
+            ring[(r - origin) % slots] = held
+        }
+    }
+
+    /// Drops the oldest `count` revisions held (their states become `gone`) and lets go
+    /// of the entries no state from `earliest` on needs any more: those up to the
+    /// checkpoint under it. Returns the bytes let go, which may be 0 until `earliest`
+    /// passes a checkpoint (every `checkpointEvery` revisions).
+    @discardableResult
+    public mutating func trim(dropping count: Int) -> Int {
+        guard capacity > 0, count > 0, self.count > 0 else { return 0 }
+        let before = bytes
+        floor = min(rev, earliest + count)
+        dropCheckpoints()
+        let needed = kept.first!.rev
+        var r = max(releasedThrough + 1, origin, rev - ring.count + 1)
+        while r <= needed {
+            let i = (r - origin) % slots
+            bytes -= ring[i].heldBytes
+            ring[i] = .released
+            r += 1
+        }
+        releasedThrough = max(releasedThrough, needed)
+        return before - bytes
     }
 
     /// Drops the checkpoints under the newest one at or under `earliest` (checked in O(1)
@@ -344,7 +403,8 @@ public struct History: Sendable {
         dropCheckpoints()
         compactCheckpoints()
         origin = checkpoints[0].rev + 1
-        ring = held.filter { $0.rev >= origin }
+        ring = held.filter { $0.rev >= origin }.map { $0.compacted() }
+        bytes = ring.reduce(0) { $0 + $1.heldBytes }
         guard ring.count <= slots else { return nil }
     }
 }

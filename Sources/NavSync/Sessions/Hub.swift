@@ -224,6 +224,7 @@ public struct Hub {
             publishLocalPresence()
             flushPresence()
             closeExpired()
+            trimHistory()
         case .cluster(let e):
             clusterEvent(e)
         }

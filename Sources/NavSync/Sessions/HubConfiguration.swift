@@ -11,6 +11,10 @@ public struct HubConfiguration: Sendable {
     public var idempotency = 1_024
     /// Revisions of history held per session (`--history`); 0 turns history off.
     public var history = 10_000
+    /// History's bytes on the whole node (`--history-bytes`): past it, the oldest
+    /// revisions of the sessions holding most go first (their states become `gone`).
+    /// nil: bounded by `history` per session only.
+    public var historyBytes: Int?
     /// Commands a connection may send per second, on average, and in a burst; more
     /// are `rate_limited`. Generous for people and agents, small against floods.
     public var commandRate: Double = 200

@@ -25,6 +25,7 @@ extension SessionServer {
                   labelled: hub.commandOutcomes.sorted { $0.key < $1.key }.map { ("result=\"\($0.key)\"", $0.value) })
         m.counter("navsync_patches_sent_total", "Patch messages queued to members.", patchesSent)
         m.counter("navsync_presence_sent_total", "Presence messages queued to members.", presenceSent)
+        m.gauge("navsync_history_bytes", "Bytes history holds, all sessions (roughly; --history-bytes bounds it).", hub.historyBytes)
         let held = hub.heldRevisions
         m.gauge("navsync_history_revisions", "Revisions held by history, all sessions (--history per session).", held)
         m.gauge("navsync_history_earliest", "The oldest revision history holds, per session.",

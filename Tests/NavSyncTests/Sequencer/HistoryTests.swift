@@ -391,4 +391,45 @@ struct HistorySnapshotTests {
         let fresh = try Sequencer(restoring: .object(broken), flow: .demo, historyCapacity: 100)
         #expect(fresh.history.earliest == 4 && fresh.history.count == 0)
     }
+
+    /// `--history-bytes`: trimming drops the oldest revisions (`gone`), keeps every later
+    /// state exact, and lets go of the bytes once a checkpoint is passed.
+    @Test func trimmingDropsTheOldestAndKeepsTheRestExact() throws {
+        var gen = CommandGenerator(flow: .demo, seed: 0x7121)
+        gen.strict = true
+        var seq = Sequencer(flow: .demo, epoch: "t", historyCapacity: 400)
+        var states = [seq.state.json]
+        var n = 0
+        while seq.rev < 600 {
+            let op = gen.op(seq.state, nextID: seq.document.nextID)
+            if case .applied = seq.submit(["id": .int(Int64(n)), "ops": [op]], client: "c") { states.append(seq.state.json) }
+            n += 1
+        }
+        var h = seq.history
+        let before = h.bytes
+        #expect(before > 0 && h.count == 400)
+        // Compact entries: a few hundred bytes each, not the kilobytes of parsed values.
+        #expect(before / (h.count + h.checkpointEvery) < 700, "\(before / (h.count + h.checkpointEvery)) bytes per entry")
+        let earliest = h.earliest
+        let first = h.trim(dropping: 10)
+        #expect(h.earliest == earliest + 10 && h.bytes == before - first)
+        let freed = h.trim(dropping: 150)
+        #expect(freed > 0 && h.bytes == before - first - freed && h.earliest == earliest + 160)
+        for rev in h.earliest...seq.rev {
+            #expect(try h.state(at: rev, current: seq.state.json) == states[rev], "revision \(rev)")
+        }
+        do { _ = try h.state(at: h.earliest - 1, current: seq.state.json); Issue.record("not gone") } catch { #expect(error.code == .gone) }
+        // Recording goes on over released slots, and a snapshot of it reads back.
+        seq.history = h
+        while seq.rev < 1_100 {
+            let op = gen.op(seq.state, nextID: seq.document.nextID)
+            if case .applied = seq.submit(["id": .int(Int64(n)), "ops": [op]], client: "c") { states.append(seq.state.json) }
+            n += 1
+        }
+        h = seq.history
+        #expect(h.count == 400)
+        for rev in h.earliest...seq.rev { #expect(try h.state(at: rev, current: seq.state.json) == states[rev]) }
+        let back = try #require(History(snapshot: h.snapshot, capacity: 400, rev: seq.rev))
+        #expect(back.bytes > 0 && back.entries(after: 0) == h.entries(after: 0))
+    }
 }

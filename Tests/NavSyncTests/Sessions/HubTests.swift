@@ -335,6 +335,27 @@ struct HubTests {
         #expect(q.others == 995)
     }
 
+    /// `--history-bytes`: on the tick, the session holding most history gives up its
+    /// oldest revisions until the node is within the bound.
+    @Test func historyBytesAreBoundedPerNodeLargestFirst() throws {
+        let f = Fixture { $0.historyBytes = 60_000 }
+        _ = try f.hub.createSession("big", flow: "shop")
+        _ = try f.hub.createSession("small", flow: "shop")
+        let c = f.connect()
+        for (name, commands) in [("big", 400), ("small", 60)] {
+            for i in 0..<commands {
+                let op: JSON = i % 2 == 0 ? ["op": "setRoot", "route": "main"] : ["op": "setRoot", "route": "login"]
+                _ = f.send(c, ["type": "command", "session": .string(name), "id": .int(Int64(i + (name == "big" ? 0 : 10_000))), "ops": [op]])
+            }
+        }
+        let small = f.hub.sessions["small"]!.sequencer.history
+        #expect(f.hub.historyBytes > 60_000)
+        _ = f.tick()
+        #expect(f.hub.historyBytes <= 60_000, "\(f.hub.historyBytes)")
+        #expect(f.hub.sessions["big"]!.sequencer.history.earliest > 0, "the largest gave up its oldest")
+        #expect(f.hub.sessions["small"]!.sequencer.history.earliest == small.earliest, "the small one kept its own")
+    }
+
     /// `joined` written around the session's cached flow and member list is byte for
     /// byte what encoding the message gives, through listing changes and statuses.
     @Test func joinedBytesFromTheCacheEqualTheEncodedMessage() {
