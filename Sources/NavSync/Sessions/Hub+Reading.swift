@@ -53,7 +53,9 @@ extension Hub {
             let h = largest.sequencer.history
             let share = Double(total - limit) / Double(h.bytes)
             let count = min(h.count, max(h.checkpointEvery, Int((Double(h.count) * share).rounded(.up))))
-            let freed = sessions[name]!.sequencer.history.trim(dropping: count)
+            var freed = sessions[name]!.sequencer.history.trim(dropping: count)
+            // Entries go a checkpoint at a time: past the next one if nothing went yet.
+            if freed == 0 { freed = sessions[name]!.sequencer.history.trim(dropping: h.checkpointEvery) }
             if freed == 0 { spent.insert(name) }
             total -= freed
         }
