@@ -95,14 +95,36 @@ public struct ConnectionMachine: Sendable {
         case abortSocket(CloseReason)
     }
 
-    public let limits: ConnectionLimits
-    public let webSocketPath: String
-    public let subprotocols: [String]
-    /// How `Sec-WebSocket-Accept` is computed (the runtime's is OpenSSL's).
-    private let acceptValue: WebSocketHandshake.AcceptValue
-    /// permessage-deflate is offered to clients when this is set (`--compression on`):
-    /// it inflates what they send compressed.
-    private let inflater: (any WebSocketInflating)?
+    /// What every connection of a server shares: made once and referenced, so each
+    /// connection holds one pointer instead of its own copy (some 130 bytes a member).
+    public final class Setup: Sendable {
+        public let limits: ConnectionLimits
+        public let webSocketPath: String
+        public let subprotocols: [String]
+        /// How `Sec-WebSocket-Accept` is computed (the runtime's is OpenSSL's).
+        let acceptValue: WebSocketHandshake.AcceptValue
+        /// permessage-deflate is offered to clients when this is set (`--compression
+        /// on`): it inflates what they send compressed.
+        let inflater: (any WebSocketInflating)?
+
+        public init(limits: ConnectionLimits = ConnectionLimits(), webSocketPath: String = "/ws",
+                    subprotocols: [String] = ["navsync.v1"],
+                    acceptValue: @escaping WebSocketHandshake.AcceptValue = WebSocketHandshake.acceptValue(forKey:),
+                    inflater: (any WebSocketInflating)? = nil) {
+            self.limits = limits
+            self.webSocketPath = webSocketPath
+            self.subprotocols = subprotocols
+            self.acceptValue = acceptValue
+            self.inflater = inflater
+        }
+    }
+
+    private let setup: Setup
+    public var limits: ConnectionLimits { setup.limits }
+    public var webSocketPath: String { setup.webSocketPath }
+    public var subprotocols: [String] { setup.subprotocols }
+    private var acceptValue: WebSocketHandshake.AcceptValue { setup.acceptValue }
+    private var inflater: (any WebSocketInflating)? { setup.inflater }
     /// What the handshake agreed: compressed messages both ways; nil for none.
     public private(set) var deflate: PerMessageDeflate?
     public private(set) var state: State
@@ -114,16 +136,17 @@ public struct ConnectionMachine: Sendable {
     /// nothing is queued.
     private var stalledSince: Int64?
 
+    public init(setup: Setup, now: Int64) {
+        self.setup = setup
+        state = .http(HTTPParser(limits: setup.limits.http))
+        lastHeard = now
+    }
+
     public init(limits: ConnectionLimits = ConnectionLimits(), webSocketPath: String = "/ws",
                 subprotocols: [String] = ["navsync.v1"], acceptValue: @escaping WebSocketHandshake.AcceptValue = WebSocketHandshake.acceptValue(forKey:),
                 inflater: (any WebSocketInflating)? = nil, now: Int64) {
-        self.limits = limits
-        self.acceptValue = acceptValue
-        self.inflater = inflater
-        self.webSocketPath = webSocketPath
-        self.subprotocols = subprotocols
-        state = .http(HTTPParser(limits: limits.http))
-        lastHeard = now
+        self.init(setup: Setup(limits: limits, webSocketPath: webSocketPath, subprotocols: subprotocols,
+                               acceptValue: acceptValue, inflater: inflater), now: now)
     }
 
     public var isOpen: Bool { if case .open = state { return true } else { return false } }

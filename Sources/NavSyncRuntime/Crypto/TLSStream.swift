@@ -10,6 +10,9 @@ final class TLSStream {
     private let output: OpaquePointer
     /// The handshake finished: application data flows.
     private(set) var isEstablished = false
+    /// The owner's output sealed into records: what its socket gets. Here, not in every
+    /// connection: one without TLS holds no second queue.
+    var sealed = OutputQueue()
 
     enum Failure: Error, CustomStringConvertible {
         /// The peer spoke plain HTTP to the TLS port.

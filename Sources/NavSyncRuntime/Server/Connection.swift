@@ -35,10 +35,10 @@ public final class Connection {
 
     /// Queued and in-flight output.
     @exclusivity(unchecked) private var output = OutputQueue()
-    /// With TLS (`--tls-cert`): the session, and `output` sealed into records, which is
+    /// With TLS (`--tls-cert`): the session, and `output` sealed into records (its
+    /// `sealed`), which is
     /// what goes to the socket. Plaintext waits in `output` until the handshake is done.
     private let tls: TLSStream?
-    @exclusivity(unchecked) private var sealed = OutputQueue()
     @exclusivity(unchecked) var isQueuedForFlush = false
     /// On the server's list of connections flushed first (`Server.flushFirst`).
     @exclusivity(unchecked) var isAnswered = false
@@ -66,8 +66,7 @@ public final class Connection {
         socketHost = host
         maxQueueBytes = server.configuration.maxQueueBytes
         tls = server.tlsContext.map { TLSStream(context: $0) }
-        machine = ConnectionMachine(limits: server.configuration.connection, acceptValue: Digests.webSocketAccept,
-                                    inflater: server.inflater, now: now)
+        machine = ConnectionMachine(setup: server.connectionSetup, now: now)
     }
 
     /// Whether messages may be sent: the WebSocket opened and no close frame is queued.
@@ -79,7 +78,7 @@ public final class Connection {
     @exclusivity(unchecked) private var acceptsMessages = false
 
     /// Output bytes queued or in flight.
-    public var queuedBytes: Int { output.queuedBytes + sealed.queuedBytes }
+    public var queuedBytes: Int { output.queuedBytes + (tls?.sealed.queuedBytes ?? 0) }
 
     /// Served over TLS and still in its handshake: nothing can be said to the peer yet.
     var isAwaitingTLS: Bool { tls.map { !$0.isEstablished } ?? false }
@@ -223,7 +222,7 @@ public final class Connection {
         case .plainHTTP:
             let r = HTTPResponse.text(400, "this port speaks TLS: use https:// or wss://\n")
             discardOutput()
-            sealed.append(OutgoingBuffer(r.serialized(keepAlive: false)))
+            tls!.sealed.append(OutgoingBuffer(r.serialized(keepAlive: false)))
             server.needsFlush(self)
             closeReason = .tls(failure.description)
         case .closed:
@@ -245,7 +244,7 @@ public final class Connection {
             return
         }
         output.trim()
-        sealed.trim()
+        tls?.sealed.trim()
         perform(machine.tick(now: now))
     }
 
@@ -312,8 +311,8 @@ public final class Connection {
         let rc: Int32
         if let tls {
             if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
-            if tls.hasOutput { sealed.append(OutgoingBuffer(tls.takeOutput())) }
-            rc = sealed.flush(to: UV.stream(tcp), owner: self) { request, status in
+            if tls.hasOutput { tls.sealed.append(OutgoingBuffer(tls.takeOutput())) }
+            rc = tls.sealed.flush(to: UV.stream(tcp), owner: self) { request, status in
                 Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
             }
         } else {
@@ -328,7 +327,7 @@ public final class Connection {
     }
 
     private func didWrite(_ status: Int32) {
-        let written = tls == nil ? output.finished() : sealed.finished()
+        let written = tls?.sealed.finished() ?? output.finished()
         bytesOut += written
         server.bytesOut += written
         machine.outputWritten(remaining: queuedBytes, now: server.now)
@@ -338,7 +337,7 @@ public final class Connection {
             closeHandle()
             return
         }
-        if output.hasPending && !isAwaitingTLS || sealed.hasPending || tls?.hasOutput == true {
+        if output.hasPending && !isAwaitingTLS || tls?.sealed.hasPending == true || tls?.hasOutput == true {
             flush()
         } else if closeReason != nil {
             linger()
@@ -349,7 +348,7 @@ public final class Connection {
 
     private func discardOutput() {
         output.discard()
-        sealed.discard()
+        tls?.sealed.discard()
     }
 
     // MARK: Closing

@@ -30,6 +30,8 @@ public final class Server {
     /// this loop (neither side takes over context); nil with `--compression off`.
     public let deflater: Deflater?
     let inflater: Inflater?
+    /// What every connection's machine shares (limits, the handshake's digest, the inflater).
+    let connectionSetup: ConnectionMachine.Setup
     /// TLS for new connections (`configuration.tls`, then what SIGHUP reloaded).
     public private(set) var tlsContext: TLSContext?
     /// Open connections per peer address, for `maxConnectionsPerIP`.
@@ -69,6 +71,7 @@ public final class Server {
         tlsContext = configuration.tls
         deflater = configuration.compressionThreshold.map { Deflater(threshold: $0) }
         inflater = configuration.compressionThreshold.map { _ in Inflater() }
+        connectionSetup = ConnectionMachine.Setup(limits: configuration.connection, acceptValue: Digests.webSocketAccept, inflater: inflater)
         guard let address = UV.Address(host: configuration.host, port: configuration.port) else {
             throw ServerError(description: "'\(configuration.host)' is not an IPv4 or IPv6 address")
         }

@@ -41,7 +41,6 @@ public final class WebSocketClient {
     /// `wss://`: the TLS session, and `output` sealed into records (what the socket
     /// gets). The upgrade request waits in `output` until the TLS handshake is done.
     private var tls: TLSStream?
-    private var sealed = OutputQueue()
     var isQueuedForFlush = false
     private var closeReported = false
     /// Waits for the server's close reply; cancelled once the connection is done.
@@ -57,7 +56,7 @@ public final class WebSocketClient {
         decoder = WebSocketDecoder(role: .client, maxMessage: maxMessage)
     }
 
-    public var queuedBytes: Int { output.queuedBytes + sealed.queuedBytes }
+    public var queuedBytes: Int { output.queuedBytes + (tls?.sealed.queuedBytes ?? 0) }
 
     // MARK: Connecting
 
@@ -275,8 +274,8 @@ public final class WebSocketClient {
         let rc: Int32
         if let tls {
             if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
-            if tls.hasOutput { sealed.append(OutgoingBuffer(tls.takeOutput())) }
-            rc = sealed.flush(to: UV.stream(tcp), owner: self, callback: callback)
+            if tls.hasOutput { tls.sealed.append(OutgoingBuffer(tls.takeOutput())) }
+            rc = tls.sealed.flush(to: UV.stream(tcp), owner: self, callback: callback)
         } else {
             rc = output.flush(to: UV.stream(tcp), owner: self, callback: callback)
         }
@@ -284,9 +283,9 @@ public final class WebSocketClient {
     }
 
     private func didWrite(_ status: Int32) {
-        _ = tls == nil ? output.finished() : sealed.finished()
+        _ = tls?.sealed.finished() ?? output.finished()
         if status < 0 { return finish(nil, "write failed: \(UV.error(status))") }
-        let more = tls.map { sealed.hasPending || $0.hasOutput || $0.isEstablished && output.hasPending } ?? output.hasPending
+        let more = tls.map { $0.sealed.hasPending || $0.hasOutput || $0.isEstablished && output.hasPending } ?? output.hasPending
         if more { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
     }
 
