@@ -73,6 +73,15 @@ struct PerMessageDeflateTests {
         var bad = WebSocketDecoder(role: .client, maxMessage: 1024, inflater: Reverser())
         #expect(bad.feed(frame(0xC1, [0xC3, 0xA9])).error == .invalidUTF8)   // "é" backwards is not UTF-8
         var large = WebSocketDecoder(role: .client, maxMessage: 4, inflater: Reverser())
-        #expect(large.feed(frame(0xC1, Array("12345".utf8))).error == .messageTooLarge(limit: 4))
+        #expect(large.feed(frame(0xC1, Array("12345".utf8))).error == .messageTooLarge(limit: 4), "too large once inflated")
+        // Incompressible data grows a little when deflated: a message of exactly the
+        // limit may be longer on the wire, and is taken.
+        final class Shrinker: WebSocketInflating, @unchecked Sendable {
+            func inflate(_ payload: [UInt8], limit: Int) -> Result<[UInt8], WebSocketError> { .success(Array(payload.prefix(limit))) }
+        }
+        var exact = WebSocketDecoder(role: .client, maxMessage: 100, inflater: Shrinker())
+        #expect(exact.feed(frame(0xC1, [UInt8](repeating: 0x61, count: 105))).events == [.text([UInt8](repeating: 0x61, count: 100))])
+        var plainLimit = WebSocketDecoder(role: .client, maxMessage: 100, inflater: Shrinker())
+        #expect(plainLimit.feed(frame(0x81, [UInt8](repeating: 0x61, count: 105))).error == .messageTooLarge(limit: 100), "uncompressed: the limit itself")
     }
 }
