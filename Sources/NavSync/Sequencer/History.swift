@@ -66,6 +66,15 @@ public struct HistoryEntry: Sendable, Equatable {
         }
 
         static func == (a: StoredOps, b: StoredOps) -> Bool { a.values == b.values }
+
+        /// Roughly what holding them costs: their text, or about 400 bytes an operation
+        /// as parsed values.
+        var heldEstimate: Int {
+            switch self {
+            case .encoded(let bytes): return bytes.count
+            case .values(let ops): return 400 * ops.count
+            }
+        }
     }
 
     /// The same entry as history holds it: its operations and patch as JSON text, one
@@ -74,20 +83,24 @@ public struct HistoryEntry: Sendable, Equatable {
     func compacted() -> HistoryEntry {
         var f = box.fields
         guard f.size == 0 else { return self }
-        if case .values(let ops) = f.ops {
-            var out: [UInt8] = []
-            JSON.array(ops).write(into: &out)
-            f.ops = .encoded(out)
-        }
-        if case .values = f.patch {
-            let patch = f.patch
-            f.patch = .encoded(ByteWriter.bytes(capacity: 256) { patch.write(into: &$0) })
-        }
         // Results are nearly always one `applied`: one array for all of those.
         if f.results == Self.appliedOnce { f.results = Self.appliedOnce }
-        if case .encoded(let ops) = f.ops, case .encoded(let patch) = f.patch {
-            // The text, and the box, strings and arrays around it.
-            f.size = ops.count + patch.count + 240
+        switch f.patch {
+        case .encoded(let patch):
+            // A lone stack edit (push, pop, dismiss…), the commonest command: its patch
+            // is bytes already and its one operation is small. Writing that operation
+            // out too cost a fifth of a push/pop command and saved little, so it stays.
+            f.size = patch.count + f.ops.heldEstimate + 240
+        case .values:
+            if case .values(let ops) = f.ops {
+                var out: [UInt8] = []
+                JSON.array(ops).write(into: &out)
+                f.ops = .encoded(out)
+            }
+            let patch = f.patch
+            let bytes = ByteWriter.bytes(capacity: 256) { patch.write(into: &$0) }
+            f.patch = .encoded(bytes)
+            f.size = bytes.count + f.ops.heldEstimate + 240
         }
         return HistoryEntry(f)
     }
