@@ -40,6 +40,11 @@ public final class TLSContext: @unchecked Sendable {
             throw TLSError("cannot load the certificate \(certificate)")
         }
         guard SSL_CTX_use_PrivateKey_file(context.ctx, key, SSL_FILETYPE_PEM) == 1 else {
+            // OpenSSL checks the pair as it loads the key.
+            if navsync_reason(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH {
+                ERR_clear_error()
+                throw TLSError("the key \(key) does not match the certificate \(certificate)")
+            }
             throw TLSError("cannot load the private key \(key)")
         }
         guard SSL_CTX_check_private_key(context.ctx) == 1 else {
