@@ -30,7 +30,9 @@ struct Options {
     var tlsCertificate: String?
     var tlsKey: String?
     var tlsSelfSigned = false
-    /// `--compression-threshold`, kept for a `--compression on` given after it.
+    /// `--compression` and `--compression-threshold`, in any order: they make
+    /// `server.compressionThreshold` once all flags are read.
+    var compression = true
     var compressionThreshold = 256
 
     static let usage = """
@@ -179,10 +181,7 @@ struct Options {
             $0.snapshotEvery = Int($1)
             $0.snapshotEveryGiven = true
         },
-        "--compression-threshold": NumericFlag(range: 0...(1 << 30), unit: "a byte count") {
-            if $0.server.compressionThreshold != nil { $0.server.compressionThreshold = Int($1) }
-            $0.compressionThreshold = Int($1)
-        },
+        "--compression-threshold": NumericFlag(range: 0...(1 << 30), unit: "a byte count") { $0.compressionThreshold = Int($1) },
         "--backlog": NumericFlag(range: 1...1_000_000, unit: "a number") { $0.server.backlog = Int32($1) },
         "--max-connections": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnections = Int($1) },
         "--max-connections-per-ip": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnectionsPerIP = Int($1) },
@@ -230,7 +229,7 @@ struct Options {
             case "--tls-self-signed": o.tlsSelfSigned = true
             case "--compression":
                 guard let v = args.popFirst(), v == "on" || v == "off" else { return .usageError("--compression needs on or off") }
-                o.server.compressionThreshold = v == "on" ? o.compressionThreshold : nil
+                o.compression = v == "on"
             case "--auth":
                 guard let v = args.popFirst() else { return .usageError("--auth needs a file") }
                 o.authFile = v
@@ -274,6 +273,7 @@ struct Options {
             }
         }
         o.hub.heartbeat = Int(max(1, o.server.connection.pingInterval / 1000))
+        o.server.compressionThreshold = o.compression ? o.compressionThreshold : nil
         if o.lagThreshold >= o.server.maxQueueBytes {
             return .usageError("--lag-threshold must be below --max-queue")
         }

@@ -1,4 +1,3 @@
-import Dispatch
 import Testing
 @testable import NavSync
 @testable import NavSyncRuntime
@@ -11,17 +10,15 @@ struct CompressionLoopbackTests {
         var agreed: [PerMessageDeflate.ClientAgreement?] = []
         var patches: [JSON] = []
         var bytesIn = 0
-        let done = DispatchSemaphore(value: 0)
     }
 
     /// Two members of `demo`; the first sends an update of ~3 KB of data; both read the patch.
     static func run(port: Int, offer: Bool, seed: Int) -> Outcome {
         let outcome = Outcome()
-        startThread {
-            let loop = ClientLoop()
+        runClientLoop { loop in
             var members: [WebSocketClient] = []
             var joined = 0
-            for i in 0..<2 {
+            for _ in 0..<2 {
                 let m = WebSocketClient(loop: loop, url: WebSocketURL(host: "127.0.0.1", port: port, target: "/ws"), compression: offer)
                 m.onOpen = { m.send(text: Array(#"{"type":"join","session":"demo"}"#.utf8)) }
                 m.onText = { bytes in
@@ -43,18 +40,12 @@ struct CompressionLoopbackTests {
                             loop.after(100) { loop.stop() }
                         }
                     }
-                    _ = i
                 }
                 members.append(m)
                 m.connect()
             }
-            let guardTimer = loop.after(5_000) { loop.stop() }
-            withExtendedLifetime(members) { loop.run() }
-            guardTimer.cancel()
-            loop.shutdown()
-            outcome.done.signal()
+            return members
         }
-        _ = outcome.done.wait(timeout: .now() + 10)
         return outcome
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 @preconcurrency import Glibc
 @testable import NavSync
 import TestSupport
@@ -223,4 +224,27 @@ extension RawClient {
         defer { pendingEvents = [] }
         return pendingEvents.compactMap { if case .text(let b) = $0 { return try? JSON.parse(b) } else { return nil } }
     }
+}
+
+/// Runs a client loop on a thread of its own, as an app's would: `setUp` makes the
+/// clients on the loop's thread and returns what must stay alive; the loop runs until a
+/// client calls `loop.stop()` or `timeout` ms pass. Returns whether it stopped in time.
+@discardableResult
+func runClientLoop(timeout: Int64 = 5_000, _ setUp: @escaping @Sendable (ClientLoop) -> Any) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    final class Flag: @unchecked Sendable { var timedOut = false }
+    let flag = Flag()
+    startThread {
+        let loop = ClientLoop()
+        let kept = setUp(loop)
+        let guardTimer = loop.after(timeout) {
+            flag.timedOut = true
+            loop.stop()
+        }
+        withExtendedLifetime(kept) { loop.run() }
+        guardTimer.cancel()
+        loop.shutdown()
+        done.signal()
+    }
+    return done.wait(timeout: .now() + .milliseconds(Int(timeout) + 5_000)) == .success && !flag.timedOut
 }

@@ -1,4 +1,3 @@
-import Dispatch
 import Testing
 @preconcurrency import Glibc
 @testable import NavSync
@@ -25,14 +24,12 @@ struct TLSLoopbackTests {
         var opened = false
         var messages: [String] = []
         var closed: String?
-        let done = DispatchSemaphore(value: 0)
     }
 
     /// One WebSocket over the client transport: hello on open, the welcome, then close.
     static func hello(_ url: String, caFile: String?) -> Outcome {
         let outcome = Outcome()
-        startThread {
-            let loop = ClientLoop()
+        runClientLoop { loop in
             if let caFile { loop.tls = try? TLSContext.client(caFile: caFile) }
             let socket = WebSocketClient(loop: loop, url: WebSocketURL(url)!)
             socket.onOpen = {
@@ -48,13 +45,8 @@ struct TLSLoopbackTests {
                 loop.stop()
             }
             socket.connect()
-            let guardTimer = loop.after(5_000) { socket.abort() }
-            withExtendedLifetime(socket) { loop.run() }
-            guardTimer.cancel()
-            loop.shutdown()
-            outcome.done.signal()
+            return socket
         }
-        _ = outcome.done.wait(timeout: .now() + 10)
         return outcome
     }
 
@@ -69,7 +61,7 @@ struct TLSLoopbackTests {
     }
 
     @Test func anUntrustedCertificateOrAnotherNameIsRefused() throws {
-        let (server, ca) = try Self.server()
+        let (server, _) = try Self.server()
         defer { server.stop() }
         let untrusted = Self.hello("wss://127.0.0.1:\(server.port)/ws", caFile: nil)
         #expect(!untrusted.opened && untrusted.closed?.contains("certificate verify failed") == true, "\(untrusted.closed ?? "")")
@@ -78,7 +70,6 @@ struct TLSLoopbackTests {
         defer { other.stop() }
         let mismatch = Self.hello("wss://127.0.0.1:\(other.port)/ws", caFile: otherCA)
         #expect(!mismatch.opened && mismatch.closed?.contains("mismatch") == true, "\(mismatch.closed ?? "")")
-        _ = ca
     }
 
     @Test func plainHTTPOnTheTLSPortIsToldToUseTLS() throws {
@@ -113,14 +104,10 @@ struct TLSLoopbackTests {
     @Test func theSessionClientWorksOverTLS() throws {
         let (server, ca) = try Self.server()
         defer { server.stop() }
-        final class Box: @unchecked Sendable {
-            var ack: Ack?
-            let done = DispatchSemaphore(value: 0)
-        }
+        final class Box: @unchecked Sendable { var ack: Ack? }
         let box = Box()
         let port = server.port
-        startThread {
-            let loop = ClientLoop()
+        let stopped = runClientLoop { loop in
             loop.tls = try? TLSContext.client(caFile: ca)
             var options = SessionClient.Options.local(port)
             options.urls = [WebSocketURL("wss://localhost:\(port)/ws")!]
@@ -136,13 +123,8 @@ struct TLSLoopbackTests {
                 }
             }
             client.start()
-            let guardTimer = loop.after(5_000) { loop.stop() }
-            withExtendedLifetime(client) { loop.run() }
-            guardTimer.cancel()
-            loop.shutdown()
-            box.done.signal()
+            return client
         }
-        #expect(box.done.wait(timeout: .now() + 10) == .success)
-        #expect(box.ack?.rev == 1)
+        #expect(stopped && box.ack?.rev == 1)
     }
 }

@@ -54,3 +54,14 @@ def wait(driver, fn, timeout=8):
         return True
     except Exception:
         return False
+
+
+async def next_of(ws, *kinds, timeout=5):
+    """The next message on a `websockets` connection whose type is one of `kinds`, as
+    JSON (those before it are skipped); times out after `timeout` s per message."""
+    import asyncio
+    import json
+    while True:
+        m = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+        if m["type"] in kinds:
+            return m

@@ -8,6 +8,8 @@ check "an unknown flag exits 2"            bash -c "'$NAVSYNCD' --frobnicate; [ 
 check "a bad port exits 2"                 bash -c "'$NAVSYNCD' --port 70000; [ \$? -eq 2 ]"
 check "--socket-send-buffer below 4096 exits 2, naming the flag" bash -c "'$NAVSYNCD' --socket-send-buffer 100 2>&1 | grep -q -- '--socket-send-buffer'; [ \${PIPESTATUS[0]} -eq 2 ]"
 check "0.0.0.0 without --auth is refused"  bash -c "'$NAVSYNCD' --host 0.0.0.0 --port 0 2>&1 | grep -q 'refusing to listen'"
+check "--jwt-audience without --jwt-key exits 2" bash -c "'$NAVSYNCD' --jwt-audience shop 2>&1 | grep -q 'needs --jwt-key'; [ \${PIPESTATUS[0]} -eq 2 ]"
+check "an open-files limit below --max-connections is warned of at start" bash -c "ulimit -n 512; '$NAVSYNCD' --port 0 --max-connections 1000 >'$OUT/cli-nofile.out' 2>'$OUT/cli-nofile.log' & pid=\$!; sleep 1; kill \$pid; wait \$pid; grep -q 'the open-files limit is 512: at most 448 connections, not --max-connections 1000' '$OUT/cli-nofile.log'"
 check "navclient --help exits 0"           bash -c "'$NAVCLIENT' --help | grep -q bench"
 check "navclient bench --help exits 0"     bash -c "'$NAVCLIENT' bench --help | grep -q -- '--in-flight'"
 check "navclient bench --rate 0 is a usage error (exit 2) that names --rate" bash -c "'$NAVCLIENT' bench --rate 0 2>&1 | grep -q -- '--rate needs'; [ \${PIPESTATUS[0]} -eq 2 ]"

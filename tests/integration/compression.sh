@@ -8,7 +8,7 @@ PYTHONPATH="$ROOT/tests/integration" "$PY" - "$WS_URL" <<'PY' || FAILED=$((FAILE
 import asyncio, json, sys
 import websockets
 from websockets.extensions.permessage_deflate import PerMessageDeflate
-from checks import check, finish
+from checks import check, finish, next_of
 
 url = sys.argv[1]
 
@@ -16,8 +16,7 @@ url = sys.argv[1]
 async def member(**kw):
     ws = await websockets.connect(url, subprotocols=["navsync.v1"], **kw)
     await ws.send(json.dumps({"type": "join", "session": "demo"}))
-    while json.loads(await asyncio.wait_for(ws.recv(), 5))["type"] != "joined":
-        pass
+    await next_of(ws, "joined")
     return ws
 
 
@@ -30,18 +29,12 @@ async def main():
     products = [{"id": i, "name": f"Trail Runner {i}", "price": 19.99 + i, "tags": ["new", "sale"]} for i in range(60)]
     await a.send(json.dumps({"type": "command", "session": "demo", "id": 1,
                              "ops": [{"op": "update", "scope": "session", "data": {"products": products}}]}))
-    got = {}
-    for ws in (a, b):
-        while True:
-            m = json.loads(await asyncio.wait_for(ws.recv(), 5))
-            if m["type"] == "patch":
-                got[ws] = m
-                break
+    got = {ws: await next_of(ws, "patch") for ws in (a, b)}
     check("the same patch reaches a compressed and an uncompressed member", got[a] == got[b] and "products" in json.dumps(got[a]))
     # A compressed message from the client (websockets compresses what it sends too).
     await a.send(json.dumps({"type": "command", "session": "demo", "id": 2,
                              "ops": [{"op": "update", "scope": "session", "data": {"note": "x" * 5000}}]}))
-    while (m := json.loads(await asyncio.wait_for(a.recv(), 5)))["type"] != "ack" or m["id"] != 2:
+    while (m := await next_of(a, "ack"))["id"] != 2:
         pass
     check("a compressed command from the client is applied", m["id"] == 2 and m["results"] == ["applied"], m)
     for ws in (a, b):
@@ -52,6 +45,16 @@ asyncio.run(main())
 finish("compression_clients")
 PY
 check "navclient offers it and reads compressed patches" "$NAVCLIENT" exec "$WS_URL" "open /product/4"
+wire() { "$NAVCLIENT" bench "$1" --clients 3 --commands 20 --update 2500 $2 --json 2>/dev/null | "$PY" -c 'import json,sys; r=json.load(sys.stdin); assert r["errors"]==0, r; print(int(r["wireBytesPerDelivery"]))'; }
+plain="$(wire "$WS_URL" "")"; packed="$(wire "$WS_URL" --compression)"
+check "bench --update 2500: product-list patches of 2-3 KB, a quarter of that compressed ($plain -> $packed bytes)" \
+    bash -c "[ '$plain' -gt 2000 ] && [ '$plain' -lt 3500 ] && [ \$(( $packed * 3 )) -lt '$plain' ]"
+stop_navsyncd
+
+# Flags in either order: a threshold above every message leaves them all uncompressed.
+start_navsyncd compression-threshold --compression-threshold 100000 --compression on
+above="$(wire "$WS_URL" --compression)"
+check "--compression-threshold: messages below it go uncompressed ($above bytes)" bash -c "[ \$(( $above * 10 / $plain )) -ge 9 ]"
 stop_navsyncd
 
 start_navsyncd compression-off --compression off

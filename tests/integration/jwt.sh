@@ -23,7 +23,7 @@ PYTHONPATH="$ROOT/tests/integration" "$PY" - "$WS_URL" "$HTTP_URL" "$dir" <<'PY'
 import asyncio, base64, hashlib, hmac, json, sys, time, urllib.request, urllib.error
 import jwt
 import websockets
-from checks import check, finish
+from checks import check, finish, next_of
 
 ws_url, http_url, d = sys.argv[1], sys.argv[2].rstrip("/"), sys.argv[3]
 secret = open(f"{d}/hs.key", "rb").read().rstrip(b"\n")
@@ -54,17 +54,10 @@ def http(path, tok):
         return e.code, e.read().decode()
 
 
-async def until(ws, kind):
-    while True:
-        m = json.loads(await asyncio.wait_for(ws.recv(), 5))
-        if m["type"] in (kind, "error"):
-            return m
-
-
 async def hello(tok, url=ws_url):
     ws = await websockets.connect(url, subprotocols=["navsync.v1"])
     await ws.send(json.dumps({"type": "hello", "token": tok}))
-    return ws, await until(ws, "welcome")
+    return ws, await next_of(ws, "welcome", "error")
 
 
 async def main():
@@ -72,7 +65,7 @@ async def main():
     for alg, role in [("HS256", "controller"), ("RS256", "viewer"), ("ES256", "admin")]:
         ws, m = await hello(token(alg, role))
         await ws.send(json.dumps({"type": "join", "session": "demo"}))
-        joined = await until(ws, "joined")
+        joined = await next_of(ws, "joined", "error")
         me = [x for x in joined.get("members", []) if x["name"] == f"user-{alg}"]
         check(f"{alg}: hello with the token joins, named by sub with the role claimed",
               m["type"] == "welcome" and me and me[0]["role"] == role, (m, joined.get("members")))
@@ -113,11 +106,11 @@ async def main():
 
     # A refresh on the live connection: never a higher role; a fresh one keeps it open.
     await stay.send(json.dumps({"type": "auth", "id": "a1", "token": token(role="admin", ttl=60)}))
-    m = await until(stay, "auth")
+    m = await next_of(stay, "auth", "error")
     check("a refresh may not raise the role", m["type"] == "error" and "may not raise the role" in m["message"], m)
     exp = int(time.time()) + 60
     await stay.send(json.dumps({"type": "auth", "id": "a2", "token": token(role="viewer", exp=exp)}))
-    m = await until(stay, "auth")
+    m = await next_of(stay, "auth", "error")
     check("auth answers with the role and expiry now in force", m == {"type": "auth", "id": "a2", "role": "viewer", "expires": exp}, m)
 
     # The connection that did not refresh is closed with 1008 "token expired".
@@ -130,7 +123,7 @@ async def main():
               e.rcvd is not None and e.rcvd.code == 1008 and e.rcvd.reason == "token expired", e)
     check("...within the second of leeway after exp", time.monotonic() - t0 < 4.5, time.monotonic() - t0)
     await stay.send(json.dumps({"type": "ping", "id": "p"}))
-    check("the refreshed connection stays open", (await until(stay, "pong"))["id"] == "p")
+    check("the refreshed connection stays open", (await next_of(stay, "pong", "error"))["id"] == "p")
     await stay.close()
 
 

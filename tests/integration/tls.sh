@@ -14,6 +14,10 @@ cp "$dir/one.pem" "$dir/cert.pem"; cp "$dir/one.key" "$dir/key.pem"
 # Clients trust both certificates (the served one changes on SIGHUP).
 cat "$dir/one.pem" "$dir/two.pem" >"$dir/ca.pem"
 
+check "--tls-cert without --tls-key exits 2" bash -c "'$NAVSYNCD' --tls-cert '$dir/one.pem' 2>&1 | grep -q 'go together'; [ \${PIPESTATUS[0]} -eq 2 ]"
+check "a certificate file that cannot be read stops the start (exit 1), naming it" bash -c "'$NAVSYNCD' --port 0 --tls-cert '$dir/none.pem' --tls-key '$dir/one.key' 2>&1 | grep -q 'cannot load the certificate $dir/none.pem'; [ \${PIPESTATUS[0]} -eq 1 ]"
+check "a key that is not the certificate's stops the start" bash -c "'$NAVSYNCD' --port 0 --tls-cert '$dir/one.pem' --tls-key '$dir/two.key' 2>&1 | grep -q 'does not match'"
+
 start_navsyncd tls --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" --handshake-timeout 500
 port="$(echo "$WS_URL" | sed 's#.*:\([0-9]*\)/ws#\1#')"
 check "the start line names wss:// and https://" bash -c "head -1 '$OUT/tls.stdout' | grep -qx 'navsyncd listening on wss://127.0.0.1:$port/ws (web: https://127.0.0.1:$port/)'"
@@ -30,7 +34,7 @@ check "navclient: an untrusted certificate is refused with why" bash -c "! '$NAV
 PYTHONPATH="$ROOT/tests/integration" "$PY" - "$port" "$dir" <<'PY' || FAILED=$((FAILED + 1))
 import asyncio, hashlib, json, os, shutil, signal, socket, ssl, sys, time
 import websockets
-from checks import check, finish
+from checks import check, finish, next_of
 
 port, d = int(sys.argv[1]), sys.argv[2]
 tls = ssl.create_default_context(cafile=f"{d}/ca.pem")
@@ -51,23 +55,15 @@ def fingerprint(name):
 async def member():
     ws = await websockets.connect(URL, ssl=tls, subprotocols=["navsync.v1"])
     await ws.send(json.dumps({"type": "join", "session": "demo"}))
-    while json.loads(await asyncio.wait_for(ws.recv(), 5))["type"] != "joined":
-        pass
+    await next_of(ws, "joined")
     return ws
-
-
-async def until(ws, kind):
-    while True:
-        m = json.loads(await asyncio.wait_for(ws.recv(), 5))
-        if m["type"] == kind:
-            return m
 
 
 async def main():
     a, b = await member(), await member()
     await a.send(json.dumps({"type": "command", "session": "demo", "id": 1, "ops": [{"op": "open", "url": "/product/8"}]}))
-    ack = await until(a, "ack")
-    patch = await until(b, "patch")
+    ack = await next_of(a, "ack")
+    patch = await next_of(b, "patch")
     check("wss://: a command is acked and its patch reaches the other member", ack["rev"] == patch["rev"], (ack, patch))
 
     # A client that stalls mid-handshake is closed at the handshake timeout (500 ms;
@@ -83,7 +79,7 @@ async def main():
     broken.settimeout(5)
     check("a broken handshake is closed", broken.recv(100)[:1] in (b"", b"\x15"))
     await a.send(json.dumps({"type": "ping", "id": "p"}))
-    check("members are served meanwhile", (await until(a, "pong"))["id"] == "p")
+    check("members are served meanwhile", (await next_of(a, "pong"))["id"] == "p")
 
     # SIGHUP: the new certificate for new connections; the live ones keep going.
     check("the first certificate is served", served_certificate() == fingerprint("one"))
@@ -92,8 +88,8 @@ async def main():
     time.sleep(0.3)
     check("after SIGHUP new connections get the new certificate", served_certificate() == fingerprint("two"))
     await a.send(json.dumps({"type": "command", "session": "demo", "id": 2, "ops": [{"op": "pop"}]}))
-    ack = await until(a, "ack")
-    patch = await until(b, "patch")
+    ack = await next_of(a, "ack")
+    patch = await next_of(b, "patch")
     check("connections opened before the reload go on", ack["rev"] == patch["rev"] and ack["results"] == ["applied"], (ack, patch))
     # A file that does not load: logged, and the one in force stays.
     open(f"{d}/cert.pem", "w").write("not a certificate\n")
