@@ -108,6 +108,10 @@ try:
           and first["flow"]["name"] == "shop", list(first))
     same = js(a, "return s.getSnapshot() === s.getSnapshot();")["ok"]
     check("getSnapshot returns the same object until the next change", same is True)
+    # refreshToken asks with `auth`: this server has no tokens, so it is refused with why
+    # (tests/integration/jwt.sh refreshes real ones).
+    refresh = js(a, "return await c.refreshToken('not-a-token');")
+    check("refreshToken rejects with the server's error", refresh.get("code") == "bad_request" and "no auth file" in refresh.get("err", ""), refresh)
 
     sent = asyncio.run(writers(NAME, 500))
     truth = server_state(NAME)
