@@ -23,9 +23,13 @@ struct Options {
     var repair = false
     var snapshotEvery = 50_000
     var snapshotEveryGiven = false
-    /// `--cluster redis://HOST:PORT[/DB]` and `--node NAME`.
-    var cluster: ClusterStore.Address?
+    /// `--cluster URL`, `--node NAME`, `--redis-password-file FILE`, `--redis-wait N`
+    /// and `--redis-wait-timeout MS`.
+    var cluster: RedisURL?
     var node: String?
+    var redisPasswordFile: String?
+    var redisWait = 0
+    var redisWaitTimeout = 1_000
     /// `--tls-cert`, `--tls-key`, `--tls-self-signed`.
     var tlsCertificate: String?
     var tlsKey: String?
@@ -79,14 +83,25 @@ struct Options {
                               after N records, once the journal has grown past the last snapshot (default 50000)
       --repair                with --data: cut a journal at a corrupt record instead of
                               refusing to start (the records after it are lost)
-      --cluster redis://HOST:PORT[/DB]
-                              join a cluster: every node naming the same Redis (7.x)
+      --cluster URL           join a cluster: every node naming the same Redis (7.x)
                               serves every session, and a client may use any of them.
                               Redis holds and orders everything; nothing is kept on disk
                               here (not with --data). With --snapshot-every N (default
                               10000 here) a node stores a session's snapshot in Redis
-                              every N records it appended. See docs/cluster.md.
+                              every N records it appended. URL is one of
+                                redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]
+                                rediss://…[?cacert=FILE][&cert=FILE&key=FILE]   (TLS)
+                                redis+sentinel://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT…]/MASTER
+                                  [?sentinel_password=…][&db=N]   (also rediss+sentinel://)
+                              HOST is a DNS name or an IP address. See docs/cluster.md.
       --node NAME             this node's name in the cluster (default: HOSTNAME-PORT)
+      --redis-password-file FILE
+                              the password of the URL's user (redis://USER@HOST…), kept
+                              out of ps; one trailing newline ignored; re-read on SIGHUP
+      --redis-wait N          acknowledge a command only once N Redis replicas have it
+                              (WAIT; default 0). One whose replicas do not confirm in time
+                              is answered `unconfirmed` (HTTP 503): resend it by id
+      --redis-wait-timeout MS how long WAIT waits (default 1000)
       --tls-cert FILE         serve HTTPS and wss:// on the port (TLS 1.2 and 1.3), with this
                               certificate (PEM, a chain allowed); needs --tls-key. Re-read
                               on SIGHUP (open connections keep theirs; one that does not
@@ -259,10 +274,23 @@ struct Options {
                 o.sync = mode
             case "--repair": o.repair = true
             case "--cluster":
-                guard let v = args.popFirst(), let address = ClusterStore.Address(v) else {
-                    return .usageError("--cluster needs redis://HOST:PORT[/DB], with HOST an IP address or localhost")
+                guard let v = args.popFirst() else { return .usageError("--cluster needs a Redis URL: redis://[USER:PASSWORD@]HOST:PORT[/DB]") }
+                do { o.cluster = try RedisURL(v) } catch {
+                    return .usageError("--cluster \(error): redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss://… or redis+sentinel://HOST:PORT,…/MASTER")
                 }
-                o.cluster = address
+            case "--redis-password-file":
+                guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--redis-password-file needs a file") }
+                o.redisPasswordFile = v
+            case "--redis-wait":
+                guard let v = args.popFirst(), let n = Int(v), (0...16).contains(n) else {
+                    return .usageError("--redis-wait needs a number of replicas, 0-16")
+                }
+                o.redisWait = n
+            case "--redis-wait-timeout":
+                guard let v = args.popFirst(), let n = Int(v), (10...60_000).contains(n) else {
+                    return .usageError("--redis-wait-timeout needs milliseconds, 10-60000")
+                }
+                o.redisWaitTimeout = n
             case "--node":
                 guard let v = args.popFirst(), ClientRequest.isValidSessionName(v), v.utf8.count <= 64 else {
                     return .usageError("--node needs a name of 1-64 letters, digits or -_.: characters")
@@ -289,6 +317,13 @@ struct Options {
             return .usageError("--fsync and --repair are for --data; in a cluster, Redis's appendfsync decides")
         }
         if o.node != nil && o.cluster == nil { return .usageError("--node needs --cluster") }
+        for (flag, given) in [("--redis-password-file", o.redisPasswordFile != nil), ("--redis-wait", arguments.contains("--redis-wait")),
+                              ("--redis-wait-timeout", arguments.contains("--redis-wait-timeout"))] where given && o.cluster == nil {
+            return .usageError("\(flag) needs --cluster")
+        }
+        if o.redisPasswordFile != nil && o.cluster?.password != nil {
+            return .usageError("--redis-password-file and a password in the --cluster URL exclude each other: give it once")
+        }
         if (o.tlsCertificate == nil) != (o.tlsKey == nil) { return .usageError("--tls-cert and --tls-key go together") }
         if o.jwtAudience != nil && o.jwtKeys.isEmpty { return .usageError("--jwt-audience needs --jwt-key") }
         if o.tlsSelfSigned && o.tlsCertificate != nil { return .usageError("--tls-self-signed and --tls-cert exclude each other") }

@@ -107,11 +107,17 @@ if let dir = options.dataDirectory, !options.wsEcho {
 }
 
 var cluster: ClusterStore?
-if let address = options.cluster {
+if let url = options.cluster {
     var host = [CChar](repeating: 0, count: 256)
     gethostname(&host, host.count)
     let hostname = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    cluster = ClusterStore(address: address, node: options.node ?? "\(hostname)-\(options.server.port)")
+    do {
+        cluster = try ClusterStore(url: url, node: options.node ?? "\(hostname)-\(options.server.port)", passwordFile: options.redisPasswordFile,
+                                   waitReplicas: options.redisWait, waitTimeout: options.redisWaitTimeout)
+    } catch {
+        say("navsyncd: \(error)", to: 2)
+        exit(1)
+    }
 }
 
 let application: ServerApplication
@@ -121,7 +127,8 @@ if options.wsEcho {
     // Client ids are unique across a cluster: random, and long enough.
     let mode: Hub.Mode = if let cluster {
         .clustered(Hub.ClusterSettings(node: cluster.node, incarnation: cluster.incarnation,
-                                       snapshotEvery: options.snapshotEveryGiven ? options.snapshotEvery : 10_000))
+                                       snapshotEvery: options.snapshotEveryGiven ? options.snapshotEvery : 10_000,
+                                       confirmsWrites: cluster.waitReplicas > 0))
     } else if store != nil { .journaled } else { .plain }
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, mode: mode,
                   ids: .random(seed: UInt64.random(in: .min ... .max)))
@@ -163,7 +170,7 @@ if options.wsEcho {
     server.logger.info("--ws-echo: every WebSocket message is echoed back; no sessions")
 } else {
     if let cluster {
-        server.logger.info("cluster: node \(cluster.node), sessions live in Redis at \(cluster.address) (connecting)")
+        server.logger.info("cluster: node \(cluster.node), sessions live in Redis at \(cluster.url)\(cluster.waitReplicas > 0 ? ", acknowledged once \(cluster.waitReplicas) replicas have them" : "") (connecting)")
     } else if let store {
         server.logger.info("sessions are kept in \(store.path) (--fsync \(store.sync.rawValue)): \(restored.count) restored")
     } else {

@@ -6,15 +6,57 @@ import TestSupport
 /// Cluster mode's Redis side as values: addresses and the live channel's messages.
 @Suite("Cluster store")
 struct ClusterStoreTests {
-    @Test func streamIDsAndAddresses() {
+    @Test func streamIDs() {
         #expect(StreamID("12-3") == StreamID(12, 3) && StreamID("12") == nil && StreamID("a-1") == nil && StreamID("-1-2") == nil)
         #expect(StreamID(3, 1) < StreamID(3, 2) && StreamID(3, 9) < StreamID(4, 1) && StreamID(5, 1).isRevision && !StreamID(5, 2).isRevision)
-        #expect(ClusterStore.Address("redis://127.0.0.1:6380/2").map { "\($0)" } == "redis://127.0.0.1:6380/2")
-        #expect(ClusterStore.Address("redis://localhost").map { "\($0)" } == "redis://127.0.0.1:6379/0")
-        #expect(ClusterStore.Address("redis://[::1]:7000").map { "\($0)" } == "redis://[::1]:7000/0")
-        for bad in ["http://127.0.0.1:6379", "redis://127.0.0.1:0", "redis://127.0.0.1:6379/99", "redis://example.com:6379", "redis://"] {
-            #expect(ClusterStore.Address(bad) == nil, "\(bad)")
+    }
+
+    @Test func redisURLs() throws {
+        func url(_ s: String) throws -> RedisURL { try RedisURL(s) }
+        #expect("\(try url("redis://127.0.0.1:6380/2"))" == "redis://127.0.0.1:6380/2")
+        #expect("\(try url("redis://localhost"))" == "redis://localhost:6379/0")
+        #expect("\(try url("redis://[::1]:7000"))" == "redis://[::1]:7000/0")
+        // Credentials: percent-decoded, never printed; `:password@` is the default user.
+        let acl = try url("redis://nav%2Dapp:p%40ss%3Aw%25rd@redis.internal.example:6390/3")
+        #expect(acl.user == "nav-app" && acl.password == "p@ss:w%rd" && acl.hosts == [.init(name: "redis.internal.example", port: 6390)] && acl.db == 3)
+        #expect("\(acl)" == "redis://nav-app@redis.internal.example:6390/3")
+        let plain = try url("redis://:secret@10.0.0.5")
+        #expect(plain.user == nil && plain.password == "secret" && "\(plain)" == "redis://:***@10.0.0.5:6379/0")
+        #expect(try url("redis://nav@h").user == "nav" && url("redis://nav@h").password == nil)
+        // TLS and its files.
+        let tls = try url("rediss://h:6380?cacert=/etc/ca.pem&cert=/c.pem&key=/k.pem")
+        #expect(tls.tls && tls.caFile == "/etc/ca.pem" && tls.certificateFile == "/c.pem" && tls.keyFile == "/k.pem")
+        // Sentinel: several hosts, the master's name, the Sentinels' own password.
+        let s = try url("rediss+sentinel://u:p@s1:26379,s2:26380,[::1]:26381/mymaster?sentinel_password=sp&db=2&cacert=/ca")
+        #expect(s.tls && s.isSentinel && s.master == "mymaster" && s.hosts.map(\.port) == [26379, 26380, 26381])
+        #expect(s.user == "u" && s.password == "p" && s.sentinelPassword == "sp" && s.db == 2 && s.caFile == "/ca")
+        #expect("\(s)" == "rediss+sentinel://u@s1:26379,s2:26380,[::1]:26381/mymaster")
+        let bad: [(String, String)] = [
+            ("http://127.0.0.1:6379", "starts with redis://"), ("redis://127.0.0.1:0", "port"), ("redis://127.0.0.1:6379/99", "0-15"),
+            ("redis://", "not a host name"), ("redis://a:1,b:2", "one host"), ("redis+sentinel://s:26379", "master's name"),
+            ("redis://h?cacert=/x", "for rediss://"), ("rediss://h?cert=/c", "go together"), ("redis://h?nope=1", "unknown parameter"),
+            ("redis://u:p%zz@h", "bad %-escape"), ("redis://ex ample", "not a host name"), ("redis://[::1", "closing ]"),
+        ]
+        for (text, why) in bad {
+            #expect(throws: RedisURL.Invalid.self, "\(text)") { try RedisURL(text) }
+            do { _ = try RedisURL(text) } catch { #expect(error.description.contains(why), "\(text): \(error)") }
         }
+    }
+
+    @Test func replicationInfoParses() {
+        let info = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=127.0.0.1,port=6381,state=online,offset=4242,lag=0\r\nslave1:ip=10.0.0.2,port=6379,state=wait_bgsave,offset=0,lag=1\r\nslave_read_only:1\r\nmaster_repl_offset:4242\r\n"
+        let r = ClusterStore.replication(info)
+        #expect(r.role == "master" && r.replicas.count == 2)
+        #expect(r.replicas[0] == ["ip": "127.0.0.1", "port": "6381", "state": "online", "offset": "4242", "lag": "0"])
+        #expect(r.replicas[1]["state"] == "wait_bgsave")
+        #expect(ClusterStore.replication("role:slave\r\nmaster_host:127.0.0.1\r\n").role == "slave")
+    }
+
+    @Test func refusalsAreSaidForOperators() {
+        let at = RedisURL.Host(name: "r", port: 6379)
+        #expect(RedisConnection.explain("WRONGPASS invalid username-password pair", target: at, user: "nav").contains("refused the password of user 'nav'"))
+        #expect(RedisConnection.explain("NOAUTH Authentication required.", target: at, user: nil).contains("--redis-password-file"))
+        #expect(RedisConnection.explain("NOPERM no permission", target: at, user: "nav").contains("lacks a permission"))
     }
 
     @Test func liveMessagesParseAndBrokenOnesAreRefused() {

@@ -21,6 +21,10 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case guarded
     /// Redirects went round in a circle, or past the limit (section 18).
     case redirectLoop = "redirect_loop"
+    /// Cluster mode with `--redis-wait`: Redis has the command but too few replicas
+    /// confirmed it in time. It may or may not survive a failover; resending it under
+    /// the same id is safe (HTTP 503).
+    case unconfirmed
     case `internal`
 }
 

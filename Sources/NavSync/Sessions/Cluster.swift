@@ -53,6 +53,9 @@ public enum ClusterRequest: Sendable {
     /// Compare-and-append: the records go to the log, in order, only while Redis's epoch
     /// and last position are still `epoch` and `after`. `token` names the attempt.
     case append(session: String, epoch: String, after: StreamID, records: [ClusterRecord], token: Int)
+    /// `--redis-wait`: confirm that the replicas have everything this node wrote (a
+    /// duplicate's answer waits for its original); answered `appended` or `unconfirmed`.
+    case confirm(session: String, token: Int, last: StreamID)
     /// Read the log after `after`, or (nil, or the log no longer reaches back to it)
     /// the newest snapshot and the log after it.
     case read(session: String, after: StreamID?)
@@ -72,7 +75,7 @@ public enum ClusterRequest: Sendable {
     public var session: String {
         switch self {
         case .create(let s, _, _, _), .append(let s, _, _, _, _), .read(let s, _), .snapshot(let s, _, _, _), .delete(let s),
-             .presence(let s, _), .askMembers(let s): s
+             .presence(let s, _), .askMembers(let s), .confirm(let s, _, _): s
         case .checkPositions: ""
         }
     }
@@ -89,6 +92,7 @@ extension ClusterRequest: Equatable {
         case (.delete(let x), .delete(let y)), (.askMembers(let x), .askMembers(let y)): x == y
         case (.presence(let x, let p), .presence(let y, let q)): x == y && p == q
         case (.checkPositions(let p), .checkPositions(let q)): p == q
+        case (.confirm(let x, let t, let p), .confirm(let y, let u, let q)): x == y && t == u && p == q
         default: false
         }
     }
@@ -104,6 +108,9 @@ public enum ClusterEvent: Sendable {
     /// A `create` was done (`made`), or the session already existed.
     case created(session: String, made: Bool)
     case appended(session: String, token: Int, last: StreamID)
+    /// Appended, but fewer replicas than `--redis-wait` asks confirmed it in time: it
+    /// may not survive a failover. Applied; its authors get `unconfirmed`.
+    case unconfirmed(session: String, token: Int, last: StreamID, reason: String)
     case refused(session: String, token: Int, AppendRefusal)
     case read(session: String, ReadResult)
     /// A log entry from the live channel, with the entry before it; the record as JSON,

@@ -109,8 +109,11 @@ extension Hub {
         /// This node's name, and this run of it (a restarted node's old members go).
         public var node: String
         public var incarnation: String
-        public init(node: String = "node", incarnation: String = "1", snapshotEvery: Int = 10_000) {
-            self.node = node; self.incarnation = incarnation; self.snapshotEvery = snapshotEvery
+        /// `--redis-wait`: acknowledgements wait for replicas, also a duplicate's (its
+        /// original may still be on its way to them).
+        public var confirmsWrites: Bool
+        public init(node: String = "node", incarnation: String = "1", snapshotEvery: Int = 10_000, confirmsWrites: Bool = false) {
+            self.node = node; self.incarnation = incarnation; self.snapshotEvery = snapshotEvery; self.confirmsWrites = confirmsWrites
         }
     }
 

@@ -4,16 +4,18 @@ extension Hub {
     /// A command in cluster mode: queued for its session, answered once Redis has it.
     mutating func clusterCommand(session name: String, _ object: JSONObject, client: String, name senderName: String,
                                  role: Role, reply: Reply) {
-        guard sessions[name] != nil else {
-            commandOutcomes[ErrorCode.unknownSession.rawValue, default: 0] += 1
-            return answer(reply, .error(NavError(.unknownSession, "no session '\(name)'")))
-        }
         guard cluster.storeUp else {
             commandOutcomes[ErrorCode.internal.rawValue, default: 0] += 1
             return answer(reply, .error(NavError(.internal, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); nothing was applied, try again")))
         }
         cluster.replicas[name, default: Replica()].queue.append(Pending(object: object, client: client, name: senderName, role: role,
                                                                 reply: reply, arrived: time.nanos))
+        // A session this node does not hold (yet) may be in Redis: it is read first, and
+        // the command fails with `unknown_session` only when Redis has no such session.
+        if sessions[name] == nil, cluster.replicas[name]!.reading != true {
+            cluster.replicas[name]!.reading = true
+            return out.append(.cluster(.read(session: name, after: nil)))
+        }
         pump(name)
     }
 
@@ -60,7 +62,11 @@ extension Hub {
                               outcomes: outcomes, patches: patches, records: records.count)
         cluster.replicas[name] = r
         if records.isEmpty {
-            // Nothing to store: the answers only depend on what the replica holds.
+            // Nothing to store: the answers only depend on what the replica holds (a
+            // duplicate's, with --redis-wait, on the replicas having its original).
+            if clusterSettings!.confirmsWrites, outcomes.contains("duplicate") {
+                return out.append(.cluster(.confirm(session: name, token: cluster.nextToken, last: r.last)))
+            }
             return finish(name, token: cluster.nextToken, last: r.last)
         }
         out.append(.cluster(.append(session: name, epoch: s.sequencer.epoch, after: r.last, records: records, token: cluster.nextToken)))
@@ -68,8 +74,9 @@ extension Hub {
 
     /// The append is in Redis (or there was nothing to append): the copy is the replica
     /// (unless the live channel got there first), members get the patches, senders their
-    /// answers.
-    mutating func finish(_ name: String, token: Int, last: StreamID) {
+    /// answers. `unconfirmed`: too few replicas confirmed it (`--redis-wait`): what it
+    /// stored is answered `unconfirmed` instead of acknowledged.
+    mutating func finish(_ name: String, token: Int, last: StreamID, unconfirmed: String? = nil) {
         guard var r = cluster.replicas[name], let f = r.inflight, f.token == token, sessions[name] != nil else { return }
         r.inflight = nil
         if last > r.last {
@@ -83,8 +90,12 @@ extension Hub {
         }
         cluster.replicas[name] = r
         for (i, p) in f.commands.enumerated() {
-            commandOutcomes[f.outcomes[i], default: 0] += 1
             applyLatency.record(nanoseconds: time.nanos &- p.arrived)
+            if let unconfirmed, ["applied", "unchanged", "duplicate"].contains(f.outcomes[i]) {
+                fail(p, NavError(.unconfirmed, "Redis has it, but \(unconfirmed): it may not survive a failover; sending it again with the same id is safe"))
+                continue
+            }
+            commandOutcomes[f.outcomes[i], default: 0] += 1
             answer(p.reply, f.answers[i])
         }
         if r.sinceSnapshot >= clusterSettings!.snapshotEvery, let s = sessions[name] {

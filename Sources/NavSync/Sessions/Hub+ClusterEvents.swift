@@ -40,6 +40,8 @@ extension Hub {
             }
         case .appended(let name, let token, let last):
             finish(name, token: token, last: last)
+        case .unconfirmed(let name, let token, let last, let reason):
+            finish(name, token: token, last: last, unconfirmed: reason)
         case .refused(let name, let token, let why):
             refused(name, token: token, why)
         case .read(let name, let result):

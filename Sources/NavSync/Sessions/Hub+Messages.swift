@@ -75,7 +75,12 @@ extension Hub {
         if let refusal = permission(message, peer) { return emit(.send(to: c, .error(refusal), id: request.id)) }
         // Cluster mode: a join, sync or get is answered once the replica has caught up
         // with what Redis holds (section 17); requests arriving meanwhile wait together.
-        if isClustered, let name = message.readSession, sessions[name] != nil {
+        // One this node does not hold (yet) is read from Redis first: unknown only when
+        // Redis has no such session either.
+        if isClustered, let name = message.readSession {
+            guard sessions[name] != nil || cluster.storeUp else {
+                return emit(.send(to: c, .error(NavError(.internal, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); try again")), id: request.id))
+            }
             return parkForRead(name, Parked(connection: c, message: message, id: request.id, now: now))
         }
         serve(message, id: request.id, from: c, first: first, now: now)

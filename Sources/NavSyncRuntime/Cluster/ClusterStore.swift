@@ -7,84 +7,134 @@ import NavSync
 /// session's live channel. Every change to a session is one Lua script, so it is
 /// atomic in Redis: see `ClusterScripts`.
 public final class ClusterStore {
-    /// `redis://HOST:PORT[/DB]`.
-    public struct Address: Sendable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
-        public var db: Int
+    public struct SetupError: Error, CustomStringConvertible { public var description: String }
 
-        public init?(_ url: String) {
-            guard url.hasPrefix("redis://") else { return nil }
-            var rest = Substring(url.dropFirst("redis://".count))
-            var db = 0
-            if let slash = rest.firstIndex(of: "/") {
-                let tail = rest[rest.index(after: slash)...]
-                if !tail.isEmpty {
-                    guard let d = Int(tail), d >= 0, d < 16 else { return nil }
-                    db = d
-                }
-                rest = rest[..<slash]
-            }
-            var host = String(rest), port = 6379
-            if let colon = rest.lastIndex(of: ":"), !rest.hasPrefix("[") || rest[rest.index(before: colon)] == "]" {
-                guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else { return nil }
-                port = p
-                host = String(rest[..<colon])
-            }
-            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            if host == "localhost" { host = "127.0.0.1" }
-            guard !host.isEmpty, UV.Address(host: host, port: port) != nil else { return nil }
-            self.host = host; self.port = port; self.db = db
-        }
-
-        public var description: String { "redis://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(db)" }
-    }
-
-    public let address: Address
+    /// Where Redis is and how to reach it (`--cluster`).
+    public let url: RedisURL
     public let node: String
+    /// `--redis-password-file`: read at start and again on SIGHUP (used at the next connect).
+    public let passwordFile: String?
+    /// `--redis-wait N`: a command is acknowledged once N replicas have it (`WAIT`), or
+    /// answered `unconfirmed` after `waitTimeout` ms.
+    public let waitReplicas: Int
+    public let waitTimeout: Int
     /// What this node tells the others clients may connect to (`GET /api/cluster`).
     public var advertised = ""
     /// Hands the hub what Redis said.
     var onEvent: ((ClusterEvent) -> Void)?
     var logger: Logger?
 
+    private var password: String?
+    private let tls: TLSContext?
+    private var sentinel: SentinelWatcher?
     private var commands: RedisConnection?
     private var subscriber: RedisConnection?
     private var runID = ""
     private var subscribed = false
     private var newEpoch: () -> String = { "" }
+    private var lastWarning: (reason: String, at: UInt64)?
+    private var startedAt: UInt64 = 0
 
     // Metrics (`navsync_cluster_*`).
     public private(set) var appends = 0
     public private(set) var appendedRecords = 0
     public private(set) var catchUps = 0
+    public private(set) var unconfirmed = 0
     public private(set) var connected = false
     /// The nodes Redis lists, refreshed every second: name -> (url, last heartbeat ms, run).
     public private(set) var nodes: [String: (url: String, seen: Int64, incarnation: String)] = [:]
+    /// Redis's own view, from `INFO replication` every second: its role and replicas.
+    public private(set) var replication: (role: String, replicas: [[String: String]]) = ("", [])
     /// This run of the node (a restarted node's old members are dropped by the others).
     public let incarnation = RandomIDs.hex(8)
     public var roundTripMs: Double { commands?.lastRoundTrip ?? 0 }
 
-    public init(address: Address, node: String) {
-        self.address = address
+    /// Reads the password file and makes the TLS context: what is wrong with either is
+    /// an error at start.
+    public init(url: RedisURL, node: String, passwordFile: String? = nil, waitReplicas: Int = 0, waitTimeout: Int = 1_000) throws(SetupError) {
+        self.url = url
         self.node = node
+        self.passwordFile = passwordFile
+        self.waitReplicas = waitReplicas
+        self.waitTimeout = waitTimeout
+        password = url.password
+        if let passwordFile {
+            guard url.password == nil else {
+                throw SetupError(description: "--redis-password-file and a password in the URL exclude each other: give it once")
+            }
+            password = try Self.readPassword(passwordFile)
+        }
+        if url.tls {
+            do { tls = try TLSContext.client(caFile: url.caFile, certificate: url.certificateFile, key: url.keyFile) } catch {
+                throw SetupError(description: "rediss://: \(error)")
+            }
+        } else {
+            tls = nil
+        }
     }
+
+    static func readPassword(_ file: String) throws(SetupError) -> String {
+        guard let bytes = try? FileSystem.read(file) else { throw SetupError(description: "cannot read --redis-password-file \(file)") }
+        var text = String(decoding: bytes, as: UTF8.self)
+        if text.hasSuffix("\n") { text.removeLast() }
+        if text.hasSuffix("\r") { text.removeLast() }
+        guard !text.isEmpty else { throw SetupError(description: "--redis-password-file \(file) is empty") }
+        return text
+    }
+
+    /// SIGHUP: the password file read again (the next connect uses it); the error, if any.
+    public func reloadPassword() -> String? {
+        guard let passwordFile else { return nil }
+        do { password = try Self.readPassword(passwordFile) } catch { return "\(error); the old password stays in use" }
+        return nil
+    }
+
+    /// nil when this node can acknowledge commands; else why not (`/readyz`).
+    public var notReady: String? {
+        if let sentinel, sentinel.primary == nil { return "store: no primary for '\(sentinel.master)': \(sentinel.problem ?? "asking the Sentinels")" }
+        guard let commands else { return "store: not started" }
+        guard connected, commands.isReady else { return "store: \(commands.lastError ?? "connecting to Redis at \(commands.target)")" }
+        guard subscribed, let subscriber, subscriber.isReady else { return "store: subscribing at Redis \(commands.target): \(subscriber?.lastError ?? "connecting")" }
+        if waitReplicas > 0 {
+            let online = replication.replicas.filter { $0["state"] == "online" }.count
+            if online < waitReplicas {
+                return "store: Redis at \(commands.target) has \(online) replicas online, --redis-wait needs \(waitReplicas)"
+            }
+        }
+        return nil
+    }
+
+    /// The primary's address now (what the connections point to).
+    public var primary: String { commands.map { "\($0.target)" } ?? "" }
 
     func start(on server: Server, newEpoch: @escaping () -> String) {
         self.newEpoch = newEpoch
         logger = server.logger
-        let commands = RedisConnection(loop: server.loop, host: address.host, port: address.port, db: address.db, subscriber: false)
-        let subscriber = RedisConnection(loop: server.loop, host: address.host, port: address.port, db: address.db, subscriber: true)
+        // With Sentinel, the first host is only a placeholder until the primary is known.
+        let target = url.hosts[0]
+        let commands = RedisConnection(loop: server.loop, target: target, db: url.db, subscriber: false, primaryOnly: true, tls: tls)
+        let subscriber = RedisConnection(loop: server.loop, target: target, db: url.db, subscriber: true, primaryOnly: true, tls: tls)
+        // WAIT blocks this connection's later commands: its deadline covers the wait.
+        if waitReplicas > 0 { commands.timeout = 2_000 + UInt64(waitTimeout) }
+        for c in [commands, subscriber] { c.credentials = { [unowned self] in (url.user, password) } }
         self.commands = commands
         self.subscriber = subscriber
+        startedAt = commands.now
         commands.onReady = { [unowned self] in commandsReady() }
         commands.onDown = { [unowned self] reason in
-            if connected { logger?.error("cluster: lost Redis at \(address): \(reason)") }
+            if connected { logger?.error("cluster: lost Redis at \(commands.target): \(reason)") }
             connected = false
+            sentinel?.ask()
             onEvent?(.disconnected(reason))
         }
         subscriber.onReady = { [unowned self] in
             self.subscriber?.send(["PSUBSCRIBE", ClusterScripts.livePattern]) { [unowned self] result in
+                if case .success(.error(let e)) = result {
+                    // An ACL without the pattern: said, and tried again with backoff.
+                    let why = RedisConnection.explain(e, target: subscriber.target, user: url.user) + " (PSUBSCRIBE \(ClusterScripts.livePattern))"
+                    logger?.error("cluster: \(why)")
+                    return subscriber.drop(why)
+                }
                 guard case .success(.array) = result else { return }
                 subscribed = true
                 refresh()
@@ -92,15 +142,46 @@ public final class ClusterStore {
         }
         subscriber.onDown = { [unowned self] _ in subscribed = false }
         subscriber.onMessage = { [unowned self] in message($0) }
-        commands.connect()
-        subscriber.connect()
-        server.every(1_000) { [unowned self] in heartbeat() }
+        if url.isSentinel {
+            let sentinel = SentinelWatcher(server: server, url: url, tls: tls)
+            self.sentinel = sentinel
+            var started = false
+            sentinel.onPrimary = { host in
+                commands.retarget(host)
+                subscriber.retarget(host)
+                if !started {
+                    started = true
+                    commands.connect()
+                    subscriber.connect()
+                }
+            }
+            sentinel.start()
+        } else {
+            commands.connect()
+            subscriber.connect()
+        }
+        server.every(1_000) { [unowned self] in
+            heartbeat()
+            warnWhileNotReady()
+        }
+    }
+
+    /// A node that cannot acknowledge says why in its log: when the reason changes,
+    /// and every 10 s while it lasts (the first 2 s are for connecting).
+    private func warnWhileNotReady() {
+        guard let reason = notReady, let commands else { return lastWarning = nil }
+        let now = commands.now
+        guard now - startedAt >= 2_000 else { return }
+        if let last = lastWarning, last.reason == reason, now - last.at < 10_000 { return }
+        logger?.warn("cluster: not ready: \(reason)")
+        lastWarning = (reason, now)
     }
 
     func stop() {
         commands?.send(["HDEL", ClusterScripts.nodesKey, node]) { _ in }
         commands?.stop()
         subscriber?.stop()
+        sentinel?.stop()
     }
 
     private func commandsReady() {
@@ -108,7 +189,7 @@ public final class ClusterStore {
             guard case .success(let r) = result, let info = r.text,
                   let line = info.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("run_id:") }) else { return }
             runID = String(line.dropFirst("run_id:".count))
-            if !connected { logger?.info("cluster: connected to Redis at \(address) (run \(runID.prefix(8))) as node \(node)") }
+            if !connected { logger?.info("cluster: connected to Redis at \(primary) (run \(runID.prefix(8))) as node \(node)") }
             connected = true
             heartbeat()
             refresh()
@@ -126,8 +207,9 @@ public final class ClusterStore {
         }
     }
 
-    /// Every second: this node's heartbeat, the node list, and each session's position
-    /// in Redis (a silent pub/sub stall hides nothing for longer than that).
+    /// Every second: this node's heartbeat, the node list, Redis's replication, and
+    /// each session's position in Redis (a silent pub/sub stall hides nothing for
+    /// longer than that).
     private func heartbeat() {
         guard connected, let commands else { return }
         onEvent?(.heartbeat(nodes: nodes.mapValues { NodeBeat(seen: $0.seen, incarnation: $0.incarnation) }, now: unixMilliseconds()))
@@ -143,6 +225,27 @@ public final class ClusterStore {
             }
             nodes = seen
         }
+        commands.send(["INFO", "replication"]) { [unowned self] result in
+            guard case .success(let r) = result, let info = r.text else { return }
+            replication = Self.replication(info)
+        }
+    }
+
+    /// `INFO replication`'s role and its `slaveN:ip=…,port=…,state=…,offset=…,lag=…` lines.
+    static func replication(_ info: String) -> (role: String, replicas: [[String: String]]) {
+        var role = "", replicas: [[String: String]] = []
+        for line in info.split(whereSeparator: \.isNewline) {
+            if line.hasPrefix("role:") { role = String(line.dropFirst(5)) }
+            if line.hasPrefix("slave"), let colon = line.firstIndex(of: ":"), Int(line[line.index(line.startIndex, offsetBy: 5)..<colon]) != nil {
+                var fields: [String: String] = [:]
+                for kv in line[line.index(after: colon)...].split(separator: ",") {
+                    guard let eq = kv.firstIndex(of: "=") else { continue }
+                    fields[String(kv[..<eq])] = String(kv[kv.index(after: eq)...])
+                }
+                replicas.append(fields)
+            }
+        }
+        return (role, replicas)
     }
 
     // MARK: Requests
@@ -184,7 +287,7 @@ public final class ClusterStore {
                     switch list.first?.text {
                     case "ok":
                         guard list.count > 1, let text = list[1].text, let last = StreamID(text) else { fallthrough }
-                        onEvent?(.appended(session: name, token: token, last: last))
+                        confirm(name, token: token, last: last)
                     case "moved": onEvent?(.refused(session: name, token: token, .moved))
                     case "gone": onEvent?(.refused(session: name, token: token, .gone))
                     default:
@@ -195,6 +298,8 @@ public final class ClusterStore {
                 case .failure(.unknown(let reason)): onEvent?(.refused(session: name, token: token, .unknown(reason)))
                 }
             }
+        case .confirm(let name, let token, let last):
+            confirm(name, token: token, last: last)
         case .read(let name, let after):
             let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.key(name, "log"), ClusterScripts.key(name, "live")]
             eval(ClusterScripts.read, keys: keys, args: [after?.description ?? "", runID, newEpoch()]) { [unowned self] result in
@@ -213,6 +318,27 @@ public final class ClusterStore {
         case .delete(let name):
             let keys = ["meta", "snap", "log", "live"].map { ClusterScripts.key(name, $0) } + [ClusterScripts.sessionsKey]
             eval(ClusterScripts.delete, keys: keys, args: [name]) { _ in }
+        }
+    }
+
+    /// `--redis-wait N`: the append is acknowledged once N replicas have it. WAIT on the
+    /// connection that appended covers every write it made before.
+    private func confirm(_ name: String, token: Int, last: StreamID) {
+        guard waitReplicas > 0, let commands else { return onEvent?(.appended(session: name, token: token, last: last)) ?? () }
+        commands.send(["WAIT", String(waitReplicas), String(waitTimeout)]) { [unowned self] result in
+            let why: String
+            switch result {
+            case .success(.int(let n)) where n >= waitReplicas:
+                return onEvent?(.appended(session: name, token: token, last: last)) ?? ()
+            case .success(.int(let n)):
+                why = "\(n) of \(waitReplicas) replicas confirmed it within \(waitTimeout) ms"
+            case .success(let other):
+                why = "WAIT answered \(other)"
+            case .failure(let f):
+                why = f.reason
+            }
+            unconfirmed += 1
+            onEvent?(.unconfirmed(session: name, token: token, last: last, reason: why))
         }
     }
 

@@ -52,35 +52,50 @@ public enum RedisFailure: Error, Sendable, Equatable {
 /// One connection to Redis on the server's libuv loop. navsync drives the socket
 /// itself and uses only hiredis's RESP reader and its command formatter, which gives it
 /// what the 0.14 libuv adapter lacks: a timeout on every command, a heartbeat that
-/// notices a silent link, poll errors that are not swallowed, and reconnects with
-/// backoff. Replies are matched to commands in order; in `subscriber` mode, messages
-/// (`message`, `pmessage`) go to `onMessage` instead.
+/// notices a silent link, poll errors that are not swallowed, reconnects with backoff,
+/// DNS names resolved off the loop at every connect, and TLS (`rediss://`) through the
+/// runtime's one TLS layer. Replies are matched to commands in order; in `subscriber`
+/// mode, messages (`message`, `pmessage`) go to `onMessage` instead.
+///
+/// Connecting is: TCP, TLS, `AUTH` (when a password is given), `SELECT` (data nodes),
+/// and `ROLE` (when `primaryOnly`: a replica is refused, so a stale address after a
+/// failover is noticed), pipelined; the first error drops the link with the reason.
 final class RedisConnection {
-    let host: String
-    let port: Int
-    let db: Int
+    /// Where it connects; `retarget` moves it (Sentinel named a new primary).
+    private(set) var target: RedisURL.Host
+    /// The database to select (nil: none, for Sentinels).
+    let db: Int?
     let subscriber: Bool
+    let primaryOnly: Bool
+    /// TLS (`rediss://`): the context, checked against `target`'s name.
+    let tls: TLSContext?
+    /// User and password, asked at every connect (the password file is re-read on SIGHUP).
+    var credentials: () -> (user: String?, password: String?) = { (nil, nil) }
     /// What the command timeout and the heartbeat wait for an answer, ms.
     var timeout: UInt64 = 2_000
 
     /// Connected (and the database selected): send the subscriptions, read what was missed.
     var onReady: (() -> Void)?
-    /// The connection was lost (every pending command has failed with `.unknown`); a
-    /// reconnect is scheduled.
+    /// The connection was lost or could not be made (every pending command has failed
+    /// with `.unknown`); a reconnect is scheduled.
     var onDown: ((String) -> Void)?
     /// A pub/sub message (subscriber connections).
     var onMessage: ((RedisReply) -> Void)?
 
     private(set) var isReady = false
+    /// Why the last attempt failed or the link dropped (nil once ready).
+    private(set) var lastError: String?
     /// Round-trip time of the last answered command, ms (for metrics).
     private(set) var lastRoundTrip: Double = 0
 
     private let loop: UnsafeMutablePointer<uv_loop_t>
     private var tcp: UnsafeMutablePointer<uv_tcp_t>?
+    private var resolving = false
+    private var stream: TLSStream?
     private var reader: UnsafeMutablePointer<redisReader>?
     private var pending: [(sent: UInt64, deadline: UInt64, done: (Result<RedisReply, RedisFailure>) -> Void)] = []
     private var pendingHead = 0
-    /// Bytes formatted but not yet handed to libuv; one write is in flight at a time.
+    /// Bytes formatted but not yet handed to libuv (or to TLS); one write is in flight at a time.
     private var outbox: [UInt8] = []
     private var writing = false
     private let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
@@ -90,12 +105,14 @@ final class RedisConnection {
     private var stopped = false
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>, host: String, port: Int, db: Int, subscriber: Bool) {
+    init(loop: UnsafeMutablePointer<uv_loop_t>, target: RedisURL.Host, db: Int?, subscriber: Bool,
+         primaryOnly: Bool = false, tls: TLSContext? = nil) {
         self.loop = loop
-        self.host = host
-        self.port = port
+        self.target = target
         self.db = db
         self.subscriber = subscriber
+        self.primaryOnly = primaryOnly
+        self.tls = tls
         uv_timer_init(loop, timer)
         timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         // One timer does the timeouts, the heartbeat and the reconnects.
@@ -107,8 +124,35 @@ final class RedisConnection {
     // MARK: Connecting
 
     func connect() {
-        guard tcp == nil, !stopped else { return }
-        guard let address = UV.Address(host: host, port: port) else { return down("'\(host)' is not an IP address") }
+        guard tcp == nil, !resolving, !stopped else { return }
+        resolving = true
+        lastActivity = now
+        // `localhost` is Redis's default bind, 127.0.0.1 (the resolver may say ::1 first);
+        // TLS still checks the certificate against the name as written.
+        UV.resolve(target.name == "localhost" ? "127.0.0.1" : target.name, port: target.port, on: loop) { [weak self] result in
+            guard let self else { return }
+            resolving = false
+            guard !stopped, tcp == nil else { return }
+            switch result {
+            case .success(let address): connect(to: address)
+            case .failure(let why): down("cannot resolve \(target.name): \(why)")
+            }
+        }
+    }
+
+    /// Points the connection elsewhere: dropped and made again at once when it was
+    /// connected to another host.
+    func retarget(_ host: RedisURL.Host) {
+        guard host != target else { return }
+        target = host
+        if tcp != nil {
+            down("moving to \(host)")
+            backoff = 100
+        }
+        reconnectAt = now
+    }
+
+    private func connect(to address: UV.Address) {
         let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
         uv_tcp_init(loop, tcp)
         uv_tcp_nodelay(tcp, 1)
@@ -126,40 +170,71 @@ final class RedisConnection {
         } }
         if rc != 0 {
             req.deallocate()
-            down("cannot connect to \(host):\(port): \(UV.error(rc))")
+            down("cannot connect to \(target): \(UV.error(rc))")
         }
     }
 
     private func connected(_ status: Int32, handle: UnsafeMutablePointer<uv_stream_t>?) {
         guard let tcp, handle == UV.stream(tcp) else { return }   // a connection given up on meanwhile
-        guard status == 0 else { return down("cannot connect to \(host):\(port): \(UV.error(status))") }
+        guard status == 0 else { return down("cannot connect to \(target): \(UV.error(status))") }
         uv_read_start(UV.stream(tcp), { h, _, buf in
             let me = Unmanaged<RedisConnection>.fromOpaque(h!.pointee.data).takeUnretainedValue()
             buf!.pointee = uv_buf_init(me.readBuffer.assumingMemoryBound(to: CChar.self), 64 * 1024)
         }, { stream, nread, _ in
             let me = Unmanaged<RedisConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
             if nread < 0 {
-                me.down(Int32(nread) == UV_EOF.rawValue ? "Redis closed the connection" : "Redis connection: \(UV.error(Int32(nread)))")
+                me.down(Int32(nread) == UV_EOF.rawValue ? "Redis at \(me.target) closed the connection" : "Redis at \(me.target): \(UV.error(Int32(nread)))")
             } else if nread > 0 {
                 me.received(count: nread)
             }
         })
-        // Ready once the database is selected (also a first round trip).
-        isReady = true
-        send(["SELECT", String(db)]) { [unowned self] result in
-            guard case .success(let r) = result, case .status = r else {
-                if case .success(.error(let e)) = result { down("SELECT \(db): \(e)") }
-                return
-            }
-            backoff = 100
-            onReady?()
+        if let tls {
+            stream = TLSStream(context: tls, host: target.name)
+            stream!.start()
         }
+        // The setup, pipelined (behind the TLS handshake when there is one).
+        var steps: [([String], (RedisReply) -> String?)] = []
+        let (user, password) = credentials()
+        if let password {
+            steps.append((["AUTH"] + (user.map { [$0] } ?? []) + [password], { _ in nil }))
+        }
+        if let db { steps.append((["SELECT", String(db)], { _ in nil })) }
+        if primaryOnly {
+            steps.append((["ROLE"], { r in
+                let role = r.array?.first?.text ?? "?"
+                return role == "master" ? nil : "Redis at \(self.target) is a \(role == "slave" ? "replica" : role), not the primary"
+            }))
+        }
+        if steps.isEmpty { steps.append((["PING"], { _ in nil })) }
+        for (i, (args, check)) in steps.enumerated() {
+            enqueue(args.map { Array($0.utf8) }, timeout: nil) { [unowned self] result in
+                guard case .success(let r) = result, self.tcp == tcp else { return }
+                if case .error(let e) = r { return down(Self.explain(e, target: target, user: user)) }
+                if let refusal = check(r) { return down(refusal) }
+                guard i == steps.count - 1 else { return }
+                isReady = true
+                lastError = nil
+                backoff = 100
+                onReady?()
+            }
+        }
+    }
+
+    /// Redis's refusal, said for the operator.
+    static func explain(_ error: String, target: RedisURL.Host, user: String?) -> String {
+        if error.hasPrefix("WRONGPASS") || error.hasPrefix("ERR invalid password") || error.hasPrefix("ERR AUTH") {
+            return "Redis at \(target) refused the password\(user.map { " of user '\($0)'" } ?? "") (\(error))"
+        }
+        if error.hasPrefix("NOAUTH") { return "Redis at \(target) wants a password (\(error)): give it in the URL or --redis-password-file" }
+        if error.hasPrefix("NOPERM") { return "Redis at \(target): the user\(user.map { " '\($0)'" } ?? "") lacks a permission navsync needs (\(error))" }
+        return "Redis at \(target): \(error)"
     }
 
     /// Drops the connection: pending commands fail as `.unknown` (they may have run),
     /// and a reconnect is scheduled with backoff.
     private func down(_ reason: String) {
         isReady = false
+        lastError = reason
         if let tcp {
             self.tcp = nil
             uv_read_stop(UV.stream(tcp))
@@ -167,6 +242,7 @@ final class RedisConnection {
         }
         if let reader { redisReaderFree(reader) }
         reader = nil
+        stream = nil
         outbox = []
         writing = false
         let failed = pending[pendingHead...]
@@ -181,6 +257,12 @@ final class RedisConnection {
         onDown?(reason)
     }
 
+    /// Drops the link (a step after connecting failed): reconnected with backoff.
+    func drop(_ reason: String) {
+        guard tcp != nil else { return }
+        down(reason)
+    }
+
     func stop() {
         stopped = true
         down("stopping")
@@ -191,7 +273,7 @@ final class RedisConnection {
 
     private func tick() {
         let t = now
-        if let at = reconnectAt, t >= at, tcp == nil {
+        if let at = reconnectAt, t >= at, tcp == nil, !resolving {
             reconnectAt = nil
             return connect()
         }
@@ -199,7 +281,7 @@ final class RedisConnection {
         if pendingHead < pending.count, pending[pendingHead].deadline <= t {
             return down("no answer from Redis in \(timeout) ms")
         }
-        if !isReady, t - lastActivity > timeout { return down("cannot connect to \(host):\(port): timed out") }
+        if !isReady, t - lastActivity > timeout { return down("cannot connect to \(target): timed out") }
         // Heartbeat: a silent link shows up within a second or two.
         if isReady, pendingHead == pending.count, t - lastActivity >= 1_000 {
             send(["PING"]) { _ in }
@@ -214,7 +296,11 @@ final class RedisConnection {
     }
 
     func send(_ args: [[UInt8]], timeout: UInt64? = nil, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
-        guard isReady, tcp != nil else { return done(.failure(.notSent("not connected to Redis at \(host):\(port)"))) }
+        guard isReady, tcp != nil else { return done(.failure(.notSent(lastError ?? "not connected to Redis at \(target)"))) }
+        enqueue(args, timeout: timeout, done)
+    }
+
+    private func enqueue(_ args: [[UInt8]], timeout: UInt64?, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
         var command: UnsafeMutablePointer<CChar>?
         let length = withArgv(args) { argc, argv, lengths in redisFormatCommandArgv(&command, argc, argv, lengths) }
         guard length > 0, let command else { return done(.failure(.notSent("could not format a Redis command"))) }
@@ -247,9 +333,21 @@ final class RedisConnection {
     }
 
     private func flush() {
-        guard !writing, !outbox.isEmpty, let tcp else { return }
-        let request = WriteRequest(outbox)
-        outbox.removeAll(keepingCapacity: true)
+        guard !writing, let tcp else { return }
+        var bytes: [UInt8]
+        if let stream {
+            // Plaintext waits for the TLS handshake; the handshake's own messages go first.
+            if stream.isEstablished, !outbox.isEmpty {
+                outbox.withUnsafeBytes { stream.write($0) }
+                outbox.removeAll(keepingCapacity: true)
+            }
+            bytes = stream.takeOutput()
+        } else {
+            bytes = outbox
+            outbox.removeAll(keepingCapacity: true)
+        }
+        guard !bytes.isEmpty else { return }
+        let request = WriteRequest(bytes)
         writing = true
         let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
         req.pointee.data = Unmanaged.passRetained(request).toOpaque()
@@ -280,8 +378,23 @@ final class RedisConnection {
     private func received(count: Int) {
         guard let reader else { return }
         lastActivity = now
-        guard redisReaderFeed(reader, readBuffer.assumingMemoryBound(to: CChar.self), count) == REDIS_OK else {
-            return down("bad reply from Redis")
+        if let stream {
+            var plain: [UInt8] = []
+            do {
+                try stream.receive(UnsafeRawBufferPointer(start: readBuffer, count: count), into: &plain)
+            } catch {
+                if case .closed = error { return down("Redis at \(target) closed the connection") }
+                return down("Redis at \(target): \(error)")
+            }
+            flush()   // handshake replies, and what waited for the handshake
+            guard !plain.isEmpty else { return }
+            guard plain.withUnsafeBytes({ redisReaderFeed(reader, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }) == REDIS_OK else {
+                return down("bad reply from Redis")
+            }
+        } else {
+            guard redisReaderFeed(reader, readBuffer.assumingMemoryBound(to: CChar.self), count) == REDIS_OK else {
+                return down("bad reply from Redis")
+            }
         }
         while let r = self.reader {
             var raw: UnsafeMutableRawPointer?

@@ -70,9 +70,17 @@ public final class TLSContext: @unchecked Sendable {
 
     /// A client's context: the server's certificate is verified against `caFile` (PEM,
     /// curl's `--cacert`) or else the system's CAs, and its name is checked per
-    /// connection.
-    public static func client(caFile: String? = nil) throws(TLSError) -> TLSContext {
+    /// connection. `certificate` and `key`: a client certificate, for servers that ask.
+    public static func client(caFile: String? = nil, certificate: String? = nil, key: String? = nil) throws(TLSError) -> TLSContext {
         let context = try TLSContext(server: false)
+        if let certificate, let key {
+            guard SSL_CTX_use_certificate_chain_file(context.ctx, certificate) == 1 else {
+                throw TLSError("cannot load the client certificate \(certificate)")
+            }
+            guard SSL_CTX_use_PrivateKey_file(context.ctx, key, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(context.ctx) == 1 else {
+                throw TLSError("cannot load the client key \(key), or it does not match \(certificate)")
+            }
+        }
         SSL_CTX_set_verify(context.ctx, SSL_VERIFY_PEER, nil)
         if let caFile {
             guard SSL_CTX_load_verify_locations(context.ctx, caFile, nil) == 1 else {

@@ -70,6 +70,13 @@ extension SessionServer {
                 }
                 return r
             }
+        case .readyz:
+            // Whether this node can acknowledge commands now (in a cluster: its store);
+            // like /healthz, it needs no token.
+            return only("GET") {
+                guard let why = cluster?.notReady else { return .json(200, ["ready": true]) }
+                return .json(503, ["ready": false, "reason": .string(why)])
+            }
         case .metrics:
             if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
             return only("GET") {
@@ -180,7 +187,7 @@ extension SessionServer {
     /// The HTTP API's resources (DESIGN.md section 7).
     enum Endpoint {
         case file(WebPage)
-        case apiIndex, healthz, metrics, sessions, flows, cluster
+        case apiIndex, healthz, readyz, metrics, sessions, flows, cluster
         case flow(String)
         case session(String)
         case history(String)
@@ -195,6 +202,7 @@ extension SessionServer {
             case 1 where s[0] == "navsync.d.ts": self = .file(.types)
             case 1 where s[0] == "api": self = .apiIndex
             case 1 where s[0] == "healthz": self = .healthz
+            case 1 where s[0] == "readyz": self = .readyz
             case 1 where s[0] == "metrics": self = .metrics
             case 2 where s == ["api", "sessions"]: self = .sessions
             case 2 where s == ["api", "flows"]: self = .flows
@@ -258,8 +266,15 @@ extension SessionServer {
             let n = cluster.nodes[name]!
             return ["node": .string(name), "url": .string(n.url), "seen": .int(n.seen), "up": .bool(now - n.seen <= 5_000)]
         }
-        return ["node": .string(cluster.node), "redis": .string(cluster.address.description), "connected": .bool(cluster.connected),
-                "nodes": .array(nodes)]
+        let replicas: [JSON] = cluster.replication.replicas.map { r in
+            .object(JSONObject(r.keys.sorted().map { k in (k, Int64(r[k]!).map(JSON.int) ?? .string(r[k]!)) }))
+        }
+        var redis: JSONObject = ["url": .string(cluster.url.description), "primary": .string(cluster.primary),
+                                 "link": .string(cluster.connected ? "up" : "down"), "role": .string(cluster.replication.role),
+                                 "replicas": .array(replicas), "wait": .int(Int64(cluster.waitReplicas))]
+        if let why = cluster.notReady { redis["problem"] = .string(why) }
+        return ["node": .string(cluster.node), "redis": .object(redis), "connected": .bool(cluster.connected),
+                "ready": .bool(cluster.notReady == nil), "nodes": .array(nodes)]
     }
 
     static func error(_ e: NavError, id: JSON? = nil) -> HTTPResponse {
@@ -275,12 +290,13 @@ extension SessionServer {
         GET  /navsync.js                    the browser client module (docs/javascript.md)
         GET  /navsync.d.ts                  its TypeScript declarations
         GET  /api                           this list
-        GET  /healthz                       liveness
+        GET  /healthz                       liveness: the process serves
+        GET  /readyz                        readiness: 200, or 503 with the reason (a cluster node whose Redis is away)
         GET  /metrics                       Prometheus metrics
         GET  /api/sessions                  sessions, as JSON
         GET  /api/flows                     the names of the flows sessions may be created with
         GET  /api/flows/NAME                one flow: its coordinators, links and guards
-        GET  /api/cluster                   with --cluster: this node, Redis, and every node with its heartbeat
+        GET  /api/cluster                   with --cluster: this node, Redis (link, role, replicas), every node with its heartbeat
         GET  /api/sessions/NAME             one session's state, as JSON (?rev=R: a revision history holds)
         GET  /api/sessions/NAME/history     its history, newest first (?before=R&limit=N)
         GET  /api/sessions/NAME/log         a recording (NDJSON) from the oldest held revision (?from=R)

@@ -219,9 +219,14 @@ public final class SessionServer: ServerApplication {
         return nil
     }
 
-    /// SIGHUP: re-reads the auth file and the `--jwt-key` files; connections whose
+    /// SIGHUP: re-reads the auth file, the `--jwt-key` files and the Redis password file; connections whose
     /// token is gone are closed with 1008. What does not load leaves everything as it was.
     public func reload(on server: Server) {
+        if let cluster, cluster.passwordFile != nil {
+            if let problem = cluster.reloadPassword() { server.logger.error("SIGHUP: \(problem)") } else {
+                server.logger.info("SIGHUP: --redis-password-file re-read (used from the next connect to Redis)")
+            }
+        }
         var jwt = hub.policy?.jwt
         if let keys = jwt?.check as? JWTKeys {
             do { jwt?.check = try JWTKeys(files: keys.files) } catch {

@@ -17,6 +17,41 @@ package enum UV {
         "\(String(cString: uv_err_name(code))): \(String(cString: uv_strerror(code)))"
     }
 
+    /// Resolves a host to an address without blocking the loop: an IP address at once,
+    /// a DNS name on libuv's thread pool (`uv_getaddrinfo`). `done` gets the first
+    /// address, or why there is none.
+    static func resolve(_ host: String, port: Int, on loop: UnsafeMutablePointer<uv_loop_t>,
+                        _ done: @escaping (Result<Address, ResolveFailure>) -> Void) {
+        if let address = Address(host: host, port: port) { return done(.success(address)) }
+        let req = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
+        req.pointee.data = Unmanaged.passRetained(ResolveRequest(done)).toOpaque()
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        let rc = uv_getaddrinfo(loop, req, { req, status, result in
+            let box = Unmanaged<ResolveRequest>.fromOpaque(req!.pointee.data).takeRetainedValue()
+            req!.deallocate()
+            defer { uv_freeaddrinfo(result) }
+            guard status == 0, let info = result, let found = info.pointee.ai_addr else {
+                return box.done(.failure(ResolveFailure(description: UV.error(status))))
+            }
+            var storage = sockaddr_storage()
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: found, count: Int(info.pointee.ai_addrlen))) }
+            box.done(.success(Address(storage: storage)))
+        }, host, String(port), &hints)
+        if rc != 0 {
+            Unmanaged<ResolveRequest>.fromOpaque(req.pointee.data).release()
+            req.deallocate()
+            done(.failure(ResolveFailure(description: error(rc))))
+        }
+    }
+
+    struct ResolveFailure: Error, CustomStringConvertible { var description: String }
+
+    private final class ResolveRequest {
+        let done: (Result<Address, ResolveFailure>) -> Void
+        init(_ done: @escaping (Result<Address, ResolveFailure>) -> Void) { self.done = done }
+    }
+
     /// A listening or peer address, IPv4 or IPv6.
     struct Address {
         var storage = sockaddr_storage()

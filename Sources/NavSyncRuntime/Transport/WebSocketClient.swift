@@ -66,32 +66,13 @@ public final class WebSocketClient {
         if url.secure {
             do { tls = TLSStream(context: try owner.clientTLS(), host: url.host) } catch { return finish(nil, "\(error)") }
         }
-        if let address = UV.Address(host: url.host, port: url.port) { return connect(to: address) }
-        resolve()
-    }
-
-    /// A DNS name: looked up without blocking the loop (libuv's thread pool).
-    private func resolve() {
-        let req = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
-        req.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        let rc = uv_getaddrinfo(owner.loop, req, { req, status, result in
-            let me = Unmanaged<WebSocketClient>.fromOpaque(req!.pointee.data).takeRetainedValue()
-            req!.deallocate()
-            defer { uv_freeaddrinfo(result) }
-            guard me.state == .connecting else { return }
-            guard status == 0, let info = result, let found = info.pointee.ai_addr else {
-                return me.finish(nil, "cannot resolve \(me.url.host): \(UV.error(status))")
+        // A DNS name is looked up without blocking the loop (libuv's thread pool).
+        UV.resolve(url.host, port: url.port, on: owner.loop) { [self] result in
+            guard state == .connecting else { return }
+            switch result {
+            case .success(let address): connect(to: address)
+            case .failure(let why): finish(nil, "cannot resolve \(url.host): \(why)")
             }
-            var storage = sockaddr_storage()
-            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: found, count: Int(info.pointee.ai_addrlen))) }
-            me.connect(to: UV.Address(storage: storage))
-        }, url.host, String(url.port), &hints)
-        if rc != 0 {
-            Unmanaged<WebSocketClient>.fromOpaque(req.pointee.data).release()
-            req.deallocate()
-            finish(nil, "cannot resolve \(url.host): \(UV.error(rc))")
         }
     }
 

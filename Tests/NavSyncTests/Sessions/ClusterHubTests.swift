@@ -64,6 +64,8 @@ struct ClusterHubTests {
                 return (nil, [.presence(session: name, payload)])
             case .askMembers(let name):
                 return (nil, [.membersWanted(session: name)])
+            case .confirm(let name, let token, let last):
+                return (.appended(session: name, token: token, last: last), [])
             case .checkPositions(let positions):
                 // A replica behind what Redis holds is told so (the first such, by name).
                 let behind = positions.keys.sorted().first { name in sessions[name].map { $0.last > positions[name]! } ?? false }
@@ -85,8 +87,9 @@ struct ClusterHubTests {
         var redirects = 0
         var errors: [String] = []
 
-        init(name: String) {
-            hub = Hub(configuration: HubConfiguration(), flows: [], mode: .clustered(.init(node: name, incarnation: "1", snapshotEvery: 7)),
+        init(name: String, confirmsWrites: Bool = false) {
+            hub = Hub(configuration: HubConfiguration(), flows: [],
+                      mode: .clustered(.init(node: name, incarnation: "1", snapshotEvery: 7, confirmsWrites: confirmsWrites)),
                       ids: .counting(client: name, epoch: "\(name)-ep"))
             _ = hub.handle(.started, now: 0)
         }
@@ -244,6 +247,62 @@ struct ClusterHubTests {
         #expect(node.errors == ["internal"] && node.requests.filter { if case .append = $0 { true } else { false } }.isEmpty)
         let get = node.hub.handle(.text(2, JSON.object(["type": "get", "session": "demo", "id": "g"]).encoded()), now: 0)
         #expect(get.contains { if case .send(2, .snapshot, _) = $0 { true } else { false } })
+    }
+
+    @Test func whileRedisIsDownASessionNotHeldIsUnavailableNotUnknown() {
+        var node = Node(name: "a")
+        node.handle(.cluster(.disconnected("Redis at r:6379 refused the password")))
+        node.handle(.connected(2, grant: nil))
+        node.handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "pop"]]]).encoded()))
+        let join = node.hub.handle(.text(2, JSON.object(["type": "join", "session": "demo", "id": "j"]).encoded()), now: 0)
+        #expect(node.errors == ["internal"])
+        #expect(join.contains { if case .send(2, .error(let e), _) = $0 { e.code == .internal && e.message.contains("refused the password") } else { false } })
+    }
+
+    @Test func aSessionTheNodeDoesNotHoldIsReadFromRedisBeforeItIsUnknown() {
+        // A node that (re)started while Redis holds the session: a join or command
+        // arriving before its first read finds it all the same.
+        var redis = FakeRedis()
+        var other = Node(name: "b")
+        other.handle(.cluster(.connected(sessions: [])))
+        _ = redis.run(.create(session: "kept", flow: Flow.demo, epoch: "e1", snapshot: Sequencer(flow: Flow.demo, epoch: "e1").snapshot()))
+        var node = Node(name: "a")
+        node.handle(.cluster(.connected(sessions: [])))   // as if listed before "kept" was made
+        node.requests = []
+        node.handle(.connected(2, grant: nil))
+        node.handle(.text(2, JSON.object(["type": "command", "session": "kept", "id": 1, "ops": [["op": "setRoot", "route": "main"]]]).encoded()))
+        node.handle(.text(2, JSON.object(["type": "command", "session": "nothere", "id": 2, "ops": [["op": "pop"]]]).encoded()))
+        #expect(node.errors.isEmpty && node.requests == [.read(session: "kept", after: nil), .read(session: "nothere", after: nil)])
+        while !node.requests.isEmpty {
+            let (answer, _) = redis.run(node.requests.removeFirst())
+            if let answer { node.handle(.cluster(answer)) }
+        }
+        #expect(node.acks[1] == 1 && node.errors == ["unknown_session"])
+        #expect(redis.sessions["kept"]!.rev == 1)
+    }
+
+    @Test func withRedisWaitAnUnconfirmedAppendIsNotAcknowledgedAndItsResendWaitsForReplicas() {
+        var node = Node(name: "a", confirmsWrites: true)
+        node.handle(.cluster(.connected(sessions: [])))
+        node.handle(.cluster(.created(session: "demo", made: true)))
+        node.handle(.connected(1, grant: nil))
+        node.handle(.text(1, JSON.object(["type": "join", "session": "demo", "id": "j"]).encoded()))
+        node.handle(.cluster(.read(session: "demo", .entries(epoch: node.hub.sessions["demo"]!.sequencer.epoch, []))))
+        node.handle(.connected(2, grant: nil))
+        node.handle(.text(2, JSON.object(["type": "hello", "client": "w"]).encoded()))
+        let command = JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]])
+        node.handle(.text(2, command.encoded()))
+        guard case .append(_, _, _, _, let token) = node.requests.last else { Issue.record("no append"); return }
+        node.handle(.cluster(.unconfirmed(session: "demo", token: token, last: StreamID(1, 1), reason: "0 of 1 replicas confirmed it within 1000 ms")))
+        #expect(node.errors == ["unconfirmed"] && node.acks.isEmpty)
+        #expect(node.hub.sessions["demo"]!.sequencer.rev == 1, "Redis has it: the replica follows")
+        #expect(node.received.contains { $0["type"] == "patch" }, "members see what Redis holds")
+        // The resend by id is a duplicate: answered only once the replicas confirm.
+        node.handle(.text(2, command.encoded()))
+        guard case .confirm("demo", let again, StreamID(1, 1))? = node.requests.last else { Issue.record("no confirm: \(node.requests)"); return }
+        #expect(node.acks.isEmpty)
+        node.handle(.cluster(.appended(session: "demo", token: again, last: StreamID(1, 1))))
+        #expect(node.acks[1] == 1)
     }
 
 
