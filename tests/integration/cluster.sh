@@ -11,7 +11,15 @@ usage() {   # usage EXPECTED-TEXT ARGS...: navsyncd refuses ARGS with exit 2 and
     [ $? -eq 2 ] && grep -q -- "$want" "$OUT/cluster-usage.err"
 }
 check "--cluster with --data is a usage error" usage "--cluster and --data exclude each other" --cluster redis://127.0.0.1:6379 --data /tmp/x
-check "--cluster needs redis://HOST:PORT" usage "--cluster needs redis://HOST:PORT" --cluster http://127.0.0.1:6379
+check "--cluster takes only Redis URLs, saying which" usage "starts with redis://, rediss://, redis+sentinel://" --cluster http://127.0.0.1:6379
+check "--cluster: a bad database is named" usage "the database must be 0-15" --cluster redis://127.0.0.1:6379/99
+check "--cluster: ?cacert= is for rediss://" usage "is for rediss://" --cluster "redis://127.0.0.1:6379?cacert=/x"
+check "--redis-password-file with a password in the URL is an error" usage "exclude each other: give it once" \
+    --cluster redis://u:p@127.0.0.1:6379 --redis-password-file /dev/null
+check "--redis-wait needs --cluster" usage "--redis-wait needs --cluster" --redis-wait 1
+check "--redis-wait takes 0-16" usage "--redis-wait needs a number of replicas" --cluster redis://127.0.0.1:6379 --redis-wait x
+check "an unreadable --redis-password-file stops navsyncd at start" bash -c \
+    "! '$NAVSYNCD' --port 0 --cluster redis://u@127.0.0.1:6379 --redis-password-file /nonexistent 2>&1 | grep -q 'cannot read --redis-password-file /nonexistent'; [ \${PIPESTATUS[0]} -eq 1 ]"
 check "--node needs --cluster" usage "--node needs --cluster" --node a
 check "--fsync is for --data, not --cluster" usage "in a cluster, Redis's appendfsync decides" --cluster redis://localhost:6379 --fsync always
 
@@ -24,14 +32,19 @@ stop_navsyncd
 # A node whose Redis is not there yet starts, says so, and serves once Redis is up.
 PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 start_navsyncd early --cluster "redis://127.0.0.1:$PORT" --node early
-check "a node started before Redis answers joins of unknown sessions with internal (store unavailable)" bash -c \
-    "sleep 0.5; [ \"\$(curl -s -o '$OUT/cl.json' -w '%{http_code}' -X POST -d '{\"id\":1,\"ops\":[{\"op\":\"pop\"}]}' '${HTTP_URL}api/sessions/demo/commands')\" = 404 ]"
+check "a node started before Redis answers commands with internal, naming the store (not unknown_session)" bash -c \
+    "sleep 0.5; [ \"\$(curl -s -o '$OUT/cl.json' -w '%{http_code}' -X POST -d '{\"id\":1,\"ops\":[{\"op\":\"pop\"}]}' '${HTTP_URL}api/sessions/demo/commands')\" = 500 ] &&
+     grep -q 'store unavailable: cannot connect to 127.0.0.1:$PORT' '$OUT/cl.json'"
+check "...its /readyz is 503 with the reason, its /healthz 200" bash -c \
+    "[ \"\$(curl -s -o '$OUT/ready.json' -w '%{http_code}' '${HTTP_URL}readyz')\" = 503 ] && grep -q '\"ready\":false' '$OUT/ready.json' &&
+     grep -q 'cannot connect to 127.0.0.1:$PORT' '$OUT/ready.json' && curl -sf -o /dev/null '${HTTP_URL}healthz'"
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no >"$OUT/cluster-early-redis.log" 2>&1 &
 REDIS_PID=$!
 check "...and once Redis is up it makes the demo session and takes commands" bash -c \
     "for i in \$(seq 50); do curl -sf -o /dev/null '${HTTP_URL}api/sessions/demo' && break; sleep 0.1; done;
      curl -s -X POST -H 'X-Navsync-Client: t' -d '{\"id\":1,\"ops\":[{\"op\":\"setRoot\",\"route\":\"main\"}]}' '${HTTP_URL}api/sessions/demo/commands' | grep -q '\"rev\":1'"
 check "...and the command is in Redis's log" bash -c "redis-cli -p $PORT XLEN 'navsync:{demo}:log' | grep -qx 1"
+check "...and /readyz is 200 once Redis is there" bash -c "curl -s '${HTTP_URL}readyz' | grep -q '\"ready\":true'"
 check "a cluster node's /healthz names it (X-Navsync-Cluster)" bash -c "curl -s -D - -o /dev/null '${HTTP_URL}healthz' | grep -qi '^X-Navsync-Cluster: early'"
 stop_navsyncd
 kill "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true

@@ -121,6 +121,9 @@ extension Hub {
 
     /// A live entry: applied when it follows the replica's last; a gap makes a read.
     mutating func live(_ name: String, prev: StreamID, id: StreamID, revision: Bool, _ bytes: [UInt8]) {
+        // Without the command link nothing can be read: `connected` reads every session
+        // from where its replica stands once it is back.
+        guard cluster.storeUp else { return }
         guard sessions[name] != nil else {
             // A session made on another node: read it whole.
             guard cluster.replicas[name]?.reading != true, !cluster.creating.contains(name) else { return }
@@ -175,9 +178,10 @@ extension Hub {
         cluster.replicas[name, default: Replica()].reading = false
         switch result {
         case .gone:
-            dropSession(name, because: "it is not in Redis")
+            // Joins that waited for this read are refused; reads parked on it are served
+            // now (a join with `create` then goes on to make the session).
             refuseJoins(name, NavError(.unknownSession, "no session '\(name)'"))
-            answerParkedReads(name)
+            return dropSession(name, because: "it is not in Redis")
         case .failed(let reason):
             out.append(.log(.warn, "cluster: reading session '\(name)' failed: \(reason); tried again in a second"))
             cluster.failedReads.insert(name)

@@ -80,9 +80,10 @@ enum ClusterScripts {
         """
 
     /// KEYS meta, snap, log, live; ARGV after ('' for the whole session), runid, new
-    /// epoch. {'gone'} | {'entries', epoch, id, k, j, …} | {'whole', flow, epoch,
-    /// snapshot, at, id, k, j, …}: whole when asked, when the log no longer reaches back
-    /// to `after`, or when the epoch changed.
+    /// epoch, at most how many entries. {'gone'} | {'entries', epoch, id, k, j, …} |
+    /// {'whole', flow, epoch, snapshot, at, id, k, j, …}: whole when asked, when the log
+    /// no longer reaches back to `after`, or when the epoch changed. A full page means
+    /// more may follow: the caller reads on from its last entry.
     static let read = compare + "\n" + checkRun + "\n" + """
         local m = redis.call('HMGET', KEYS[1], 'epoch', 'flow', 'last')
         if not m[1] then return {'gone'} end
@@ -97,7 +98,7 @@ enum ClusterScripts {
           out = {'whole', m[2], epoch, redis.call('HGET', KEYS[2], 'data'), at}
           from = at
         end
-        for _, e in ipairs(redis.call('XRANGE', KEYS[3], '(' .. from, '+')) do
+        for _, e in ipairs(redis.call('XRANGE', KEYS[3], '(' .. from, '+', 'COUNT', ARGV[4])) do
           local k, j
           for i = 1, #e[2], 2 do
             if e[2][i] == 'k' then k = e[2][i + 1] elseif e[2][i] == 'j' then j = e[2][i + 1] end

@@ -167,12 +167,12 @@ public final class ClusterStore {
     }
 
     /// A node that cannot acknowledge says why in its log: when the reason changes,
-    /// and every 10 s while it lasts (the first 2 s are for connecting).
+    /// and every 5 s while it lasts (the first 2 s are for connecting).
     private func warnWhileNotReady() {
         guard let reason = notReady, let commands else { return lastWarning = nil }
         let now = commands.now
         guard now - startedAt >= 2_000 else { return }
-        if let last = lastWarning, last.reason == reason, now - last.at < 10_000 { return }
+        if let last = lastWarning, last.reason == reason, now - last.at < 5_000 { return }
         logger?.warn("cluster: not ready: \(reason)")
         lastWarning = (reason, now)
     }
@@ -301,13 +301,7 @@ public final class ClusterStore {
         case .confirm(let name, let token, let last):
             confirm(name, token: token, last: last)
         case .read(let name, let after):
-            let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.key(name, "log"), ClusterScripts.key(name, "live")]
-            eval(ClusterScripts.read, keys: keys, args: [after?.description ?? "", runID, newEpoch()]) { [unowned self] result in
-                switch result {
-                case .success(let r): onEvent?(.read(session: name, Self.readResult(r)))
-                case .failure(let f): onEvent?(.read(session: name, .failed(f.reason)))
-                }
-            }
+            read(name, after: after, adding: nil)
         case .snapshot(let name, let epoch, let at, let data):
             let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.key(name, "log")]
             eval(ClusterScripts.snapshot, keys: keys, args: [epoch, at.description, data.encodedString()]) { _ in }
@@ -318,6 +312,43 @@ public final class ClusterStore {
         case .delete(let name):
             let keys = ["meta", "snap", "log", "live"].map { ClusterScripts.key(name, $0) } + [ClusterScripts.sessionsKey]
             eval(ClusterScripts.delete, keys: keys, args: [name]) { _ in }
+        }
+    }
+
+    /// Entries one read script returns at most: a node far behind (back from a
+    /// partition) reads page by page, so Redis never runs one long script for it.
+    static let readPage = 2_000
+
+    /// Reads a session's log after `after` page by page; the hub gets the pages as one
+    /// result. A page that comes back whole (the epoch changed meanwhile) starts over.
+    private func read(_ name: String, after: StreamID?, adding earlier: ReadResult?) {
+        let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.key(name, "log"), ClusterScripts.key(name, "live")]
+        eval(ClusterScripts.read, keys: keys, args: [after?.description ?? "", runID, newEpoch(), String(Self.readPage)]) { [unowned self] result in
+            guard case .success(let r) = result else {
+                if case .failure(let f) = result { onEvent?(.read(session: name, .failed(f.reason))) }
+                return
+            }
+            let page = Self.readResult(r)
+            var merged = page
+            let count: Int
+            switch (earlier, page) {
+            case (.whole(let flow, let epoch, let snap, let at, let before)?, .entries(let same, let more)) where same == epoch:
+                merged = .whole(flow: flow, epoch: epoch, snapshot: snap, at: at, before + more)
+                count = more.count
+            case (.entries(let epoch, let before)?, .entries(let same, let more)) where same == epoch:
+                merged = .entries(epoch: epoch, before + more)
+                count = more.count
+            case (_, .entries(_, let e)), (_, .whole(_, _, _, _, let e)):
+                count = e.count
+            default:
+                count = 0
+            }
+            switch merged {
+            case .entries(_, let e) where count == Self.readPage, .whole(_, _, _, _, let e) where count == Self.readPage:
+                read(name, after: e.last!.0, adding: merged)
+            default:
+                onEvent?(.read(session: name, merged))
+            }
         }
     }
 

@@ -102,6 +102,7 @@ final class RedisConnection {
     private var backoff: UInt64 = 100
     private var reconnectAt: UInt64?
     private var lastActivity: UInt64 = 0
+    private var lastTick: UInt64 = 0
     private var stopped = false
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
@@ -273,6 +274,10 @@ final class RedisConnection {
 
     private func tick() {
         let t = now
+        // After the loop was busy (a long catch-up), answers may be waiting unread in
+        // the socket: timers run before I/O in libuv's loop, so judge nothing this time.
+        defer { lastTick = t }
+        if t - lastTick > 500 { return }
         if let at = reconnectAt, t >= at, tcp == nil, !resolving {
             reconnectAt = nil
             return connect()

@@ -1,0 +1,412 @@
+"""Cluster mode on a Redis like the managed ones (issue 42): an ACL user and password
+(right, wrong, missing, from a file re-read on SIGHUP), TLS with a CA file and a client
+certificate, and Sentinel with a real primary, a replica and three Sentinels on
+loopback, failing over under load with --redis-wait 1: every acknowledged command is
+in the session afterwards, none twice. Health: /readyz says why a node is not ready,
+/healthz stays 200, the log warns, commands fail naming the store.
+
+usage: cluster_managed.py NAVSYNCD OUT_DIR [SCENARIO ...]"""
+import asyncio
+import collections
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import redis
+from checks import check, finish
+from cluster_faults import Writer, connect, log_of
+
+NAVSYNCD, OUT = sys.argv[1], sys.argv[2]
+ONLY = set(sys.argv[3:])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, seconds=10):
+    for _ in range(int(seconds * 20)):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def start_redis(name, *args, port=None):
+    """redis-server on a free port (or `port`) with these extra arguments (no persistence)."""
+    port = port or free_port()
+    d = f"{OUT}/managed-{name}"
+    os.makedirs(d, exist_ok=True)
+    tls = "--tls-port" in args
+    base = ["--port", "0"] if tls else ["--port", str(port)]
+    args = [a.replace("PORT", str(port)) for a in args]
+    proc = subprocess.Popen(["redis-server", *base, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--repl-diskless-sync-delay", "0", "--dir", d, *args],
+                            stdout=open(f"{d}/redis.log", "a"), stderr=subprocess.STDOUT)
+    if not wait_port(port):
+        raise RuntimeError(f"redis-server {name} did not start")
+    return proc, port
+
+
+class Node:
+    def __init__(self, name, url, *extra):
+        self.name, self.port, self.url_arg, self.extra = name, free_port(), url, list(extra)
+        self.log = f"{OUT}/managed-node-{name}.log"
+        self.proc = subprocess.Popen([NAVSYNCD, "--port", str(self.port), "--cluster", url, "--node", name,
+                                      "--rate", "100000", "--burst", "100000", *extra],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "a"))
+        if not wait_port(self.port):
+            raise RuntimeError(f"node {name} did not start")
+
+    @property
+    def url(self):
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    def http(self, method, path, body=None):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
+                                     data=None if body is None else json.dumps(body).encode(), headers={"X-Navsync-Client": "probe"})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                raw = r.read()
+                return r.status, json.loads(raw) if raw.startswith(b"{") else raw.decode()
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            return e.code, json.loads(raw) if raw.startswith(b"{") else raw.decode()
+
+    def ready(self, seconds=10):
+        """Waits until /readyz says ready (or the time is up): the last answer."""
+        for _ in range(int(seconds * 10)):
+            status, body = self.http("GET", "/readyz")
+            if status == 200:
+                return status, body
+            time.sleep(0.1)
+        return status, body
+
+    def not_ready(self, seconds=10):
+        """Waits until /readyz names a reason: the last answer."""
+        for _ in range(int(seconds * 10)):
+            status, body = self.http("GET", "/readyz")
+            if status == 503:
+                return status, body
+            time.sleep(0.1)
+        return status, body
+
+    def command(self, id, session="demo"):
+        return self.http("POST", f"/api/sessions/{session}/commands", {"id": id, "ops": [{"op": "setRoot", "route": "main"}]})
+
+    def logged(self):
+        return open(self.log).read()
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def scenario_acl():
+    """An ACL user with only what navsync needs, its password right, wrong, missing,
+    and from a file re-read on SIGHUP."""
+    d = f"{OUT}/managed-acl"
+    os.makedirs(d, exist_ok=True)
+    with open(f"{d}/users.acl", "w") as f:
+        f.write("user default on >admin-secret ~* &* +@all\n")
+        # The recipe of docs/cluster.md: its keys, its channels, and the commands it uses.
+        f.write("user navsync on >n@v:pw% ~navsync:* &navsync:* &navsync:{*}:live "
+                "-@all +@read +@write +@scripting +@pubsub +@connection +info +role +wait\n")
+    proc, port = start_redis("acl", "--aclfile", f"{d}/users.acl")
+    nodes = []
+    try:
+        good = Node("acl-good", f"redis://navsync:n%40v%3Apw%25@127.0.0.1:{port}")
+        nodes.append(good)
+        status, body = good.ready()
+        check("ACL user with the right password: /readyz is 200", status == 200, str(body))
+        status, body = good.command(1)
+        check("...and a command is acknowledged, stored under navsync:*", status == 200 and body.get("rev") == 1, str(body))
+        r = redis.Redis(port=port, password="admin-secret", decode_responses=True)
+        check("...in Redis's log", r.xlen("navsync:{demo}:log") == 1)
+        status, body = good.http("GET", "/api/cluster")
+        check("GET /api/cluster shows the URL without the password, the role and the link",
+              body["redis"]["url"] == f"redis://navsync@127.0.0.1:{port}/0" and body["redis"]["role"] == "master"
+              and body["redis"]["link"] == "up" and "n@v" not in json.dumps(body), str(body))
+
+        wrong = Node("acl-wrong", f"redis://navsync:nope@127.0.0.1:{port}")
+        nodes.append(wrong)
+        status, body = wrong.not_ready()
+        check("a wrong password: /readyz is 503 saying Redis refused it", status == 503 and body["ready"] is False
+              and "refused the password of user 'navsync'" in body["reason"], str(body))
+        check("...while /healthz (the process) is 200", wrong.http("GET", "/healthz")[0] == 200)
+        status, body = wrong.command(1)
+        check("...and a command fails naming the store, not unknown_session",
+              status == 500 and body["code"] == "internal" and "store unavailable" in body["message"]
+              and "refused the password" in body["message"], f"{status} {body}")
+        missing = Node("acl-missing", f"redis://127.0.0.1:{port}")
+        nodes.append(missing)
+        status, body = missing.not_ready()
+        check("no password at all: /readyz says Redis wants one (NOAUTH)", status == 503 and "wants a password" in body["reason"], str(body))
+
+        # The password from a file: wrong at first, fixed, SIGHUP.
+        pw = f"{d}/password"
+        with open(pw, "w") as f:
+            f.write("not-it\n")
+        filed = Node("acl-file", f"redis://navsync@127.0.0.1:{port}", "--redis-password-file", pw)
+        nodes.append(filed)
+        status, body = filed.not_ready()
+        check("--redis-password-file with a wrong password: not ready", status == 503 and "refused the password" in body["reason"], str(body))
+        time.sleep(2.5)
+        check("...and its log warns, with the reason", "not ready: store: Redis at" in filed.logged() and "refused the password" in filed.logged())
+        with open(pw, "w") as f:
+            f.write("n@v:pw%\n")
+        filed.proc.send_signal(signal.SIGHUP)
+        status, body = filed.ready()
+        check("...the file fixed and SIGHUP: ready, with nothing restarted", status == 200 and filed.proc.poll() is None, str(body))
+        check("...and it takes commands", filed.command(2)[1].get("rev") == 2)
+        time.sleep(6)
+        check("the node with the wrong password warned again (every 5 s while it lasts)",
+              wrong.logged().count("not ready: store:") >= 2, wrong.logged()[-400:])
+    finally:
+        for n in nodes:
+            n.stop()
+        proc.kill()
+        proc.wait()
+
+
+def make_certificates(d):
+    """A CA, a server certificate for localhost and 127.0.0.1, and a client certificate."""
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{d}/ca.key",
+        "-out", f"{d}/ca.pem", "-days", "2", "-subj", "/CN=navsync test CA")
+    for who, san in [("server", "subjectAltName=DNS:localhost,IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")]:
+        run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{d}/{who}.key",
+            "-out", f"{d}/{who}.csr", "-subj", f"/CN={who}")
+        with open(f"{d}/{who}.ext", "w") as f:
+            f.write(san + "\n")
+        run("x509", "-req", "-in", f"{d}/{who}.csr", "-CA", f"{d}/ca.pem", "-CAkey", f"{d}/ca.key", "-CAcreateserial",
+            "-out", f"{d}/{who}.pem", "-days", "2", "-extfile", f"{d}/{who}.ext")
+
+
+def scenario_tls():
+    """rediss:// against Debian's redis-server speaking TLS: the CA file, a wrong trust,
+    and a Redis that asks for a client certificate."""
+    d = f"{OUT}/managed-tls"
+    os.makedirs(d, exist_ok=True)
+    make_certificates(d)
+    tls = ["--tls-port", "PORT", "--tls-cert-file", f"{d}/server.pem", "--tls-key-file", f"{d}/server.key",
+           "--tls-ca-cert-file", f"{d}/ca.pem", "--requirepass", "tls-secret"]
+    proc, port = start_redis("tls", *tls, "--tls-auth-clients", "no")
+    proc2, port2 = start_redis("tls-mutual", *tls, "--tls-auth-clients", "yes")
+    nodes = []
+    try:
+        good = Node("tls-good", f"rediss://:tls-secret@localhost:{port}?cacert={d}/ca.pem")
+        nodes.append(good)
+        status, body = good.ready()
+        check("rediss:// with ?cacert=: ready (the certificate checked against 'localhost')", status == 200, str(body))
+        status, body = good.command(1)
+        check("...and a command is acknowledged over TLS", status == 200 and body.get("rev") == 1, str(body))
+        untrusted = Node("tls-untrusted", f"rediss://:tls-secret@127.0.0.1:{port}")
+        nodes.append(untrusted)
+        status, body = untrusted.not_ready()
+        check("rediss:// without the CA: not ready, saying the certificate check failed",
+              status == 503 and "certificate verify failed" in body["reason"], str(body))
+        plain = Node("tls-plain", f"redis://:tls-secret@127.0.0.1:{port}")
+        nodes.append(plain)
+        check("redis:// (plain) to a TLS port: not ready", plain.not_ready()[0] == 503)
+        mutual = Node("tls-mutual", f"rediss://:tls-secret@127.0.0.1:{port2}?cacert={d}/ca.pem&cert={d}/client.pem&key={d}/client.key")
+        nodes.append(mutual)
+        status, body = mutual.ready()
+        check("a Redis that asks for a client certificate: ?cert=&key= gets in", status == 200, str(body))
+        check("...and takes commands", mutual.command(1)[1].get("rev") == 1)
+        nocert = Node("tls-nocert", f"rediss://:tls-secret@127.0.0.1:{port2}?cacert={d}/ca.pem")
+        nodes.append(nocert)
+        status, body = nocert.not_ready()
+        check("...without one: not ready", status == 503, str(body))
+        bad = subprocess.run([NAVSYNCD, "--port", "0", "--cluster", f"rediss://127.0.0.1:{port}?cacert={d}/missing.pem"],
+                             capture_output=True, text=True, timeout=10)
+        check("a ?cacert= that does not load is an error at start", bad.returncode == 1 and "missing.pem" in bad.stderr, bad.stderr)
+    finally:
+        for n in nodes:
+            n.stop()
+        for p in (proc, proc2):
+            p.kill()
+            p.wait()
+
+
+class Sentinels:
+    """A primary, its replica and three Sentinels (quorum 2) on loopback."""
+
+    def __init__(self):
+        self.dir = f"{OUT}/managed-sentinel"
+        subprocess.run(["rm", "-rf", self.dir])
+        os.makedirs(self.dir)
+        os.makedirs(self.dir + "/p")
+        self.primary, self.primary_port = start_redis("sentinel-primary", "--dir", self.dir + "/p")
+        self.replica, self.replica_port = start_redis("sentinel-replica", "--replicaof", "127.0.0.1", str(self.primary_port))
+        self.sentinels, self.ports = [], []
+        for i in range(3):
+            port = free_port()
+            conf = f"{self.dir}/sentinel-{i}.conf"
+            with open(conf, "w") as f:
+                f.write(f"port {port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                        f"sentinel monitor navsync 127.0.0.1 {self.primary_port} 2\n"
+                        "sentinel down-after-milliseconds navsync 1000\nsentinel failover-timeout navsync 5000\n"
+                        "sentinel parallel-syncs navsync 1\n")
+            self.sentinels.append(subprocess.Popen(["redis-server", conf, "--sentinel"],
+                                                   stdout=open(f"{self.dir}/sentinel-{i}.log", "a"), stderr=subprocess.STDOUT))
+            self.ports.append(port)
+            wait_port(port)
+        # The replica in sync, and every Sentinel aware of it and of the others.
+        for _ in range(100):
+            info = redis.Redis(port=self.primary_port).info("replication")
+            known = [redis.Redis(port=p).sentinel_master("navsync") for p in self.ports]
+            if info.get("connected_slaves") == 1 and all(k["num-other-sentinels"] == 2 and k["num-slaves"] == 1 for k in known):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the Sentinels did not settle")
+
+    @property
+    def url(self):
+        return "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.ports) + "/navsync"
+
+    def primary_now(self):
+        return redis.Redis(port=self.ports[0], decode_responses=True).sentinel_get_master_addr_by_name("navsync")
+
+    def stop(self):
+        for p in self.sentinels + [self.primary, self.replica]:
+            try:
+                p.kill()
+                p.wait()
+            except Exception:
+                pass
+
+
+async def scenario_sentinel():
+    """Failover under load with --redis-wait 1: writers on two nodes, the replica frozen
+    for a moment (on loopback it is never behind otherwise), the primary killed; the
+    Sentinels promote the replica, the nodes follow, the old primary comes back as a
+    replica. Every acknowledged command is in the new primary's log exactly once."""
+    s = Sentinels()
+    nodes = []
+    try:
+        for name in ("sa", "sb"):
+            nodes.append(Node(name, s.url, "--redis-wait", "1", "--redis-wait-timeout", "300"))
+        for n in nodes:
+            status, body = n.ready()
+            check(f"{n.name}: ready through the Sentinels", status == 200, str(body))
+        status, body = nodes[0].http("GET", "/api/cluster")
+        check("GET /api/cluster: the primary the Sentinels named, its role and its replica online",
+              body["redis"]["primary"] == f"127.0.0.1:{s.primary_port}" and body["redis"]["role"] == "master"
+              and [r["state"] for r in body["redis"]["replicas"]] == ["online"] and body["redis"]["wait"] == 1, str(body))
+        ws = await connect(nodes[0].url)
+        for name in ("s1", "s2"):
+            await ws.send(json.dumps({"type": "join", "session": name, "create": True, "id": name}))
+            while (m := json.loads(await ws.recv())).get("type") == "presence":
+                pass
+            check(f"session {name} created", m.get("type") == "joined", str(m))
+        await ws.close()
+
+        stop = asyncio.Event()
+        urls = [n.url for n in nodes]
+        # Writers go on until after the failover (their count is set then).
+        writers = [Writer(i, urls, 1_000_000, stop) for i in range(4)]
+        tasks = [asyncio.create_task(w.run()) for w in writers]
+        await asyncio.sleep(1.0)
+        # Freeze the replica, let commands pile up on the primary, then kill it.
+        print(f"   at the freeze: {[len(w.acked) for w in writers]} acknowledged", flush=True)
+        s.replica.send_signal(signal.SIGSTOP)
+        await asyncio.sleep(0.5)
+        killed_at = time.monotonic()
+        s.primary.kill()
+        s.primary.wait()
+        s.replica.send_signal(signal.SIGCONT)
+        status, body = await asyncio.get_running_loop().run_in_executor(None, nodes[0].not_ready, 5)
+        check("the primary gone: /readyz is 503 with the reason", status == 503 and "store" in body.get("reason", ""), str(body))
+        print(f"   not ready: {body.get('reason')}", flush=True)
+        moved = None
+        for _ in range(300):
+            host, port = s.primary_now()
+            if int(port) == s.replica_port:
+                moved = time.monotonic() - killed_at
+                break
+            await asyncio.sleep(0.05)
+        linked = None
+        for _ in range(200):
+            body = nodes[0].http("GET", "/api/cluster")[1]
+            if body["redis"]["primary"] == f"127.0.0.1:{s.replica_port}" and body["redis"]["link"] == "up":
+                linked = time.monotonic() - killed_at
+                break
+            await asyncio.sleep(0.05)
+        print(f"   promoted after {moved or 0:.2f} s, the nodes on it after {linked or 0:.2f} s: {[len(w.acked) for w in writers]} acknowledged", flush=True)
+        check("the Sentinels promoted the replica", moved is not None)
+        # The old primary comes back on its port as a replica of the new one (as an
+        # orchestrator restarts it; the Sentinels would convert it too, some 10 s later),
+        # and WAIT 1 can be met again.
+        s.primary, _ = start_redis("sentinel-primary-again", "--dir", s.dir + "/p", "--replicaof", "127.0.0.1", str(s.replica_port),
+                                   port=s.primary_port)
+        reasons = []
+        for _ in range(300):
+            answers = [n.http("GET", "/readyz") for n in nodes]
+            if all(a[0] == 200 for a in answers):
+                break
+            for a in answers:
+                if a[0] != 200 and (not reasons or reasons[-1][1] != a[1]["reason"]):
+                    reasons.append((round(time.monotonic() - killed_at, 2), a[1]["reason"]))
+            await asyncio.sleep(0.1)
+        print(f"   not ready meanwhile: {reasons}", flush=True)
+        back = time.monotonic() - killed_at
+        print(f"   ready again after {back:.2f} s: {[len(w.acked) for w in writers]} acknowledged", flush=True)
+        check("both nodes are ready again on the new primary", all(n.http("GET", "/readyz")[0] == 200 for n in nodes))
+        for w in writers:
+            w.count = max(w.acked, default=0) + 100
+        try:
+            await asyncio.wait_for(asyncio.gather(*tasks), 90)
+        except asyncio.TimeoutError:
+            stop.set()
+        check("every writer got every command it sent acknowledged, after the failover too",
+              all(len(w.acked) >= w.count and set(w.acked) == set(range(len(w.acked))) for w in writers),
+              str([(len(w.acked), w.count) for w in writers]))
+        unconfirmed = sum(w.errors.count("unconfirmed") for w in writers)
+        r = redis.Redis(port=s.replica_port, decode_responses=True)
+        for name in ("s1", "s2"):
+            revisions, entries = log_of(r, name)
+            keys = [k for _, k in revisions]
+            acked = {(w.client, n) for w in writers if w.session == name for n in w.acked}
+            counts = collections.Counter(entries)
+            check(f"{name}: every acknowledged command is in the new primary's log, exactly once ({len(acked)})",
+                  acked <= set(keys) and all(counts[k] == 1 for k in acked), f"{len(acked - set(keys))} missing")
+            check(f"{name}: no command made two revisions, and revisions are contiguous",
+                  len(keys) == len(set(keys)) and [v for v, _ in revisions] == list(range(revisions[0][0], revisions[0][0] + len(revisions))))
+        status, body = nodes[1].http("GET", "/api/cluster")
+        check("GET /api/cluster names the new primary", body["redis"]["primary"] == f"127.0.0.1:{s.replica_port}", str(body["redis"]))
+        check("the nodes logged the Sentinels' move", "moved from" in nodes[0].logged())
+        print(f"   failover: Sentinels promoted the replica {moved or 0:.2f} s after the kill; nodes ready again after {back:.2f} s; "
+              f"{unconfirmed} commands answered unconfirmed and resent", flush=True)
+    finally:
+        for n in nodes:
+            n.stop()
+        s.stop()
+
+
+async def main():
+    if not ONLY or "acl" in ONLY:
+        print("-- acl", flush=True)
+        scenario_acl()
+    if not ONLY or "tls" in ONLY:
+        print("-- tls", flush=True)
+        scenario_tls()
+    if not ONLY or "sentinel" in ONLY:
+        print("-- sentinel", flush=True)
+        await scenario_sentinel()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    finish("cluster_managed")
