@@ -35,6 +35,9 @@ NS = {k: f"nav{TAG}-{k}" for k in "rabc"}
 LINKS = [("a", "r", "10.77.1.2", "10.77.1.1"), ("b", "r", "10.77.2.2", "10.77.2.1"),
          ("c", "a", "10.77.3.1", "10.77.3.2"), ("c", "b", "10.77.4.1", "10.77.4.2")]
 REDIS = {"a": "10.77.1.1", "b": "10.77.2.1"}      # Redis as each node sees it
+# Node a reaches Redis by a DNS name, from its namespace's own hosts file (`ip netns
+# exec` mounts /etc/netns/NAME/hosts over /etc/hosts), resolved at every connect.
+REDIS_NAME = "redis.navsync.internal"
 NODE = {"a": "10.77.3.2", "b": "10.77.4.2"}       # each node as the clients see it
 SESSIONS = ["s1", "s2"]
 libc = ctypes.CDLL(None, use_errno=True)
@@ -67,6 +70,9 @@ def build():
     for k in NS.values():
         sh("ip", "netns", "add", k)
         sh("ip", "-n", k, "link", "set", "lo", "up")
+    os.makedirs(f"/etc/netns/{NS['a']}", exist_ok=True)
+    with open(f"/etc/netns/{NS['a']}/hosts", "w") as f:
+        f.write(f"127.0.0.1 localhost\n{REDIS['a']} {REDIS_NAME}\n")
     for x, y, ax, ay in LINKS:
         sh("ip", "link", "add", veth(x, y), "netns", NS[x], "type", "veth", "peer", "name", veth(y, x), "netns", NS[y])
         for side, addr, dev in ((x, ax, veth(x, y)), (y, ay, veth(y, x))):
@@ -81,6 +87,7 @@ def teardown(procs):
             p.wait()
     for k in NS.values():
         subprocess.run(["ip", "netns", "del", k], capture_output=True)
+    subprocess.run(["rm", "-rf", f"/etc/netns/{NS['a']}"])
 
 
 def wait_for(url, seconds=10):
@@ -236,7 +243,7 @@ async def main():
         time.sleep(0.3)
         for n in "ab":
             procs.append(subprocess.Popen(["ip", "netns", "exec", NS[n], NAVSYNCD, "--host", "0.0.0.0", "--insecure", "--port", "7421",
-                                           "--cluster", f"redis://{REDIS[n]}:6379", "--node", n, "--rate", "100000", "--burst", "100000",
+                                           "--cluster", f"redis://{REDIS_NAME if n == 'a' else REDIS[n]}:6379", "--node", n, "--rate", "100000", "--burst", "100000",
                                            "--snapshot-every", "10000000"],   # the whole log kept, to check every ack
                                           stdout=subprocess.DEVNULL, stderr=open(f"{d}/node-{n}.log", "w")))
         for n in "ab":
@@ -247,6 +254,8 @@ async def main():
                 break
             time.sleep(0.1)
         check("both nodes ready", all(http(n, "/readyz")[0] == 200 for n in "ab"))
+        check(f"node a reached Redis by the name {REDIS_NAME} (resolved in its namespace)",
+              http("a", "/api/cluster")[1]["redis"]["primary"] == f"{REDIS_NAME}:6379")
         import websockets
         with netns("c"):
             ws = await websockets.connect(f"ws://{NODE['a']}:7421/ws", subprotocols=["navsync.v1"])
