@@ -638,6 +638,12 @@ class Session extends Emitter {
       return this.emit("error", error);
     }
     const p = m.id !== undefined && this.pending.get(m.id);
+    // Cluster mode with --redis-wait: Redis has it, too few replicas confirmed it yet.
+    // The same id again is safe and is answered once they do (30 tries, a second apart).
+    if (p && m.code === "unconfirmed" && (p.unconfirmed = (p.unconfirmed || 0) + 1) <= 30) {
+      setTimeout(() => { if (this.pending.get(m.id) === p) this.client.send(p.message); }, 1000);
+      return;
+    }
     if (p) { this.pending.delete(m.id); p.reject(error); return; }
     this.emit("error", error);
   }

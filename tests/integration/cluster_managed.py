@@ -240,6 +240,95 @@ def scenario_tls():
             p.wait()
 
 
+async def scenario_wait():
+    """--redis-wait 1 with the replica frozen: HTTP gets `unconfirmed` (503) and its resend
+    by id is answered once the replica is back; the Python client and navsync.js in
+    Chromium keep the command pending and resend it themselves."""
+    primary, pport = start_redis("wait-primary")
+    replica, rport = start_redis("wait-replica", "--replicaof", "127.0.0.1", str(pport))
+    node = None
+    driver = None
+    try:
+        for _ in range(100):
+            info = redis.Redis(port=rport).info("replication")
+            if info.get("master_link_status") == "up" and info.get("master_sync_in_progress") == 0:
+                break
+            time.sleep(0.05)
+        node = Node("wait", f"redis://127.0.0.1:{pport}", "--redis-wait", "1", "--redis-wait-timeout", "300")
+        status, body = node.ready()
+        check("--redis-wait 1 with a replica online: ready", status == 200, str(body))
+        status, body = node.command(1)
+        check("...and a command is acknowledged", body.get("rev") == 1, f"{status} {body}")
+        replica.send_signal(signal.SIGSTOP)
+        try:
+            req = urllib.request.Request(f"http://127.0.0.1:{node.port}/api/sessions/demo/commands", method="POST",
+                                         data=json.dumps({"id": 2, "ops": [{"op": "update", "at": "App", "data": {"n": 2}}]}).encode(),
+                                         headers={"X-Navsync-Client": "probe"})
+            try:
+                urllib.request.urlopen(req, timeout=5)
+                status, body = 200, {}
+            except urllib.error.HTTPError as e:
+                status, body = e.code, json.loads(e.read())
+            check("the replica frozen: HTTP gets unconfirmed, 503, saying a resend by id is safe",
+                  status == 503 and body.get("code") == "unconfirmed" and "same id" in body.get("message", ""), f"{status} {body}")
+            check("...and the duplicate of it is unconfirmed too while the replica is away", node.http("POST", "/api/sessions/demo/commands",
+                  {"id": 2, "ops": [{"op": "update", "at": "App", "data": {"n": 2}}]})[0] == 503)
+            status, body = node.not_ready(6)
+            check("...and /readyz soon says no replica is acknowledging", status == 503 and "replicas online and acknowledging" in body["reason"],
+                  str(body))
+
+            async def python_client():
+                import navsync
+                async with navsync.connect(node.url, "demo") as s:
+                    t = asyncio.create_task(s.update({"py": 1}, at="App"))
+                    await asyncio.sleep(1.5)
+                    waiting = not t.done()
+                    replica.send_signal(signal.SIGCONT)
+                    ack = await asyncio.wait_for(t, 10)
+                    return waiting, ack
+            waiting, ack = await python_client()
+            check("the Python client keeps an unconfirmed command pending and resends it by id", waiting)
+            check("...which is acknowledged once the replica is back", ack.rev >= 2, str(ack))
+            status, body = node.http("POST", "/api/sessions/demo/commands", {"id": 2, "ops": [{"op": "update", "at": "App", "data": {"n": 2}}]})
+            check("HTTP's resend of the unconfirmed command, same id: acknowledged as a duplicate", status == 200 and body.get("duplicate") is True,
+                  f"{status} {body}")
+
+            from checks import headless_chromium
+            driver = headless_chromium()
+            driver.set_script_timeout(30)
+            driver.get(f"http://127.0.0.1:{node.port}/api")
+            replica.send_signal(signal.SIGSTOP)
+            started = driver.execute_async_script("""const done = arguments[arguments.length - 1];
+                import('/navsync.js').then(async nav => {
+                  const c = nav.connect(arguments[0], { storage: null }); const s = c.session('demo');
+                  const t = Date.now(); while (s.getSnapshot().status !== 'live' && Date.now() - t < 10000) await new Promise(r => setTimeout(r, 20));
+                  window.result = null;
+                  window.p = s.command([{ op: 'update', at: 'App', data: { js: 1 } }]).then(a => { window.result = { ok: a.rev }; }, e => { window.result = { err: e.code }; });
+                  done(s.getSnapshot().status);
+                }, e => done('import failed: ' + e));""", node.url)
+            time.sleep(1.5)
+            pending = driver.execute_script("return window.result") is None
+            replica.send_signal(signal.SIGCONT)
+            result = None
+            for _ in range(100):
+                result = driver.execute_script("return window.result")
+                if result:
+                    break
+                time.sleep(0.1)
+            check("navsync.js in Chromium keeps an unconfirmed command pending and resends it",
+                  started == "live" and pending and result is not None and "ok" in result, f"{started} {pending} {result}")
+        finally:
+            replica.send_signal(signal.SIGCONT)
+    finally:
+        if driver:
+            driver.quit()
+        if node:
+            node.stop()
+        for p in (primary, replica):
+            p.kill()
+            p.wait()
+
+
 class Sentinels:
     """A primary, its replica and three Sentinels (quorum 2) on loopback."""
 
@@ -402,6 +491,9 @@ async def main():
     if not ONLY or "tls" in ONLY:
         print("-- tls", flush=True)
         scenario_tls()
+    if not ONLY or "wait" in ONLY:
+        print("-- wait", flush=True)
+        await scenario_wait()
     if not ONLY or "sentinel" in ONLY:
         print("-- sentinel", flush=True)
         await scenario_sentinel()

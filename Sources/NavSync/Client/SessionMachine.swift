@@ -109,6 +109,11 @@ public struct SessionMachine: Sendable {
     private var nextCommand: Int64 = 1
     /// Commands sent and not yet answered, in order: resent after a reconnect.
     private var pending: [(id: Int64, bytes: [UInt8])] = []
+    /// Commands answered `unconfirmed` (cluster mode with `--redis-wait`): resent by id
+    /// at the next tick, up to `unconfirmedRetries` times, before the error is theirs.
+    private var unconfirmed: [Int64: Int] = [:]
+    private var resendAtTick: Set<Int64> = []
+    public static let unconfirmedRetries = 30
     /// Requests other than commands waiting for a reply, by request id.
     private var requests: Set<String> = []
     private var nextRequest = 1
@@ -178,8 +183,11 @@ public struct SessionMachine: Sendable {
         guard connection == .joining || connection == .joined else { return [] }
         silentTicks += 1
         if silentTicks >= options.deadAfter { return [.abort] }
-        if silentTicks == options.pingAfter { return [.send(JSON.object(["type": "ping"]).encoded())] }
-        return []
+        // Commands answered `unconfirmed` go again (they are still pending).
+        var out: [Effect] = isJoined ? pending.filter { resendAtTick.contains($0.id) }.map { .send($0.bytes) } : []
+        resendAtTick = []
+        if silentTicks == options.pingAfter { out.append(.send(JSON.object(["type": "ping"]).encoded())) }
+        return out
     }
 
     /// The backoff wait is over.
@@ -266,10 +274,19 @@ public struct SessionMachine: Sendable {
         case .ack(_, let ack):
             guard case .int(let id) = ack.id, let i = pending.firstIndex(where: { $0.id == id }) else { break }
             pending.remove(at: i)
+            unconfirmed[id] = nil
             out.append(.answered(command: id, .success(ack)))
         case .error(let e):
             if case .int(let id)? = decoded.id, let i = pending.firstIndex(where: { $0.id == id }) {
+                // Redis has it but too few replicas confirmed it yet: the same id again is
+                // safe, and is answered once they do.
+                if e.code == .unconfirmed, unconfirmed[id, default: 0] < Self.unconfirmedRetries {
+                    unconfirmed[id, default: 0] += 1
+                    resendAtTick.insert(id)
+                    break
+                }
                 pending.remove(at: i)
+                unconfirmed[id] = nil
                 out.append(.answered(command: id, .failure(e)))
             } else if let requestID {
                 out.append(reply(requestID, json))

@@ -96,9 +96,11 @@ public final class ClusterStore {
         guard connected, commands.isReady else { return "store: \(commands.lastError ?? "connecting to Redis at \(commands.target)")" }
         guard subscribed, let subscriber, subscriber.isReady else { return "store: subscribing at Redis \(commands.target): \(subscriber?.lastError ?? "connecting")" }
         if waitReplicas > 0 {
-            let online = replication.replicas.filter { $0["state"] == "online" }.count
+            // Online and acknowledging (a replica acks every second; `lag` is the seconds
+            // since its last): one frozen or cut off would fail every WAIT.
+            let online = replication.replicas.filter { $0["state"] == "online" && Int($0["lag"] ?? "") ?? 0 <= 2 }.count
             if online < waitReplicas {
-                return "store: Redis at \(commands.target) has \(online) replicas online, --redis-wait needs \(waitReplicas)"
+                return "store: Redis at \(commands.target) has \(online) replicas online and acknowledging, --redis-wait needs \(waitReplicas)"
             }
         }
         return nil

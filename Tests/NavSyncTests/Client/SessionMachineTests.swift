@@ -53,6 +53,29 @@ struct SessionMachineTests {
         #expect(m.closed(code: nil, reason: "down", jitter: 0).contains { if case .retry(let after) = $0 { after >= 125 } else { false } })
     }
 
+    @Test func anUnconfirmedCommandGoesAgainEachTickUntilAnsweredOrOutOfTries() {
+        var m = joinedMachine()
+        let (id, first) = m.command([["op": "pop"]])
+        let unconfirmed = NavError(.unconfirmed, "0 of 1 replicas confirmed it within 1000 ms")
+        // Redis has it, too few replicas confirmed it: not the command's answer.
+        #expect(!m.received(Self.bytes(.error(unconfirmed), id: .int(id))).contains { if case .answered = $0 { true } else { false } })
+        #expect(m.unacknowledged == 1)
+        #expect(Self.sent(m.tick()) == Self.sent(first), "sent again under its id at the next tick")
+        #expect(Self.sent(m.tick()).isEmpty, "once per unconfirmed answer")
+        let acked = m.received(Self.bytes(.ack(session: "demo", Ack(id: .int(id), rev: 2, results: [.applied], duplicate: true))))
+        #expect(acked.contains { if case .answered(id, .success) = $0 { true } else { false } } && m.unacknowledged == 0)
+        // A command whose replicas never confirm gets the error after its tries.
+        let (other, _) = m.command([["op": "pop"]])
+        var answered = false
+        for _ in 0...SessionMachine.unconfirmedRetries {
+            answered = m.received(Self.bytes(.error(unconfirmed), id: .int(other))).contains {
+                if case .answered(other, .failure(let e)) = $0 { e.code == .unconfirmed } else { false }
+            }
+            _ = m.tick()
+        }
+        #expect(answered && m.unacknowledged == 0)
+    }
+
     @Test func aSilentServerIsPingedThenDropped() {
         var m = joinedMachine()
         for _ in 0..<4 { #expect(m.tick().isEmpty) }

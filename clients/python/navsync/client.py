@@ -183,6 +183,8 @@ class Session:
         self._ids = itertools.count(1)
         self._prefix = "py" + "".join(random.choice("0123456789abcdef") for _ in range(6)) + "-"
         self._pending: dict[Any, tuple[dict[str, Any], asyncio.Future[Ack]]] = {}
+        #: Tries of commands answered `unconfirmed`, by id (resent a second apart).
+        self._unconfirmed: dict[Any, int] = {}
         self._waiters: list[tuple[Callable[[dict[str, Any]], Any], asyncio.Future[dict[str, Any]]]] = []
         self._listeners: list[asyncio.Queue[Change | None]] = []
         self._requests: dict[Any, asyncio.Future[dict[str, Any]]] = {}
@@ -264,6 +266,14 @@ class Session:
             await asyncio.sleep(delay * (0.5 + random.random() / 2))
             delay = min(delay * 2, self._backoff[1])
 
+    async def _resend(self, cid: Any, after: float) -> None:
+        """A command still pending, sent again under its id (a reconnect resends it too)."""
+        await asyncio.sleep(after)
+        entry = self._pending.get(cid)
+        if entry is not None:
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await self._send(entry[0])
+
     async def _send(self, message: dict[str, Any]) -> None:
         if self._ws is not None:
             await self._ws.send(json.dumps(message))
@@ -338,6 +348,14 @@ class Session:
             if entry and not entry[1].done():
                 entry[1].set_result(Ack.from_message(m))
         elif kind == "error":
+            if m.get("code") == "unconfirmed" and m.get("id") in self._pending:
+                # Cluster mode with --redis-wait: Redis has it, too few replicas confirmed
+                # it yet. The same id again is safe and is answered once they do.
+                tries = self._unconfirmed[m["id"]] = self._unconfirmed.get(m["id"], 0) + 1
+                if tries <= 30:
+                    asyncio.get_running_loop().create_task(self._resend(m["id"], after=1.0))
+                    return
+            self._unconfirmed.pop(m.get("id"), None)
             entry = self._pending.pop(m.get("id"), None)
             if entry and not entry[1].done():
                 entry[1].set_exception(NavError.from_message(m))

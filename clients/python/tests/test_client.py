@@ -246,3 +246,22 @@ def test_the_helpers_write_the_protocols_operations():
         {"op": "restore", "label": "start"}, {"op": "reset"},
     ]
     assert navsync.active_path(None) == []
+
+
+def test_an_unconfirmed_command_is_sent_again_under_its_id_until_the_replicas_confirm_it():
+    async def main():
+        server = FakeServer()
+        s, sock = await joined(server)
+        pending = asyncio.create_task(s.set_root("main"))
+        sent = await sock.next_sent("command")
+        # Cluster mode with --redis-wait: Redis has it, no replica confirmed it in time.
+        sock.say(type="error", id=sent["id"], code="unconfirmed", message="0 of 1 replicas confirmed it within 1000 ms")
+        await asyncio.sleep(0.2)
+        assert not pending.done(), "unconfirmed is not the command's answer"
+        again = await asyncio.wait_for(sock.next_sent("command"), 3)
+        assert again["id"] == sent["id"] and again["ops"] == sent["ops"]
+        sock.say(type="ack", id=again["id"], session="s", rev=1, results=["applied"], duplicate=True)
+        ack = await pending
+        assert ack.rev == 1 and ack.duplicate
+        await s.close()
+    run(main())
