@@ -74,7 +74,7 @@ public final class ClusterStore {
     }
 
     static func readPassword(_ file: String) throws(SetupError) -> String {
-        guard let bytes = try? FileSystem.read(file) else { throw SetupError(description: "cannot read --redis-password-file \(file)") }
+        guard let bytes = FileSystem.read(file) else { throw SetupError(description: "cannot read --redis-password-file \(file)") }
         var text = String(decoding: bytes, as: UTF8.self)
         if text.hasSuffix("\n") { text.removeLast() }
         if text.hasSuffix("\r") { text.removeLast() }
