@@ -329,23 +329,29 @@ async def scenario_wait():
             p.wait()
 
 
+DATA_PW, SENTINEL_PW = "data-secret", "sentinel-secret"
+
+
 class Sentinels:
-    """A primary, its replica and three Sentinels (quorum 2) on loopback."""
+    """A primary, its replica and three Sentinels (quorum 2) on loopback; the data nodes
+    and the Sentinels each with their own password."""
 
     def __init__(self):
         self.dir = f"{OUT}/managed-sentinel"
         subprocess.run(["rm", "-rf", self.dir])
         os.makedirs(self.dir)
         os.makedirs(self.dir + "/p")
-        self.primary, self.primary_port = start_redis("sentinel-primary", "--dir", self.dir + "/p")
-        self.replica, self.replica_port = start_redis("sentinel-replica", "--replicaof", "127.0.0.1", str(self.primary_port))
-        self.sentinels, self.ports = [], []
+        auth = ["--requirepass", DATA_PW, "--masterauth", DATA_PW]
+        self.primary, self.primary_port = start_redis("sentinel-primary", "--dir", self.dir + "/p", *auth)
+        self.replica, self.replica_port = start_redis("sentinel-replica", "--replicaof", "127.0.0.1", str(self.primary_port), *auth)
+        self.sentinels, self.ports, self.dead = [], [], free_port()
         for i in range(3):
             port = free_port()
             conf = f"{self.dir}/sentinel-{i}.conf"
             with open(conf, "w") as f:
                 f.write(f"port {port}\nbind 127.0.0.1\ndir {self.dir}\n"
                         f"sentinel monitor navsync 127.0.0.1 {self.primary_port} 2\n"
+                        f"sentinel auth-pass navsync {DATA_PW}\nrequirepass {SENTINEL_PW}\n"
                         "sentinel down-after-milliseconds navsync 1000\nsentinel failover-timeout navsync 5000\n"
                         "sentinel parallel-syncs navsync 1\n")
             self.sentinels.append(subprocess.Popen(["redis-server", conf, "--sentinel"],
@@ -354,8 +360,8 @@ class Sentinels:
             wait_port(port)
         # The replica in sync, and every Sentinel aware of it and of the others.
         for _ in range(100):
-            info = redis.Redis(port=self.primary_port).info("replication")
-            known = [redis.Redis(port=p).sentinel_master("navsync") for p in self.ports]
+            info = redis.Redis(port=self.primary_port, password=DATA_PW).info("replication")
+            known = [redis.Redis(port=p, password=SENTINEL_PW).sentinel_master("navsync") for p in self.ports]
             if info.get("connected_slaves") == 1 and all(k["num-other-sentinels"] == 2 and k["num-slaves"] == 1 for k in known):
                 return
             time.sleep(0.1)
@@ -363,10 +369,12 @@ class Sentinels:
 
     @property
     def url(self):
-        return "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.ports) + "/navsync"
+        # The first Sentinel of the list does not answer: it is skipped.
+        return (f"redis+sentinel://:{DATA_PW}@127.0.0.1:{self.dead}," + ",".join(f"127.0.0.1:{p}" for p in self.ports)
+                + f"/navsync?sentinel_password={SENTINEL_PW}")
 
     def primary_now(self):
-        return redis.Redis(port=self.ports[0], decode_responses=True).sentinel_get_master_addr_by_name("navsync")
+        return redis.Redis(port=self.ports[0], password=SENTINEL_PW, decode_responses=True).sentinel_get_master_addr_by_name("navsync")
 
     def stop(self):
         for p in self.sentinels + [self.primary, self.replica]:
@@ -385,11 +393,21 @@ async def scenario_sentinel():
     s = Sentinels()
     nodes = []
     try:
+        wrong = Node("sw", s.url.replace(SENTINEL_PW, "nope"))
+        for _ in range(50):   # the Sentinels are tried in turn: each one's refusal is named
+            status, body = wrong.http("GET", "/readyz")
+            if "refused the password" in json.dumps(body):
+                break
+            time.sleep(0.1)
+        check("a wrong sentinel_password: not ready, saying the Sentinel refused it",
+              status == 503 and "Sentinel" in body["reason"] and "refused the password" in body["reason"], str(body))
+        wrong.stop()
         for name in ("sa", "sb"):
             nodes.append(Node(name, s.url, "--redis-wait", "1", "--redis-wait-timeout", "300"))
         for n in nodes:
             status, body = n.ready()
-            check(f"{n.name}: ready through the Sentinels", status == 200, str(body))
+            check(f"{n.name}: ready through the Sentinels (the first of the list down; their password and the data nodes')",
+                  status == 200, str(body))
         status, body = nodes[0].http("GET", "/api/cluster")
         check("GET /api/cluster: the primary the Sentinels named, its role and its replica online",
               body["redis"]["primary"] == f"127.0.0.1:{s.primary_port}" and body["redis"]["role"] == "master"
@@ -439,7 +457,7 @@ async def scenario_sentinel():
         # orchestrator restarts it; the Sentinels would convert it too, some 10 s later),
         # and WAIT 1 can be met again.
         s.primary, _ = start_redis("sentinel-primary-again", "--dir", s.dir + "/p", "--replicaof", "127.0.0.1", str(s.replica_port),
-                                   port=s.primary_port)
+                                   "--requirepass", DATA_PW, "--masterauth", DATA_PW, port=s.primary_port)
         reasons = []
         for _ in range(300):
             answers = [n.http("GET", "/readyz") for n in nodes]
@@ -463,7 +481,7 @@ async def scenario_sentinel():
               all(len(w.acked) >= w.count and set(w.acked) == set(range(len(w.acked))) for w in writers),
               str([(len(w.acked), w.count) for w in writers]))
         unconfirmed = sum(w.errors.count("unconfirmed") for w in writers)
-        r = redis.Redis(port=s.replica_port, decode_responses=True)
+        r = redis.Redis(port=s.replica_port, password=DATA_PW, decode_responses=True)
         for name in ("s1", "s2"):
             revisions, entries = log_of(r, name)
             keys = [k for _, k in revisions]

@@ -16,6 +16,8 @@ final class SentinelWatcher {
     /// Why no primary is known (no Sentinel answers, or none knows the master).
     private(set) var problem: String? = "asking the Sentinels"
     private var index = 0
+    /// Why each Sentinel that failed last did (all of them named when none answers).
+    private var failures: [Int: String] = [:]
     private let query: RedisConnection
     private let events: RedisConnection
 
@@ -28,7 +30,10 @@ final class SentinelWatcher {
         query.credentials = { (nil, password) }
         events.credentials = { (nil, password) }
         logger = server.logger
-        query.onReady = { [unowned self] in ask() }
+        query.onReady = { [unowned self] in
+            failures[index] = nil
+            ask()
+        }
         query.onDown = { [unowned self] reason in skip(reason) }
         events.onReady = { [unowned self] in
             events.send(["SUBSCRIBE", "+switch-master"]) { _ in }
@@ -86,7 +91,8 @@ final class SentinelWatcher {
 
     /// This Sentinel did not answer: the next one.
     private func skip(_ reason: String) {
-        problem = "no Sentinel answers (last: \(reason))"
+        failures[index] = reason
+        problem = "no Sentinel answers: " + failures.keys.sorted().map { "\(sentinels[$0]): \(failures[$0]!)" }.joined(separator: "; ")
         guard sentinels.count > 1 else { return }
         index = (index + 1) % sentinels.count
         query.retarget(sentinels[index])
