@@ -8,6 +8,7 @@ contiguous, every mirror and every node equals what Redis holds.
 
 usage: cluster_faults.py NAVSYNCD OUT_DIR [SCENARIO ...]"""
 import asyncio
+import collections
 import json
 import os
 import random
@@ -232,6 +233,28 @@ def log_of(r, session):
             revisions.append((int(sid.split("-")[0]), key))
         ids.append(key)
     return revisions, ids
+
+
+async def drain(writers, tasks, stop, more, seconds):
+    """Writers started open-ended (a huge count) each send `more` commands past their
+    last ack and stop. True when every command each one sent was acknowledged."""
+    for w in writers:
+        w.count = max(w.acked, default=0) + more
+    try:
+        await asyncio.wait_for(asyncio.gather(*tasks), seconds)
+    except asyncio.TimeoutError:
+        stop.set()
+    return all(len(w.acked) >= w.count and set(w.acked) == set(range(len(w.acked))) for w in writers)
+
+
+def acked_once(r, session, writers):
+    """(ok, how many): every (client, id) the session's writers got acknowledged is in
+    Redis's whole log exactly once, and no command made two revisions."""
+    revisions, entries = log_of(r, session)
+    keys = [k for _, k in revisions]
+    acked = {(w.client, n) for w in writers if w.session == session for n in w.acked}
+    counts = collections.Counter(entries)
+    return acked <= set(keys) and all(counts[k] == 1 for k in acked) and len(keys) == len(set(keys)), len(acked)
 
 
 async def session_of(node, session):
