@@ -333,12 +333,20 @@ class Sentinels:
     """A primary, its replica and three Sentinels (quorum 2) on loopback; the data nodes
     and the Sentinels each with their own password."""
 
-    def __init__(self):
-        self.dir = f"{OUT}/managed-sentinel"
+    def __init__(self, tls=False):
+        self.dir = f"{OUT}/managed-sentinel" + ("-tls" if tls else "")
         subprocess.run(["rm", "-rf", self.dir])
         os.makedirs(self.dir)
         os.makedirs(self.dir + "/p")
-        auth = ["--requirepass", DATA_PW, "--masterauth", DATA_PW]
+        self.tls = tls
+        # With TLS: every port speaks only TLS, replication and the Sentinels' links too.
+        files = {}
+        if tls:
+            make_certificates(self.dir)
+            files = {"cert-file": f"{self.dir}/server.pem", "key-file": f"{self.dir}/server.key", "ca-cert-file": f"{self.dir}/ca.pem"}
+        self.tls_args = [a for k, v in files.items() for a in (f"--tls-{k}", v)] + (
+            ["--tls-port", "PORT", "--tls-replication", "yes", "--tls-auth-clients", "no"] if tls else [])
+        auth = ["--requirepass", DATA_PW, "--masterauth", DATA_PW, *self.tls_args]
         self.primary, self.primary_port = start_redis("sentinel-primary", "--dir", self.dir + "/p", *auth)
         self.replica, self.replica_port = start_redis("sentinel-replica", "--replicaof", "127.0.0.1", str(self.primary_port), *auth)
         self.sentinels, self.ports, self.dead = [], [], free_port()
@@ -346,7 +354,12 @@ class Sentinels:
             port = free_port()
             conf = f"{self.dir}/sentinel-{i}.conf"
             with open(conf, "w") as f:
-                f.write(f"port {port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                if tls:
+                    f.write(f"port 0\ntls-port {port}\ntls-replication yes\ntls-auth-clients no\n"
+                            + "".join(f"tls-{k} {v}\n" for k, v in files.items()))
+                else:
+                    f.write(f"port {port}\n")
+                f.write(f"bind 127.0.0.1\ndir {self.dir}\n"
                         f"sentinel monitor navsync 127.0.0.1 {self.primary_port} 2\n"
                         f"sentinel auth-pass navsync {DATA_PW}\nrequirepass {SENTINEL_PW}\n"
                         "sentinel down-after-milliseconds navsync 1000\nsentinel failover-timeout navsync 5000\n"
@@ -357,21 +370,26 @@ class Sentinels:
             wait_port(port)
         # The replica in sync, and every Sentinel aware of it and of the others.
         for _ in range(100):
-            info = redis.Redis(port=self.primary_port, password=DATA_PW).info("replication")
-            known = [redis.Redis(port=p, password=SENTINEL_PW).sentinel_master("navsync") for p in self.ports]
+            info = self.redis(self.primary_port, DATA_PW).info("replication")
+            known = [self.redis(p, SENTINEL_PW).sentinel_master("navsync") for p in self.ports]
             if info.get("connected_slaves") == 1 and all(k["num-other-sentinels"] == 2 and k["num-slaves"] == 1 for k in known):
                 return
             time.sleep(0.1)
         raise RuntimeError("the Sentinels did not settle")
 
+    def redis(self, port, password, **kw):
+        if self.tls:
+            kw.update(ssl=True, ssl_ca_certs=f"{self.dir}/ca.pem")
+        return redis.Redis(port=port, password=password, **kw)
+
     @property
     def url(self):
         # The first Sentinel of the list does not answer: it is skipped.
-        return (f"redis+sentinel://:{DATA_PW}@127.0.0.1:{self.dead}," + ",".join(f"127.0.0.1:{p}" for p in self.ports)
-                + f"/navsync?sentinel_password={SENTINEL_PW}")
+        return (f"redis{'s' if self.tls else ''}+sentinel://:{DATA_PW}@127.0.0.1:{self.dead}," + ",".join(f"127.0.0.1:{p}" for p in self.ports)
+                + f"/navsync?sentinel_password={SENTINEL_PW}" + (f"&cacert={self.dir}/ca.pem" if self.tls else ""))
 
     def primary_now(self):
-        return redis.Redis(port=self.ports[0], password=SENTINEL_PW, decode_responses=True).sentinel_get_master_addr_by_name("navsync")
+        return self.redis(self.ports[0], SENTINEL_PW, decode_responses=True).sentinel_get_master_addr_by_name("navsync")
 
     def stop(self):
         for p in self.sentinels + [self.primary, self.replica]:
@@ -454,7 +472,7 @@ async def scenario_sentinel():
         # orchestrator restarts it; the Sentinels would convert it too, some 10 s later),
         # and WAIT 1 can be met again.
         s.primary, _ = start_redis("sentinel-primary-again", "--dir", s.dir + "/p", "--replicaof", "127.0.0.1", str(s.replica_port),
-                                   "--requirepass", DATA_PW, "--masterauth", DATA_PW, port=s.primary_port)
+                                   "--requirepass", DATA_PW, "--masterauth", DATA_PW, *s.tls_args, port=s.primary_port)
         reasons = []
         for _ in range(300):
             answers = [n.http("GET", "/readyz") for n in nodes]
@@ -471,7 +489,7 @@ async def scenario_sentinel():
         check("every writer got every command it sent acknowledged, after the failover too",
               await drain(writers, tasks, stop, 100, 90), str([(len(w.acked), w.count) for w in writers]))
         unconfirmed = sum(w.errors.count("unconfirmed") for w in writers)
-        r = redis.Redis(port=s.replica_port, password=DATA_PW, decode_responses=True)
+        r = s.redis(s.replica_port, DATA_PW, decode_responses=True)
         for name in ("s1", "s2"):
             ok, n = acked_once(r, name, writers)
             check(f"{name}: every acknowledged command is in the new primary's log, exactly once ({n}); none made two revisions", ok)
@@ -483,6 +501,37 @@ async def scenario_sentinel():
     finally:
         for n in nodes:
             n.stop()
+        s.stop()
+
+
+async def scenario_sentinel_tls():
+    """rediss+sentinel://: TLS to the Sentinels and to the data nodes they name, through
+    a failover (no load: the one under load is scenario_sentinel)."""
+    s = Sentinels(tls=True)
+    node = None
+    try:
+        node = Node("stls", s.url, "--redis-wait", "1")
+        status, body = node.ready()
+        check("rediss+sentinel://: ready over TLS to the Sentinels and the primary", status == 200, str(body))
+        check("...and a command is acknowledged (a replica confirming it)", node.command(1)[1].get("rev") == 1)
+        s.primary.kill()
+        s.primary.wait()
+        moved = False
+        for _ in range(200):
+            if node.http("GET", "/api/cluster")[1]["redis"]["primary"] == f"127.0.0.1:{s.replica_port}":
+                moved = True
+                break
+            await asyncio.sleep(0.05)
+        check("...the primary killed: the node follows the Sentinels to the new one", moved)
+        s.primary, _ = start_redis("sentinel-tls-primary-again", "--dir", s.dir + "/p", "--replicaof", "127.0.0.1", str(s.replica_port),
+                                   "--requirepass", DATA_PW, "--masterauth", DATA_PW, *s.tls_args, port=s.primary_port)
+        status, body = node.ready(20)
+        check("...and is ready there, its replica back", status == 200, str(body))
+        status, body = node.command(2)
+        check("...and acknowledges on the new primary, the session's revisions going on", body.get("rev") == 2, f"{status} {body}")
+    finally:
+        if node:
+            node.stop()
         s.stop()
 
 
@@ -499,6 +548,9 @@ async def main():
     if not ONLY or "sentinel" in ONLY:
         print("-- sentinel", flush=True)
         await scenario_sentinel()
+    if not ONLY or "sentinel-tls" in ONLY:
+        print("-- sentinel-tls", flush=True)
+        await scenario_sentinel_tls()
 
 
 if __name__ == "__main__":
