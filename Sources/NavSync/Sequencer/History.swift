@@ -7,12 +7,13 @@
 public struct HistoryEntry: Sendable, Equatable {
     private let box: Box
 
-    private struct Fields: Sendable, Equatable {
+    /// (In this order, with the 17-byte `cmd` last, 113 bytes and no padding inside: the
+    /// box is one 144-byte heap block, not 160.)
+    private struct Fields: Sendable {
         var rev: Int
         var ts: Int64
         var client: String
         var name: String
-        var cmd: CommandID
         var ops: StoredOps
         var results: [OpResult]
         // (Spelled `Optional<…>`, with no initial value: a value type with a stored
@@ -21,14 +22,7 @@ public struct HistoryEntry: Sendable, Equatable {
         var label: Optional<String>
         var patch: PatchOps
         var nextID: Int
-        /// Roughly the bytes the entry holds, once compact (0 before): not part of what
-        /// the entry is, so not compared.
-        var size = 0
-
-        static func == (a: Fields, b: Fields) -> Bool {
-            a.rev == b.rev && a.ts == b.ts && a.client == b.client && a.name == b.name && a.cmd == b.cmd && a.ops == b.ops
-                && a.results == b.results && a.label == b.label && a.patch == b.patch && a.nextID == b.nextID
-        }
+        var cmd: CommandID
     }
 
     private final class Box: Sendable {
@@ -45,33 +39,23 @@ public struct HistoryEntry: Sendable, Equatable {
     /// The same, keeping the patch as the revision made it (`PatchOps`).
     init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
          label: String?, patch: PatchOps, nextID: Int) {
-        box = Box(Fields(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: .values(ops), results: results,
-                         label: label, patch: patch, nextID: nextID))
+        box = Box(Fields(rev: rev, ts: ts, client: client, name: name, ops: .values(ops), results: results,
+                         label: label, patch: patch, nextID: nextID, cmd: cmd))
     }
 
     private init(_ fields: Fields) { box = Box(fields) }
 
-    /// The command's operations: as parsed, or as JSON text once the entry is compact.
-    enum StoredOps: Sendable, Equatable {
+    /// The command's operations: as parsed, or, once the entry is compact, as the first
+    /// `n` bytes of the patch's text (one array holds both: one allocation, not two).
+    enum StoredOps: Sendable {
         case values([JSON])
-        case encoded([UInt8])
+        case textBeforePatch(UInt32)
 
-        var values: [JSON] {
-            switch self {
-            case .values(let ops): return ops
-            case .encoded(let bytes):
-                // Written by `compacted()` from parsed operations: always JSON.
-                return (try? JSON.parse(bytes, depthLimit: JSON.writtenDepth))?.arrayValue ?? []
-            }
-        }
-
-        static func == (a: StoredOps, b: StoredOps) -> Bool { a.values == b.values }
-
-        /// Roughly what holding them costs: their text, or about 400 bytes an operation
-        /// as parsed values.
+        /// Roughly what holding them costs: about 400 bytes an operation as parsed
+        /// values; as text they are counted with the patch.
         var heldEstimate: Int {
             switch self {
-            case .encoded(let bytes): return bytes.count
+            case .textBeforePatch: return 0
             case .values(let ops): return 400 * ops.count
             }
         }
@@ -82,33 +66,38 @@ public struct HistoryEntry: Sendable, Equatable {
     /// routes was some 1.5 KB held per revision as values, about a third as text).
     func compacted() -> HistoryEntry {
         var f = box.fields
-        guard f.size == 0 else { return self }
+        if case .textBeforePatch = f.ops { return self }
         // Results are nearly always one `applied`: one array for all of those.
         if f.results == Self.appliedOnce { f.results = Self.appliedOnce }
-        switch f.patch {
-        case .encoded(let patch):
-            // A lone stack edit (push, pop, dismiss…), the commonest command: its patch
-            // is bytes already and its one operation is small. Writing that operation
-            // out too cost a fifth of a push/pop command and saved little, so it stays.
-            f.size = patch.count + f.ops.heldEstimate + 240
-        case .values:
-            if case .values(let ops) = f.ops {
-                var out: [UInt8] = []
-                JSON.array(ops).write(into: &out)
-                f.ops = .encoded(out)
-            }
+        // A lone stack edit (push, pop, dismiss…), the commonest command, has its patch
+        // as bytes already and one small operation: writing that operation out too cost
+        // a fifth of a push/pop command and saved little, so it stays. Others get
+        // `[ops…]` then the patch's members, written once at their exact size.
+        if case .values(let ops) = f.ops, case .values = f.patch {
             let patch = f.patch
-            let bytes = ByteWriter.bytes(capacity: 256) { patch.write(into: &$0) }
-            f.patch = .encoded(bytes)
-            f.size = bytes.count + f.ops.heldEstimate + 240
+            var split = 0
+            let text = ByteWriter.bytes(capacity: 512) { out in
+                JSON.array(ops).write(into: &out)
+                split = out.count
+                patch.write(into: &out)
+            }
+            f.ops = .textBeforePatch(UInt32(split))
+            f.patch = .encoded(text)
         }
         return HistoryEntry(f)
     }
 
     private static let appliedOnce: [OpResult] = [.applied]
 
-    /// What history counts the entry as (`History.bytes`).
-    var heldBytes: Int { box.fields.size }
+    /// What history counts the entry as (`History.bytes`), once compact: roughly its
+    /// text and its box, or about 400 bytes for each operation held as values.
+    var heldBytes: Int {
+        switch (box.fields.ops, box.fields.patch) {
+        case (.textBeforePatch, .encoded(let text)): return text.count + 200
+        case (.values(let ops), .encoded(let patch)): return patch.count + 400 * ops.count + 240
+        default: return 0
+        }
+    }
 
     /// What a ring slot holds once its revision is no longer needed (`History.trim`).
     static let released = HistoryEntry(rev: 0, ts: 0, client: "", name: "", cmd: .int(0), ops: [], results: [])
@@ -121,17 +110,32 @@ public struct HistoryEntry: Sendable, Equatable {
     public var name: String { box.fields.name }
     public var cmd: CommandID { box.fields.cmd }
     /// The command's operations as sent.
-    public var ops: [JSON] { box.fields.ops.values }
+    public var ops: [JSON] {
+        switch (box.fields.ops, box.fields.patch) {
+        case (.values(let ops), _): return ops
+        case (.textBeforePatch(let n), .encoded(let text)):
+            // Written by `compacted()` from parsed operations: always JSON.
+            return (try? JSON.parse(Array(text[..<Int(n)]), depthLimit: JSON.writtenDepth))?.arrayValue ?? []
+        case (.textBeforePatch, .values):
+            preconditionFailure("compact operations go with an encoded patch")
+        }
+    }
     public var results: [OpResult] { box.fields.results }
     public var label: String? { box.fields.label }
     /// What the revision changed (RFC 6902), as broadcast.
-    public var patch: [PatchOperation] { box.fields.patch.values }
+    public var patch: [PatchOperation] { patchOperations.values }
     /// The same as the revision made it: bytes for a lone stack edit's (`PatchOps`).
-    var patchOperations: PatchOps { box.fields.patch }
+    var patchOperations: PatchOps {
+        guard case .textBeforePatch(let n) = box.fields.ops, case .encoded(let text) = box.fields.patch else { return box.fields.patch }
+        return .encoded(Array(text[Int(n)...]))
+    }
     /// The id counter after the revision (for recordings: replay allocates the same ids).
     public var nextID: Int { box.fields.nextID }
 
-    public static func == (a: HistoryEntry, b: HistoryEntry) -> Bool { a.box === b.box || a.box.fields == b.box.fields }
+    public static func == (a: HistoryEntry, b: HistoryEntry) -> Bool {
+        a.box === b.box || (a.rev == b.rev && a.ts == b.ts && a.client == b.client && a.name == b.name && a.cmd == b.cmd
+            && a.ops == b.ops && a.results == b.results && a.label == b.label && a.patch == b.patch && a.nextID == b.nextID)
+    }
 
     /// An entry as `history` sends it (without its patch).
     public init?(json: JSON) {
