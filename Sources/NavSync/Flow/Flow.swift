@@ -19,6 +19,8 @@ public struct Flow: Sendable {
         let coordinatorOrder: [String]
         let links: [Link]
         let source: JSON
+        /// `source` encoded, once per flow: every session of it shares these bytes.
+        let encodedSource: [UInt8]
         let guards: [String: Guard]
         let isGuarded: Bool
 
@@ -45,6 +47,7 @@ public struct Flow: Sendable {
             self.coordinatorOrder = coordinatorOrder
             self.links = links
             self.source = source
+            encodedSource = source.encoded()
             self.guards = guards
             isGuarded = coordinators.values.contains { spec in !spec.guards.isEmpty || spec.routes.values.contains { !$0.guards.isEmpty } }
         }
@@ -66,6 +69,8 @@ public struct Flow: Sendable {
     public var links: [Link] { fields.links }
     /// The flow as JSON, as clients receive it in `joined.flow`.
     public var source: JSON { fields.source }
+    /// The same, as JSON text (made once, shared by every session of the flow).
+    var encodedSource: [UInt8] { fields.encodedSource }
     /// Guards by name (section 18).
     public var guards: [String: Guard] { fields.guards }
     /// Whether any coordinator type or route lists a guard: a flow without pays nothing

@@ -31,11 +31,11 @@ public struct Session: Sendable {
         self.name = name
         self.flow = flow
         self.sequencer = sequencer
-        flowBytes = flow.source.encoded()
     }
 
-    /// The flow as `joined` carries it, encoded once per session, not per join.
-    let flowBytes: [UInt8]
+    /// The flow as `joined` carries it: encoded once per flow, not per session or join
+    /// (some 3.5 KB each for the demo: a node of a thousand sessions held that many copies).
+    var flowBytes: [UInt8] { flow.encodedSource }
     /// The listed members as `joined` carries them, kept while the listing and their
     /// statuses do not change: a join storm encodes them once, not once per join.
     private var listingCache: (order: [Int], members: [Member], bytes: [UInt8])?
