@@ -285,6 +285,9 @@ async def scenario_wait():
             status, body = node.not_ready(6)
             check("...and /readyz soon says no replica is acknowledging", status == 503 and "replicas online and acknowledging" in body["reason"],
                   str(body))
+            metrics = node.http("GET", "/metrics")[1]
+            check("...and /metrics counts the unconfirmed appends and says the node is not ready",
+                  "navsync_cluster_unconfirmed_total 2" in metrics and "navsync_cluster_ready 0" in metrics, metrics[-600:])
 
             async def python_client():
                 import navsync
