@@ -23,7 +23,8 @@ while let a = arguments.popFirst() {
 @MainActor
 func run() async throws {
     let transport = LibuvTransport()
-    defer { transport.shutdown() }
+    // Its thread ended before the program exits (else exiting races its last frees).
+    defer { transport.shutdown(waitingUpTo: 2) }
     let nav = Navigator(.init(session: session, urls: urls.isEmpty ? [.default] : urls, name: "shop-headless", create: true),
                         routes: RouteCheck.shop, transport: transport)
     try await nav.connect()

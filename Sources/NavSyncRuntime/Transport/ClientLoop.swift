@@ -111,6 +111,9 @@ public final class ClientLoop {
     /// back to the caller; then the loop runs, kept up by `keepsRunningForPosts(true)`
     /// until the owner lets it go (`keepsRunningForPosts(false)`, posted) and nothing is
     /// left to do. Used by `SessionClient.running` and `LibuvTransport`.
+    /// Signalled when a loop on a thread of its own (`onThreadOfItsOwn`) has ended.
+    let threadEnded = DispatchSemaphore(value: 0)
+
     public static func onThreadOfItsOwn<T>(_ setUp: sending @escaping (ClientLoop) -> T) -> T {
         let handoff = LoopHandoff<T>()
         startThread {
@@ -121,6 +124,7 @@ public final class ClientLoop {
             loop.run()
             loop.endPosts()
             loop.shutdown()
+            loop.threadEnded.signal()
         }
         handoff.ready.wait()
         return handoff.value!

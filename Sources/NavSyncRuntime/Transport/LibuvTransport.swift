@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncClient
+import Dispatch
 
 /// The app client's transport on Linux: WebSocket connections on a `ClientLoop` that
 /// runs on a thread of its own (the navigator lives on the main actor). Calls from any
@@ -16,9 +17,13 @@ public final class LibuvTransport: WebSocketTransport, @unchecked Sendable {
         loop = ClientLoop.onThreadOfItsOwn { $0 }
     }
 
-    /// Lets the loop's thread end once its connections are gone.
-    public func shutdown() {
+    /// Lets the loop's thread end once its connections are gone; with `waitingUpTo`,
+    /// waits that long at most for it to have ended. A program that exits right after
+    /// must wait: exiting while the thread still frees its connections corrupted the
+    /// heap (the headless shop crashed in about one run of 20).
+    public func shutdown(waitingUpTo seconds: Double = 0) {
         loop.post { [self] in loop.keepsRunningForPosts(false) }
+        if seconds > 0 { _ = loop.threadEnded.wait(timeout: .now() + seconds) }
     }
 
     public func connect(to url: WebSocketURL, headers: [(String, String)],
