@@ -43,6 +43,33 @@ struct ClusterStoreTests {
         }
     }
 
+    @Test func pagedReadsAddUpAndStartOverOnANewEpoch() throws {
+        let record = try #require(ClusterRecord(json: try JSON.parse(Array(#"{"rev":1,"client":"w","command":{"id":1,"ops":[{"op":"pop"}]}}"#.utf8)),
+                                                revision: true))
+        func entries(_ from: Int, _ n: Int) -> [(StreamID, ClusterRecord)] { (from..<from + n).map { (StreamID($0, 1), record) } }
+        func ids(_ r: ReadResult) -> [Int] {
+            switch r {
+            case .entries(_, let e), .whole(_, _, _, _, let e): e.map(\.0.ms)
+            default: []
+            }
+        }
+        // A full first page: read on after its last entry.
+        let first: ReadResult = .whole(flow: ["name": "f"], epoch: "e", snapshot: [:], at: .zero, entries(1, 3))
+        let (a, next) = ClusterStore.adding(first, to: nil, pageSize: 3)
+        #expect(ids(a) == [1, 2, 3] && next == StreamID(3, 1))
+        // Then entries of the same epoch: added, whole stays whole; a short page ends it.
+        let (b, more) = ClusterStore.adding(.entries(epoch: "e", entries(4, 2)), to: a, pageSize: 3)
+        guard case .whole(_, "e", _, .zero, _) = b else { Issue.record("\(b)"); return }
+        #expect(ids(b) == [1, 2, 3, 4, 5] && more == nil)
+        // A page of another epoch, or whole again, starts over (the hub then reads whole).
+        let (c, _) = ClusterStore.adding(.entries(epoch: "other", entries(9, 1)), to: a, pageSize: 3)
+        #expect(ids(c) == [9])
+        let (d, again) = ClusterStore.adding(first, to: b, pageSize: 3)
+        #expect(ids(d) == [1, 2, 3] && again == StreamID(3, 1))
+        let (e, none) = ClusterStore.adding(.failed("no answer"), to: a, pageSize: 3)
+        guard case .failed = e, none == nil else { Issue.record("a failed page ends the read"); return }
+    }
+
     @Test func replicationInfoParses() {
         let info = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=127.0.0.1,port=6381,state=online,offset=4242,lag=0\r\nslave1:ip=10.0.0.2,port=6379,state=wait_bgsave,offset=0,lag=1\r\nslave_read_only:1\r\nmaster_repl_offset:4242\r\n"
         let r = ClusterStore.replication(info)

@@ -330,28 +330,27 @@ public final class ClusterStore {
                 if case .failure(let f) = result { onEvent?(.read(session: name, .failed(f.reason))) }
                 return
             }
-            let page = Self.readResult(r)
-            var merged = page
-            let count: Int
-            switch (earlier, page) {
-            case (.whole(let flow, let epoch, let snap, let at, let before)?, .entries(let same, let more)) where same == epoch:
-                merged = .whole(flow: flow, epoch: epoch, snapshot: snap, at: at, before + more)
-                count = more.count
-            case (.entries(let epoch, let before)?, .entries(let same, let more)) where same == epoch:
-                merged = .entries(epoch: epoch, before + more)
-                count = more.count
-            case (_, .entries(_, let e)), (_, .whole(_, _, _, _, let e)):
-                count = e.count
-            default:
-                count = 0
-            }
-            switch merged {
-            case .entries(_, let e) where count == Self.readPage, .whole(_, _, _, _, let e) where count == Self.readPage:
-                read(name, after: e.last!.0, adding: merged)
-            default:
-                onEvent?(.read(session: name, merged))
-            }
+            let (sofar, next) = Self.adding(Self.readResult(r), to: earlier, pageSize: Self.readPage)
+            if let next { return read(name, after: next, adding: sofar) }
+            onEvent?(.read(session: name, sofar))
         }
+    }
+
+    /// A page of a paged read after the pages before it: the result so far, and where
+    /// to read on when the page was full. A page of another epoch, or whole, starts over.
+    static func adding(_ page: ReadResult, to earlier: ReadResult?, pageSize: Int) -> (ReadResult, next: StreamID?) {
+        let sofar: ReadResult, added: [(StreamID, ClusterRecord)]
+        switch (earlier, page) {
+        case (.whole(let flow, let epoch, let snapshot, let at, let before)?, .entries(let same, let more)) where same == epoch:
+            (sofar, added) = (.whole(flow: flow, epoch: epoch, snapshot: snapshot, at: at, before + more), more)
+        case (.entries(let epoch, let before)?, .entries(let same, let more)) where same == epoch:
+            (sofar, added) = (.entries(epoch: epoch, before + more), more)
+        case (_, .entries(_, let more)), (_, .whole(_, _, _, _, let more)):
+            (sofar, added) = (page, more)
+        default:
+            return (page, nil)
+        }
+        return (sofar, added.count == pageSize ? added.last?.0 : nil)
     }
 
     /// `--redis-wait N`: the append is acknowledged once N replicas have it. WAIT on the

@@ -130,10 +130,12 @@ final class RedisConnection {
         lastActivity = now
         // `localhost` is Redis's default bind, 127.0.0.1 (the resolver may say ::1 first);
         // TLS still checks the certificate against the name as written.
-        UV.resolve(target.name == "localhost" ? "127.0.0.1" : target.name, port: target.port, on: loop) { [weak self] result in
+        let wanted = target
+        UV.resolve(wanted.name == "localhost" ? "127.0.0.1" : wanted.name, port: wanted.port, on: loop) { [weak self] result in
             guard let self else { return }
             resolving = false
-            guard !stopped, tcp == nil else { return }
+            // Retargeted meanwhile: the next tick connects to the new one.
+            guard !stopped, tcp == nil, wanted == target else { return }
             switch result {
             case .success(let address): connect(to: address)
             case .failure(let why): down("cannot resolve \(target.name): \(why)")
@@ -381,25 +383,25 @@ final class RedisConnection {
     }
 
     private func received(count: Int) {
-        guard let reader else { return }
+        guard reader != nil else { return }
         lastActivity = now
-        if let stream {
-            var plain: [UInt8] = []
-            do {
-                try stream.receive(UnsafeRawBufferPointer(start: readBuffer, count: count), into: &plain)
-            } catch {
-                if case .closed = error { return down("Redis at \(target) closed the connection") }
-                return down("Redis at \(target): \(error)")
-            }
-            flush()   // handshake replies, and what waited for the handshake
-            guard !plain.isEmpty else { return }
-            guard plain.withUnsafeBytes({ redisReaderFeed(reader, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }) == REDIS_OK else {
-                return down("bad reply from Redis")
-            }
-        } else {
-            guard redisReaderFeed(reader, readBuffer.assumingMemoryBound(to: CChar.self), count) == REDIS_OK else {
-                return down("bad reply from Redis")
-            }
+        let bytes = UnsafeRawBufferPointer(start: readBuffer, count: count)
+        guard let stream else { return replies(in: bytes) }
+        var plain: [UInt8] = []
+        do {
+            try stream.receive(bytes, into: &plain)
+        } catch {
+            if case .closed = error { return down("Redis at \(target) closed the connection") }
+            return down("Redis at \(target): \(error)")
+        }
+        flush()   // handshake replies, and what waited for the handshake
+        if !plain.isEmpty { plain.withUnsafeBytes { replies(in: $0) } }
+    }
+
+    /// Plaintext from Redis into hiredis's reader; each reply it completes delivered.
+    private func replies(in bytes: UnsafeRawBufferPointer) {
+        guard let reader, redisReaderFeed(reader, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count) == REDIS_OK else {
+            return down("bad reply from Redis")
         }
         while let r = self.reader {
             var raw: UnsafeMutableRawPointer?
