@@ -18,8 +18,11 @@ check "--redis-password-file with a password in the URL is an error" usage "excl
     --cluster redis://u:p@127.0.0.1:6379 --redis-password-file /dev/null
 check "--redis-wait needs --cluster" usage "--redis-wait needs --cluster" --redis-wait 1
 check "--redis-wait takes 0-16" usage "--redis-wait needs a number of replicas" --cluster redis://127.0.0.1:6379 --redis-wait x
+: >"$OUT/empty-password"
+check "an empty --redis-password-file stops navsyncd at start" bash -c \
+    "'$NAVSYNCD' --port 0 --cluster redis://u@127.0.0.1:6379 --redis-password-file '$OUT/empty-password' >'$OUT/pw.err' 2>&1; [ \$? -eq 1 ] && grep -q 'is empty' '$OUT/pw.err'"
 check "an unreadable --redis-password-file stops navsyncd at start" bash -c \
-    "! '$NAVSYNCD' --port 0 --cluster redis://u@127.0.0.1:6379 --redis-password-file /nonexistent 2>&1 | grep -q 'cannot read --redis-password-file /nonexistent'; [ \${PIPESTATUS[0]} -eq 1 ]"
+    "'$NAVSYNCD' --port 0 --cluster redis://u@127.0.0.1:6379 --redis-password-file /nonexistent >'$OUT/pw.err' 2>&1; [ \$? -eq 1 ] && grep -q 'cannot read --redis-password-file /nonexistent' '$OUT/pw.err'"
 check "--node needs --cluster" usage "--node needs --cluster" --node a
 check "--fsync is for --data, not --cluster" usage "in a cluster, Redis's appendfsync decides" --cluster redis://localhost:6379 --fsync always
 

@@ -11,7 +11,6 @@ import asyncio
 import collections
 import json
 import os
-import random
 import signal
 import socket
 import statistics
@@ -498,7 +497,6 @@ async def scenario_navclient(nodes, r):
         check("navclient watch joins through the first node of its list", first.get("type") == "joined", str(first)[:100])
         nodes[1].kill(signal.SIGSTOP)
         started = time.monotonic()
-        rev = None
         # Commands through node c; the watcher must see them after leaving node b.
         async def drive():
             n = 0

@@ -58,12 +58,15 @@ def start_redis(name, *args, port=None):
 
 
 class Node:
+    running = []   # every node started; a scenario's finally stops them (Node.stop_all)
+
     def __init__(self, name, url, *extra):
         self.name, self.port, self.url_arg, self.extra = name, free_port(), url, list(extra)
         self.log = f"{OUT}/managed-node-{name}.log"
         self.proc = subprocess.Popen([NAVSYNCD, "--port", str(self.port), "--cluster", url, "--node", name,
                                       "--rate", "100000", "--burst", "100000", *extra],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log, "a"))
+        Node.running.append(self)
         if not wait_port(self.port):
             raise RuntimeError(f"node {name} did not start")
 
@@ -117,6 +120,19 @@ class Node:
         self.proc.kill()
         self.proc.wait()
 
+    @classmethod
+    def stop_all(cls):
+        while cls.running:
+            cls.running.pop().stop()
+
+
+def serves(node, what):
+    """Checks that `node` gets ready and acknowledges a first command (revision 1)."""
+    status, body = node.ready()
+    check(f"{what}: /readyz is 200", status == 200, str(body))
+    status, body = node.command(1)
+    check("...and a command is acknowledged", status == 200 and body.get("rev") == 1, f"{status} {body}")
+
 
 def scenario_acl():
     """An ACL user with only what navsync needs, its password right, wrong, missing,
@@ -129,14 +145,9 @@ def scenario_acl():
         f.write("user navsync on >n@v:pw% ~navsync:* &navsync:* &navsync:{*}:live "
                 "-@all +@read +@write +@scripting +@pubsub +@connection +info +role +wait\n")
     proc, port = start_redis("acl", "--aclfile", f"{d}/users.acl")
-    nodes = []
     try:
         good = Node("acl-good", f"redis://navsync:n%40v%3Apw%25@127.0.0.1:{port}")
-        nodes.append(good)
-        status, body = good.ready()
-        check("ACL user with the right password: /readyz is 200", status == 200, str(body))
-        status, body = good.command(1)
-        check("...and a command is acknowledged, stored under navsync:*", status == 200 and body.get("rev") == 1, str(body))
+        serves(good, "ACL user with the right password (%-encoded in the URL)")
         r = redis.Redis(port=port, password="admin-secret", decode_responses=True)
         check("...in Redis's log", r.xlen("navsync:{demo}:log") == 1)
         status, body = good.http("GET", "/api/cluster")
@@ -145,7 +156,6 @@ def scenario_acl():
               and body["redis"]["link"] == "up" and "n@v" not in json.dumps(body), str(body))
 
         wrong = Node("acl-wrong", f"redis://navsync:nope@127.0.0.1:{port}")
-        nodes.append(wrong)
         status, body = wrong.not_ready()
         check("a wrong password: /readyz is 503 saying Redis refused it", status == 503 and body["ready"] is False
               and "refused the password of user 'navsync'" in body["reason"], str(body))
@@ -155,7 +165,6 @@ def scenario_acl():
               status == 500 and body["code"] == "internal" and "store unavailable" in body["message"]
               and "refused the password" in body["message"], f"{status} {body}")
         missing = Node("acl-missing", f"redis://127.0.0.1:{port}")
-        nodes.append(missing)
         status, body = missing.not_ready()
         check("no password at all: /readyz says Redis wants one (NOAUTH)", status == 503 and "wants a password" in body["reason"], str(body))
 
@@ -164,7 +173,6 @@ def scenario_acl():
         with open(pw, "w") as f:
             f.write("not-it\n")
         filed = Node("acl-file", f"redis://navsync@127.0.0.1:{port}", "--redis-password-file", pw)
-        nodes.append(filed)
         status, body = filed.not_ready()
         check("--redis-password-file with a wrong password: not ready", status == 503 and "refused the password" in body["reason"], str(body))
         time.sleep(2.5)
@@ -179,8 +187,7 @@ def scenario_acl():
         check("the node with the wrong password warned again (every 5 s while it lasts)",
               wrong.logged().count("not ready: store:") >= 2, wrong.logged()[-400:])
     finally:
-        for n in nodes:
-            n.stop()
+        Node.stop_all()
         proc.kill()
         proc.wait()
 
@@ -210,37 +217,25 @@ def scenario_tls():
            "--tls-ca-cert-file", f"{d}/ca.pem", "--requirepass", "tls-secret"]
     proc, port = start_redis("tls", *tls, "--tls-auth-clients", "no")
     proc2, port2 = start_redis("tls-mutual", *tls, "--tls-auth-clients", "yes")
-    nodes = []
     try:
         good = Node("tls-good", f"rediss://:tls-secret@localhost:{port}?cacert={d}/ca.pem")
-        nodes.append(good)
-        status, body = good.ready()
-        check("rediss:// with ?cacert=: ready (the certificate checked against 'localhost')", status == 200, str(body))
-        status, body = good.command(1)
-        check("...and a command is acknowledged over TLS", status == 200 and body.get("rev") == 1, str(body))
+        serves(good, "rediss:// with ?cacert= (the certificate checked against 'localhost')")
         untrusted = Node("tls-untrusted", f"rediss://:tls-secret@127.0.0.1:{port}")
-        nodes.append(untrusted)
         status, body = untrusted.not_ready()
         check("rediss:// without the CA: not ready, saying the certificate check failed",
               status == 503 and "certificate verify failed" in body["reason"], str(body))
         plain = Node("tls-plain", f"redis://:tls-secret@127.0.0.1:{port}")
-        nodes.append(plain)
         check("redis:// (plain) to a TLS port: not ready", plain.not_ready()[0] == 503)
         mutual = Node("tls-mutual", f"rediss://:tls-secret@127.0.0.1:{port2}?cacert={d}/ca.pem&cert={d}/client.pem&key={d}/client.key")
-        nodes.append(mutual)
-        status, body = mutual.ready()
-        check("a Redis that asks for a client certificate: ?cert=&key= gets in", status == 200, str(body))
-        check("...and takes commands", mutual.command(1)[1].get("rev") == 1)
+        serves(mutual, "a Redis that asks for a client certificate: ?cert=&key= gets in")
         nocert = Node("tls-nocert", f"rediss://:tls-secret@127.0.0.1:{port2}?cacert={d}/ca.pem")
-        nodes.append(nocert)
         status, body = nocert.not_ready()
         check("...without one: not ready", status == 503, str(body))
         bad = subprocess.run([NAVSYNCD, "--port", "0", "--cluster", f"rediss://127.0.0.1:{port}?cacert={d}/missing.pem"],
                              capture_output=True, text=True, timeout=10)
         check("a ?cacert= that does not load is an error at start", bad.returncode == 1 and "missing.pem" in bad.stderr, bad.stderr)
     finally:
-        for n in nodes:
-            n.stop()
+        Node.stop_all()
         for p in (proc, proc2):
             p.kill()
             p.wait()
@@ -252,7 +247,6 @@ async def scenario_wait():
     Chromium keep the command pending and resend it themselves."""
     primary, pport = start_redis("wait-primary")
     replica, rport = start_redis("wait-replica", "--replicaof", "127.0.0.1", str(pport))
-    node = None
     driver = None
     try:
         for _ in range(100):
@@ -334,8 +328,7 @@ async def scenario_wait():
     finally:
         if driver:
             driver.quit()
-        if node:
-            node.stop()
+        Node.stop_all()
         for p in (primary, replica):
             p.kill()
             p.wait()
@@ -514,8 +507,7 @@ async def scenario_sentinel():
         print(f"   failover: Sentinels promoted the replica {moved or 0:.2f} s after the kill; nodes ready again after {back:.2f} s; "
               f"{unconfirmed} commands answered unconfirmed and resent", flush=True)
     finally:
-        for n in nodes:
-            n.stop()
+        Node.stop_all()
         s.stop()
 
 
@@ -523,7 +515,6 @@ async def scenario_sentinel_tls():
     """rediss+sentinel://: TLS to the Sentinels and to the data nodes they name, through
     a failover (no load: the one under load is scenario_sentinel)."""
     s = Sentinels(tls=True)
-    node = None
     try:
         node = Node("stls", s.url, "--redis-wait", "1")
         status, body = node.ready()
@@ -545,8 +536,7 @@ async def scenario_sentinel_tls():
         status, body = node.command_confirmed(2)
         check("...and acknowledges on the new primary, the session's revisions going on", body.get("rev") == 2, f"{status} {body}")
     finally:
-        if node:
-            node.stop()
+        Node.stop_all()
         s.stop()
 
 
