@@ -160,6 +160,22 @@ struct LoopbackTests {
         #expect(server.http("GET /elsewhere HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").hasPrefix("HTTP/1.1 404 "))
     }
 
+    /// Output goes first through `uv_try_write`, and what the socket does not take is
+    /// queued from the byte where it stopped, mid-frame: with small socket buffers and a
+    /// peer that reads only after sending it all, most flushes are partial. Every frame
+    /// must still arrive whole, in order.
+    @Test func framesBehindAPartialWriteArriveWholeAndInOrder() throws {
+        let server = try TestServer { $0.socketSendBuffer = 8 * 1024 }
+        defer { server.stop() }
+        let c = try RawClient(port: server.port, receiveBuffer: 4096)
+        c.upgrade()
+        let frames = (0..<200).map { i in (0..<(1 + i * 37 % 3_000)).map { UInt8(truncatingIfNeeded: $0 &+ i) } }
+        for f in frames { c.sendFrame(.binary, f) }
+        for (i, f) in frames.enumerated() {
+            guard c.next() == .binary(f) else { Issue.record("frame \(i) of \(f.count) bytes"); return }
+        }
+    }
+
     /// The output cap drops it; no timer is involved (the write timeout is tested on a
     /// fake clock in `HTTPTests.writeTimeoutOnAFakeClock`). Small kernel send buffers
     /// make the cap, not the kernel, hold what it does not read.
@@ -192,6 +208,25 @@ struct LoopbackTests {
         #expect(bystander.next() == .text(Array("still here".utf8)))
     }
 
+    /// The write timeout starts when the socket does not take all of a write (output
+    /// written at once never starts it): a peer that stops reading is dropped once
+    /// nothing moved for `writeTimeout`, under the output cap.
+    @Test func aPeerThatStopsReadingIsDroppedByTheWriteTimeout() throws {
+        let server = try TestServer {
+            $0.connection.writeTimeout = 1_500
+            $0.socketSendBuffer = 16 * 1024
+        }
+        defer { server.stop() }
+        let c = try RawClient(port: server.port, receiveBuffer: 4096)
+        c.upgrade()
+        c.sendFrame(.binary, [UInt8](repeating: 7, count: 200_000))   // echoed: more than the buffers hold
+        #expect(server.eventually(1) { (server.metric("navsync_output_queued_bytes") ?? 0) > 0 })
+        #expect(server.metric("navsync_websockets") == 1, "held while the timeout runs")
+        // Nothing else would drop it this soon: the output cap is 8 MiB, the dead-peer
+        // timeout a minute.
+        #expect(server.eventually(10) { server.metric("navsync_websockets") == 0 }, "dropped after the write timeout")
+    }
+
     @Test func shutdownClosesEveryWebSocketWith1001() throws {
         let server = try TestServer()
         let a = try RawClient(port: server.port)
@@ -205,9 +240,11 @@ struct LoopbackTests {
 
     /// A direct answer is written ahead of a broadcast: the application below sends a
     /// frame to every connection, the one that asked last (it connected last, so it is
-    /// last in the order output was queued), then answers it with `writeFirst`. libuv
-    /// reports writes done in the order they were made, and the application tells the
-    /// asker that order. Without `writeFirst` the asker would be written last.
+    /// last in the order output was queued), then answers it with `writeFirst`. Each
+    /// connection asks to be told when its output is written (`wantsDrained`), and the
+    /// application tells the asker the order. Without `writeFirst` the asker would be
+    /// written last. The order comes out in the same flush: what `drained` queues is
+    /// written before the loop blocks.
     @Test func aDirectAnswerIsWrittenBeforeABroadcast() throws {
         let server = try TestServer(application: { AnswerFirstApplication() })
         defer { server.stop() }
@@ -240,7 +277,10 @@ private final class AnswerFirstApplication: ServerApplication {
     func received(text: [UInt8], from connection: Connection) {
         asker = connection
         let frame = OutgoingBuffer(frame: .text, Array("broadcast".utf8))
-        for c in open { c.send(frame) }
+        for c in open {
+            c.send(frame)
+            c.wantsDrained = true
+        }
         connection.sendText(Array("answer".utf8))
         connection.writeFirst()
     }

@@ -177,7 +177,8 @@ public struct ConnectionMachine: Sendable {
         }
     }
 
-    /// Output was queued while none was: the write timeout starts.
+    /// Output waits for the socket (it did not take all of a write): the write timeout
+    /// starts, if it has not.
     public mutating func outputQueued(now: Int64) {
         if stalledSince == nil { stalledSince = now }
     }

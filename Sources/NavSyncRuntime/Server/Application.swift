@@ -11,7 +11,8 @@ public protocol ServerApplication: AnyObject {
     func received(text: [UInt8], from connection: Connection)
     func received(binary: [UInt8], from connection: Connection)
     func closed(_ connection: Connection)
-    /// The connection's queued output has all been written.
+    /// The connection's queued output has all been written, after the application set
+    /// its `wantsDrained`.
     func drained(_ connection: Connection)
     /// SIGHUP: reload what can be reloaded without dropping connections.
     func reload(on server: Server)

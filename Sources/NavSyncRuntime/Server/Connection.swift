@@ -10,6 +10,51 @@ import CUV
 /// `uv_tcp_init` until its close callback, where the handle memory is freed. A
 /// connection is never freed inside its own callbacks: `close` only starts `uv_close`.
 public final class Connection {
+    // What a broadcast reads and writes per member comes first, declared together so
+    // it shares the object's first cache lines (stored properties are laid out in
+    // order): with 1,000 members, fetching each connection's lines is most of a
+    // broadcast's time. Loop-thread state: exclusivity is checked statically (no
+    // overlapping access is possible), not at run time, where the checks cost ~10% of
+    // fan-out CPU (swift_beginAccess and its thread-local set).
+
+    /// The server that owns this connection, and outlives it (`unowned(unsafe)`: no
+    /// reference counting on the path of every send).
+    public unowned(unsafe) let server: Server
+    /// Whether messages may be sent: the WebSocket opened and no close frame is queued.
+    /// Not the machine's state: when one read holds a valid message and then a protocol
+    /// error, the machine is already closed while the message is handled, and what the
+    /// application answers must still go out before the close frame (RFC 6455 section
+    /// 7.1.7 fails the connection after what was sent before). Kept as it changes, one
+    /// byte to read per send.
+    @exclusivity(unchecked) public private(set) var isOpen = false
+    @exclusivity(unchecked) private var handleClosed = false
+    @exclusivity(unchecked) var isQueuedForFlush = false
+    /// Set by the application to be told (`drained`) once all queued output has been
+    /// written; cleared as it is told. (Told after every write, each member of a
+    /// broadcast cost a call and a cast of its context per flush.)
+    @exclusivity(unchecked) public var wantsDrained = false
+    /// `--max-queue`, read once: the send path touches nothing but this connection.
+    private let maxQueueBytes: Int
+    /// With TLS (`--tls-cert`): the session, and `output` sealed into records (its
+    /// `sealed`), which is what goes to the socket. Plaintext waits in `output` until
+    /// the handshake is done.
+    private let tls: TLSStream?
+    /// Queued and in-flight output.
+    @exclusivity(unchecked) private var output = OutputQueue()
+    /// With permessage-deflate agreed: the window the server compresses with for this
+    /// connection; nil when its messages go uncompressed. (The machine's, copied when
+    /// the WebSocket opens.)
+    @exclusivity(unchecked) public private(set) var deflateWindow: Int?
+
+    /// The WebSocket is open and no close frame was queued (the application's close).
+    @exclusivity(unchecked) private var acceptsMessages = false {
+        didSet { isOpen = acceptsMessages && closeReason == nil }
+    }
+    /// Why the connection is ending, once it is; output still queued is flushed first.
+    @exclusivity(unchecked) public private(set) var closeReason: CloseReason? {
+        didSet { isOpen = acceptsMessages && closeReason == nil }
+    }
+
     /// Unique per server run, in accept order.
     public let id: Int
     /// The peer's address, `127.0.0.1:50312`; behind a trusted proxy, the client's
@@ -24,30 +69,12 @@ public final class Connection {
     /// Free for the application: its per-connection state.
     public var context: AnyObject?
 
-    /// The server that owns this connection, and outlives it (`unowned(unsafe)`: no
-    /// reference counting on the path of every send).
-    public unowned(unsafe) let server: Server
     let tcp: UnsafeMutablePointer<uv_tcp_t>
-    // Loop-thread state touched per member per broadcast: exclusivity is checked
-    // statically (no overlapping access is possible), not at run time, where the checks
-    // cost ~10% of fan-out CPU (swift_beginAccess and its thread-local set).
     @exclusivity(unchecked) private(set) var machine: ConnectionMachine
 
-    /// Queued and in-flight output.
-    @exclusivity(unchecked) private var output = OutputQueue()
-    /// With TLS (`--tls-cert`): the session, and `output` sealed into records (its
-    /// `sealed`), which is
-    /// what goes to the socket. Plaintext waits in `output` until the handshake is done.
-    private let tls: TLSStream?
-    @exclusivity(unchecked) var isQueuedForFlush = false
     /// On the server's list of connections flushed first (`Server.flushFirst`).
     @exclusivity(unchecked) var isAnswered = false
-    /// `--max-queue`, read once: the send path touches nothing but this connection.
-    private let maxQueueBytes: Int
 
-    /// Why the connection is ending, once it is; output still queued is flushed first.
-    @exclusivity(unchecked) public private(set) var closeReason: CloseReason?
-    @exclusivity(unchecked) private var handleClosed = false
     /// After our last bytes are flushed and our side is shut down, input is read and
     /// discarded until the peer closes or this time (ms) passes: closing a socket with
     /// unread input sends a RST, which can destroy the close frame we just sent.
@@ -69,13 +96,9 @@ public final class Connection {
         machine = ConnectionMachine(setup: server.connectionSetup, now: now)
     }
 
-    /// Whether messages may be sent: the WebSocket opened and no close frame is queued.
-    /// Not the machine's state: when one read holds a valid message and then a protocol
-    /// error, the machine is already closed while the message is handled, and what the
-    /// application answers must still go out before the close frame (RFC 6455 section
-    /// 7.1.7 fails the connection after what was sent before).
-    public var isOpen: Bool { acceptsMessages && closeReason == nil }
-    @exclusivity(unchecked) private var acceptsMessages = false
+    /// The loop's time, read through the handle: `server.now` through the unowned
+    /// reference was a retain and a release around it, per member per flush.
+    private var now: Int64 { Int64(uv_now(tcp.pointee.loop)) }
 
     /// Output bytes queued or in flight.
     public var queuedBytes: Int { output.queuedBytes + (tls?.sealed.queuedBytes ?? 0) }
@@ -94,7 +117,6 @@ public final class Connection {
     public func send(_ buffer: OutgoingBuffer) -> Bool {
         guard !handleClosed else { return false }
         guard queuedBytes + buffer.count <= maxQueueBytes else { return false }
-        if queuedBytes == 0 { machine.outputQueued(now: server.now) }
         output.append(buffer)
         if !isQueuedForFlush { server.needsFlush(self) }
         return true
@@ -110,7 +132,6 @@ public final class Connection {
         var total = 0
         for part in parts { total += part.count }
         guard queuedBytes + total <= maxQueueBytes else { return false }
-        if queuedBytes == 0 { machine.outputQueued(now: server.now) }
         for part in parts { output.append(part) }
         if !isQueuedForFlush { server.needsFlush(self) }
         return true
@@ -120,9 +141,6 @@ public final class Connection {
     @discardableResult
     public func sendText(_ bytes: [UInt8]) -> Bool { sendMessage(OutgoingBuffer(frame: .text, bytes)) }
 
-    /// With permessage-deflate agreed: the window the server compresses with for this
-    /// connection; nil when its messages go uncompressed.
-    public var deflateWindow: Int? { machine.deflate?.serverWindowBits }
 
     /// A whole message's frame, sent compressed when permessage-deflate was agreed and
     /// the message reaches the threshold, else as it is.
@@ -143,7 +161,7 @@ public final class Connection {
     /// Starts the WebSocket close handshake (or ends an HTTP connection).
     public func close(code: UInt16, reason: String) {
         acceptsMessages = false
-        perform(machine.close(code: code, reason: reason, now: server.now))
+        perform(machine.close(code: code, reason: reason, now: now))
     }
 
     /// Ends the connection: flushes what is queued, then closes after a linger.
@@ -168,7 +186,7 @@ public final class Connection {
     /// Shuts down our side (FIN after the queued bytes) and waits for the peer's EOF.
     private func linger() {
         guard lingerUntil == nil, !handleClosed else { return }
-        lingerUntil = server.now + server.configuration.lingerTimeout
+        lingerUntil = now + server.configuration.lingerTimeout
         let req = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
         if uv_shutdown(req, UV.stream(tcp), { req, _ in req!.deallocate() }) != 0 {
             req.deallocate()
@@ -202,16 +220,16 @@ public final class Connection {
         bytesIn += nread
         server.bytesIn += nread
         let raw = UnsafeRawBufferPointer(start: buf.base, count: nread)
-        guard let tls else { return perform(machine.received(Array(raw), now: server.now)) }
+        guard let tls else { return perform(machine.received(Array(raw), now: now)) }
         var plain: [UInt8] = []
         do {
             try tls.receive(raw, into: &plain)
         } catch {
-            if !plain.isEmpty { perform(machine.received(plain, now: server.now)) }
+            if !plain.isEmpty { perform(machine.received(plain, now: now)) }
             return tlsFailed(error)
         }
         if tls.hasOutput || (tls.isEstablished && output.hasPending) { server.needsFlush(self) }
-        if !plain.isEmpty { perform(machine.received(plain, now: server.now)) }
+        if !plain.isEmpty { perform(machine.received(plain, now: now)) }
     }
 
     /// A TLS peer that broke the protocol, failed the handshake or ended TLS. One that
@@ -268,7 +286,7 @@ public final class Connection {
     public func answer(_ request: HTTPRequest, with response: HTTPResponse) {
         guard !handleClosed else { return }
         server.logger.debug("#\(id) \(peer) \(request.method) \(redactedTarget(request.target)) \(response.status)")
-        perform(machine.respond(to: request, with: response, now: server.now))
+        perform(machine.respond(to: request, with: response, now: now))
     }
 
     private func perform(_ actions: [ConnectionMachine.Action]) {
@@ -282,8 +300,9 @@ public final class Connection {
             case .upgradeRequest(let request):
                 guard believeProxy(request) else { return }
                 let refusal = server.application.admit(request, on: self)
-                perform(machine.admit(request, refusal: refusal, now: server.now))
+                perform(machine.admit(request, refusal: refusal, now: now))
             case .opened(let request, let subprotocol):
+                deflateWindow = machine.deflate?.serverWindowBits
                 acceptsMessages = true
                 server.logger.info("#\(id) \(peer) websocket open \(redactedTarget(request.target))\(subprotocol.map { " (\($0))" } ?? "")")
                 server.application.opened(self, request: request, subprotocol: subprotocol)
@@ -308,29 +327,34 @@ public final class Connection {
     func flush() {
         isQueuedForFlush = false
         guard !handleClosed else { return }
-        let rc: Int32
+        let callback: uv_write_cb = { request, status in
+            let connection = Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue()
+            connection.wrote(connection.tls?.sealed.finished() ?? connection.output.finished(), status: status)
+        }
+        let written: Int
         if let tls {
             if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
             if tls.hasOutput { tls.sealed.append(OutgoingBuffer(tls.takeOutput())) }
-            rc = tls.sealed.flush(to: UV.stream(tcp), owner: self) { request, status in
-                Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
-            }
+            written = tls.sealed.flush(to: UV.stream(tcp), owner: self, callback: callback)
         } else {
-            rc = output.flush(to: UV.stream(tcp), owner: self) { request, status in
-                Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
-            }
+            written = output.flush(to: UV.stream(tcp), owner: self, callback: callback)
         }
-        if rc != 0 {
-            closeReason = closeReason ?? .ioError(UV.error(rc))
+        if written < 0 {
+            closeReason = closeReason ?? .ioError(UV.error(Int32(written)))
             closeHandle()
+        } else if tls?.sealed.isWriting ?? output.isWriting {
+            machine.outputQueued(now: now)   // the socket is full: the write timeout runs
+        } else if written > 0 {
+            wrote(written, status: 0)        // all of it at once: no callback comes
         }
     }
 
-    private func didWrite(_ status: Int32) {
-        let written = tls?.sealed.finished() ?? output.finished()
+    /// `written` bytes went to the socket, all that was queued when the write began,
+    /// or the write failed (`status`).
+    private func wrote(_ written: Int, status: Int32) {
         bytesOut += written
         server.bytesOut += written
-        machine.outputWritten(remaining: queuedBytes, now: server.now)
+        machine.outputWritten(remaining: queuedBytes, now: now)
         if status < 0 {
             closeReason = closeReason ?? .ioError(UV.error(status))
             discardOutput()
@@ -341,7 +365,8 @@ public final class Connection {
             flush()
         } else if closeReason != nil {
             linger()
-        } else {
+        } else if wantsDrained, queuedBytes == 0 {
+            wantsDrained = false
             server.application.drained(self)
         }
     }

@@ -6,8 +6,9 @@ import CUV
 ///
 /// Output is never written from inside the code that produced it: the loop flushes
 /// every stream with queued output once per iteration, before it blocks, all of it in
-/// one `uv_write` (writev), as Redis's `handleClientsWithPendingWrites` does. While a
-/// write is in flight, what arrives waits for the next flush, which batches it.
+/// one writev (`uv_try_write`, then `uv_write` for what the socket did not take), as
+/// Redis's `handleClientsWithPendingWrites` does. While a write is in flight, what
+/// arrives waits for the next flush, which batches it.
 ///
 /// Queued frames are references: a broadcast is encoded once and the same buffer is
 /// queued on every member, counted by a plain per-buffer holder count rather than an
@@ -23,15 +24,17 @@ import CUV
 /// nothing. The owner
 /// passes a C callback that takes back the retained reference the request holds.
 struct OutputQueue: ~Copyable {
+    // In the order a send reads them (the owner's first cache lines): the byte
+    // counts, then the lists it appends to.
+    private var pendingBytes = 0
+    private(set) var inFlightBytes = 0
     /// Queued since the last flush, and their descriptors for `uv_write` (made as they
     /// are queued, so a flush walks nothing).
     private var pending = RawList<Unmanaged<OutgoingBuffer>>()
     private var pendingBufs = RawList<uv_buf_t>()
-    private var pendingBytes = 0
     /// Handed to libuv and not yet written (kept alive until the callback).
     private var inFlight = RawList<Unmanaged<OutgoingBuffer>>()
     private var inFlightBufs = RawList<uv_buf_t>()
-    private(set) var inFlightBytes = 0
     /// Made by the first flush, freed by `trim()` when the stream is idle.
     private var request: UnsafeMutablePointer<uv_write_t>?
     private(set) var isWriting = false
@@ -40,19 +43,19 @@ struct OutputQueue: ~Copyable {
 
     deinit {
         request?.deallocate()
-        Self.letGo(of: pending)
-        Self.letGo(of: inFlight)
+        Self.letGo(of: pending.elements)
+        Self.letGo(of: inFlight.elements)
     }
 
     /// Takes this queue's hold off each buffer and empties the list.
     private static func letGo(_ list: inout RawList<Unmanaged<OutgoingBuffer>>, keepingCapacity: Bool) {
-        letGo(of: list)
+        letGo(of: list.elements)
         list.removeAll(keepingCapacity: keepingCapacity)
     }
 
     /// Takes this queue's hold off each buffer; the last holder releases it.
-    private static func letGo(of list: borrowing RawList<Unmanaged<OutgoingBuffer>>) {
-        for held in list.elements {
+    private static func letGo(of list: UnsafeBufferPointer<Unmanaged<OutgoingBuffer>>) {
+        for held in list {
             var last = false
             held._withUnsafeGuaranteedRef { b in
                 b.holders -= 1
@@ -73,6 +76,12 @@ struct OutputQueue: ~Copyable {
         inFlight.removeAll(keepingCapacity: false); inFlightBufs.removeAll(keepingCapacity: false)
     }
 
+    /// The longest lists kept for the next flush (16 KiB each; a burst's longer ones are
+    /// freed). A busy member reuses them, and `trim()` frees them once it is idle:
+    /// at 64, members of a session sent 64 commands at a time grew theirs from 4
+    /// again at every flush (malloc was 2% of fan-out CPU).
+    static var listsKept: Int { 1024 }
+
     /// Bytes queued or in flight.
     var queuedBytes: Int { pendingBytes + inFlightBytes }
     var hasPending: Bool { !pending.isEmpty }
@@ -81,7 +90,8 @@ struct OutputQueue: ~Copyable {
         if buffer.holders == 0 { _ = Unmanaged.passRetained(buffer) }
         buffer.holders += 1
         pending.append(Unmanaged.passUnretained(buffer))
-        pendingBufs.append(uv_buf_init(buffer.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(buffer.count)))
+        // Made in place: uv_buf_init is a call through the PLT per member.
+        pendingBufs.append(uv_buf_t(base: buffer.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), len: buffer.count))
         pendingBytes += buffer.count
     }
 
@@ -103,13 +113,28 @@ struct OutputQueue: ~Copyable {
         pendingBytes = 0
     }
 
-    /// Starts one write of everything queued, if none is in flight. The request holds
-    /// a retained reference to `owner`, which `callback` takes back (the request's
-    /// `data`), so the owner and this queue live until libuv is done with the bytes.
-    /// Returns libuv's error when the write could not start (then no callback comes),
-    /// else 0.
-    mutating func flush(to stream: UnsafeMutablePointer<uv_stream_t>, owner: AnyObject, callback: uv_write_cb) -> Int32 {
+    /// Writes everything queued, if no write is in flight. First as much as the socket
+    /// takes at once (`uv_try_write`): usually all of it, and then the buffers are let
+    /// go while they are still in cache, with no request and no callback in the next
+    /// iteration to come back to this stream (as the C limit server and Redis do). What
+    /// the socket did not take goes in one `uv_write`, whose request holds a retained
+    /// reference to `owner` that `callback` takes back (the request's `data`), so the
+    /// owner and this queue live until libuv is done with the bytes.
+    /// Returns the bytes written at once (the rest, if any, is then in flight:
+    /// `isWriting`), or libuv's error, when nothing was started and no callback comes.
+    mutating func flush(to stream: UnsafeMutablePointer<uv_stream_t>, owner: AnyObject, callback: uv_write_cb) -> Int {
         guard !isWriting, !pending.isEmpty else { return 0 }
+        let tried = Int(uv_try_write(stream, pendingBufs.base, UInt32(pendingBufs.count)))
+        if tried < 0 && tried != Int(UV_EAGAIN.rawValue) { return tried }
+        let written = max(tried, 0)
+        if written == pendingBytes {
+            let keep = pending.count <= Self.listsKept
+            Self.letGo(&pending, keepingCapacity: keep)
+            pendingBufs.removeAll(keepingCapacity: keep)
+            pendingBytes = 0
+            return written
+        }
+        if written > 0 { dropWritten(written) }
         pending.exchange(with: &inFlight)
         pendingBufs.exchange(with: &inFlightBufs)
         inFlightBytes = pendingBytes
@@ -124,14 +149,30 @@ struct OutputQueue: ~Copyable {
         if rc != 0 {
             retained.release()
             _ = finished()
+            return Int(rc)
         }
-        return rc
+        return written
+    }
+
+    /// Takes the first `written` bytes off what is queued: the buffers written whole
+    /// are let go, and the one written in part is queued from where the write stopped.
+    private mutating func dropWritten(_ written: Int) {
+        var whole = 0, left = written
+        while left >= pendingBufs.elements[whole].len {
+            left -= pendingBufs.elements[whole].len
+            whole += 1
+        }
+        Self.letGo(of: UnsafeBufferPointer(rebasing: pending.elements[..<whole]))
+        pending.removeFirst(whole)
+        pendingBufs.removeFirst(whole)
+        pendingBufs.modifyFirst { $0.base += left; $0.len -= left }
+        pendingBytes -= written
     }
 
     /// The write in flight is done; returns the bytes it carried.
     mutating func finished() -> Int {
         let written = inFlightBytes
-        let keep = inFlight.count <= 64   // a burst's long lists are not kept
+        let keep = inFlight.count <= Self.listsKept
         Self.letGo(&inFlight, keepingCapacity: keep)
         inFlightBufs.removeAll(keepingCapacity: keep)
         inFlightBytes = 0
@@ -156,12 +197,14 @@ struct RawList<Element: BitwiseCopyable>: ~Copyable {
     var isEmpty: Bool { count == 0 }
     var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
 
+    @inline(__always)
     mutating func append(_ element: Element) {
         if count == capacity { grow() }
         base.unsafelyUnwrapped[count] = element
         count += 1
     }
 
+    @inline(never)
     private mutating func grow() {
         capacity = max(4, capacity * 2)
         let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
@@ -178,6 +221,18 @@ struct RawList<Element: BitwiseCopyable>: ~Copyable {
         base?.deallocate()
         base = nil
         capacity = 0
+    }
+
+    /// Removes the first `n` elements, moving the rest to the front.
+    mutating func removeFirst(_ n: Int) {
+        guard n > 0, let base else { return }
+        base.update(from: base + n, count: count - n)
+        count -= n
+    }
+
+    mutating func modifyFirst(_ body: (inout Element) -> Void) {
+        precondition(count > 0)
+        body(&base.unsafelyUnwrapped[0])
     }
 
     mutating func exchange(with other: inout RawList) {

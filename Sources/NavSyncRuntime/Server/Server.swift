@@ -280,9 +280,14 @@ public final class Server {
             connection.isAnswered = false
             if connection.isQueuedForFlush { connection.flush() }
         }
-        let list = flushList
-        flushList.removeAll(keepingCapacity: true)
-        for connection in list where connection.isQueuedForFlush { connection.flush() }
+        // A write done at once tells the application the connection drained, which may
+        // queue more (a lagging member's catch-up): flushed in this pass too, as the
+        // loop is about to block.
+        while !flushList.isEmpty {
+            let list = flushList
+            flushList.removeAll(keepingCapacity: true)
+            for connection in list where connection.isQueuedForFlush { connection.flush() }
+        }
     }
 
     private func tickAll() {

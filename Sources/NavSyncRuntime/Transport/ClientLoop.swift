@@ -48,9 +48,12 @@ public final class ClientLoop {
         prepare.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         uv_prepare_start(prepare) { h in
             let me = Unmanaged<ClientLoop>.fromOpaque(h!.pointee.data).takeUnretainedValue()
-            let list = me.flushList
-            me.flushList.removeAll(keepingCapacity: true)
-            for client in list { client.flush() }
+            // A write done at once may lead to more (a close, a reconnect): flushed too.
+            while !me.flushList.isEmpty {
+                let list = me.flushList
+                me.flushList.removeAll(keepingCapacity: true)
+                for client in list { client.flush() }
+            }
         }
         uv_unref(UV.handle(prepare))   // the flush hook alone does not keep the loop running
         uv_async_init(loop, wakeup) { h in

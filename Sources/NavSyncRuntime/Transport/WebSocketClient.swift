@@ -250,21 +250,26 @@ public final class WebSocketClient {
         isQueuedForFlush = false
         guard let tcp, state != .closed else { return }
         let callback: uv_write_cb = { request, status in
-            Unmanaged<WebSocketClient>.fromOpaque(request!.pointee.data).takeRetainedValue().didWrite(status)
+            let me = Unmanaged<WebSocketClient>.fromOpaque(request!.pointee.data).takeRetainedValue()
+            _ = me.tls?.sealed.finished() ?? me.output.finished()
+            me.wrote(status: status)
         }
-        let rc: Int32
+        let written: Int
         if let tls {
             if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
             if tls.hasOutput { tls.sealed.append(OutgoingBuffer(tls.takeOutput())) }
-            rc = tls.sealed.flush(to: UV.stream(tcp), owner: self, callback: callback)
+            written = tls.sealed.flush(to: UV.stream(tcp), owner: self, callback: callback)
         } else {
-            rc = output.flush(to: UV.stream(tcp), owner: self, callback: callback)
+            written = output.flush(to: UV.stream(tcp), owner: self, callback: callback)
         }
-        if rc != 0 { finish(nil, "write failed: \(UV.error(rc))") }
+        if written < 0 {
+            finish(nil, "write failed: \(UV.error(Int32(written)))")
+        } else if written > 0 && !(tls?.sealed.isWriting ?? output.isWriting) {
+            wrote(status: 0)   // all of it at once: no callback comes
+        }
     }
 
-    private func didWrite(_ status: Int32) {
-        _ = tls?.sealed.finished() ?? output.finished()
+    private func wrote(status: Int32) {
         if status < 0 { return finish(nil, "write failed: \(UV.error(status))") }
         let more = tls.map { $0.sealed.hasPending || $0.hasOutput || $0.isEstablished && output.hasPending } ?? output.hasPending
         if more { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
