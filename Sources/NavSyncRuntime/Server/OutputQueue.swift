@@ -76,11 +76,11 @@ struct OutputQueue: ~Copyable {
         inFlight.removeAll(keepingCapacity: false); inFlightBufs.removeAll(keepingCapacity: false)
     }
 
-    /// The longest lists kept for the next flush (16 KiB each; a burst's longer ones are
-    /// freed). A busy member reuses them, and `trim()` frees them once it is idle:
-    /// at 64, members of a session sent 64 commands at a time grew theirs from 4
+    /// The longest lists kept for the next flush (6 KiB for the two; a burst's longer
+    /// ones are freed). A busy member reuses them, and `trim()` frees them once it is
+    /// idle: at 64, members of a session sent 64 commands at a time grew theirs from 4
     /// again at every flush (malloc was 2% of fan-out CPU).
-    static var listsKept: Int { 1024 }
+    static var listsKept: Int { 256 }
 
     /// Bytes queued or in flight.
     var queuedBytes: Int { pendingBytes + inFlightBytes }
