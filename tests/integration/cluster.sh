@@ -52,6 +52,6 @@ check "a cluster node's /healthz names it (X-Navsync-Cluster)" bash -c "curl -s 
 stop_navsyncd
 kill "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true
 
-"$PY" "$ROOT/tests/integration/cluster_faults.py" "$NAVSYNCD" "$OUT" || FAILED=$((FAILED + 1))
-"$PY" "$ROOT/tests/integration/cluster_web.py" "$NAVSYNCD" "$OUT" || FAILED=$((FAILED + 1))
+py_checks "$ROOT/tests/integration/cluster_faults.py" "$NAVSYNCD" "$OUT"
+py_checks "$ROOT/tests/integration/cluster_web.py" "$NAVSYNCD" "$OUT"
 finish

@@ -6,6 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 command -v redis-server >/dev/null || { echo "cluster_managed.sh: redis-server is not installed (scripts/test installs it)"; exit 1; }
 cd "$ROOT/tests/integration"
-"$PY" cluster_managed.py "$NAVSYNCD" "$OUT" || FAILED=$((FAILED + 1))
-"$PY" cluster_netns.py "$NAVSYNCD" "$OUT" || FAILED=$((FAILED + 1))
+py_checks cluster_managed.py "$NAVSYNCD" "$OUT"
+py_checks cluster_netns.py "$NAVSYNCD" "$OUT"
 finish

@@ -36,6 +36,6 @@ for doc in "$ROOT/README.md" "$ROOT"/docs/*.md; do
     stop_navsyncd
 done
 start_navsyncd docs-exchange
-"$PY" "$ROOT/tests/integration/docs_exchange.py" "$ROOT/docs/protocol.md" "$WS_URL" || FAILED=$((FAILED + 1))
+py_checks "$ROOT/tests/integration/docs_exchange.py" "$ROOT/docs/protocol.md" "$WS_URL"
 stop_navsyncd
 finish

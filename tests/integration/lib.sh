@@ -47,6 +47,17 @@ check() {   # check NAME COMMAND...: runs the command, counts and prints the res
     else FAILED=$((FAILED + 1)); echo "FAIL $name (output in $OUT/checks.log)"; fi
 }
 
+py_checks() {   # py_checks SCRIPT ARGS...: runs a Python script that prints "ok  …" and
+    # "FAIL …" lines, and counts them; a script that fails without a FAIL line counts one.
+    local log rc=0 passed failed
+    log=$(mktemp "$OUT/py_checks.XXXX")
+    "$PY" "$@" >"$log" || rc=$?
+    cat "$log"
+    passed=$(grep -c '^ok ' "$log" || true); failed=$(grep -c '^FAIL' "$log" || true)
+    PASSED=$((PASSED + passed)); FAILED=$((FAILED + failed))
+    if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then FAILED=$((FAILED + 1)); fi
+}
+
 finish() {   # prints the closing line and fails when anything failed.
     echo "$(basename "$0"): $PASSED passed, $FAILED failed"
     [ "$FAILED" -eq 0 ]

@@ -23,10 +23,10 @@ check "POST a redirected command acks with its redirects" bash -c "curl -sf -X P
 check "GET /api/sessions/demo has state" bash -c "curl -sf '$api/demo' | grep -q '\"state\":{\"root\"'"
 check "GET unknown session is 404"       test "$(code "$api/nope")" = 404
 check "POST a command gives its ack"     bash -c "curl -sf -X POST -d '{\"id\":\"curl-1\",\"ops\":[{\"op\":\"reset\"},{\"op\":\"open\",\"url\":\"/product/5\"}]}' '$api/demo/commands' | grep -q '\"type\":\"ack\"'"
-"$PY" "$ROOT/tests/integration/http_idempotency.py" "$HTTP_URL" "$WS_URL" || FAILED=$((FAILED + 1))
-"$PY" "$ROOT/tests/integration/guards_clients.py" "$WS_URL" || FAILED=$((FAILED + 1))
-"$PY" "$ROOT/tests/integration/delete_session.py" "$HTTP_URL" "$WS_URL" || FAILED=$((FAILED + 1))
-"$PY" "$ROOT/tests/integration/history_clients.py" "$WS_URL" "$HTTP_URL" || FAILED=$((FAILED + 1))
+py_checks "$ROOT/tests/integration/http_idempotency.py" "$HTTP_URL" "$WS_URL"
+py_checks "$ROOT/tests/integration/guards_clients.py" "$WS_URL"
+py_checks "$ROOT/tests/integration/delete_session.py" "$HTTP_URL" "$WS_URL"
+py_checks "$ROOT/tests/integration/history_clients.py" "$WS_URL" "$HTTP_URL"
 check "navclient delete NAME deletes it" bash -c "'$NAVCLIENT' exec '$WS_URL' --session byebye --create 'pop' >/dev/null; '$NAVCLIENT' delete '$WS_URL' byebye | grep -qx \"deleted session 'byebye'\" && ! curl -sf '$api/byebye' >/dev/null"
 check "navclient delete of an unknown session exits 1, naming it" bash -c "'$NAVCLIENT' delete '$WS_URL' nosuch 2>&1 | grep -q \"no session 'nosuch'\"; [ \${PIPESTATUS[0]} -eq 1 ]"
 check "navclient delete without a name is usage (exit 2)" bash -c "'$NAVCLIENT' delete '$WS_URL'; [ \$? -eq 2 ]"

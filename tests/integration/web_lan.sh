@@ -26,5 +26,5 @@ URL=$(grep -o 'http://10\.99\.0\.1:[0-9]*/?session=demo&token=[0-9a-f]*' "$OUT/l
 check "--lan prints the page's URL with a token for the LAN address" test -n "$URL"
 check "and says that access without the token is refused" grep -q "Without the token, access is refused" "$OUT/lan.out"
 check "the first line still names an address usable here" bash -c "head -n 1 '$OUT/lan.out' | grep -q '^navsyncd listening on ws://127.0.0.1:'"
-"$PY" "$ROOT/tests/integration/web_lan.py" "$URL" || FAILED=$((FAILED + 1))
+py_checks "$ROOT/tests/integration/web_lan.py" "$URL"
 finish

@@ -57,5 +57,5 @@ sleep 0.5
 "$NAVSYNCD" ${ARGS[@]} >"$OUT/module.out" 2>>"$OUT/module.log" &
 echo \$! >"$OUT/module.pid"
 RESTART
-"$PY" "$ROOT/tests/integration/web_module.py" "$HTTP" "$WS" "http://127.0.0.1:$PAGE_PORT" "$OUT" "$OUT/module-restart.sh" "$AUTH_WS" "$AUTH" "$AUTH_PID" || FAILED=$((FAILED + 1))
+py_checks "$ROOT/tests/integration/web_module.py" "$HTTP" "$WS" "http://127.0.0.1:$PAGE_PORT" "$OUT" "$OUT/module-restart.sh" "$AUTH_WS" "$AUTH" "$AUTH_PID"
 finish
