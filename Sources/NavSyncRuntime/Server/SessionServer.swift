@@ -39,9 +39,10 @@ public final class SessionServer: ServerApplication {
         /// Not empty only while its connection `wantsDrained`, which the broadcast
         /// checks first.
         @exclusivity(unchecked) var lagging: Set<String> = []
-        /// The grant of the token shown on the upgrade.
-        var grant: AccessPolicy.Grant?
     }
+    /// The grants of tokens shown on upgrades, from admission until the WebSocket opens
+    /// and the hub takes them (kept here, not in every connection's `ClientState`).
+    private var admittedGrants: [Int: AccessPolicy.Grant] = [:]
 
     /// `hub` must be `journaled` exactly when there is a `store`.
     public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String] = [], authFile: String? = nil, store: DataStore? = nil,
@@ -223,7 +224,7 @@ public final class SessionServer: ServerApplication {
                 r.headers.append(("WWW-Authenticate", "Bearer"))
                 return r
             case .success(let grant):
-                state.grant = grant
+                admittedGrants[connection.id] = grant
             }
         }
         return nil
@@ -263,10 +264,10 @@ public final class SessionServer: ServerApplication {
     // MARK: WebSocket
 
     public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {
-        let state = connection.context as? ClientState ?? ClientState()
-        connection.context = state
-        handle(.connected(connection.id, grant: state.grant), on: connection.server)
-        if let grant = state.grant { connection.server.logger.info("#\(connection.id) \(connection.peer) is \(grant.name) (\(grant.role.rawValue))") }
+        if connection.context == nil { connection.context = ClientState() }
+        let grant = admittedGrants.removeValue(forKey: connection.id)
+        handle(.connected(connection.id, grant: grant), on: connection.server)
+        if let grant { connection.server.logger.info("#\(connection.id) \(connection.peer) is \(grant.name) (\(grant.role.rawValue))") }
     }
 
     public func received(text: [UInt8], from connection: Connection) {
@@ -280,6 +281,7 @@ public final class SessionServer: ServerApplication {
 
     public func closed(_ connection: Connection) {
         guard connection.context != nil else { return }
+        admittedGrants[connection.id] = nil
         handle(.disconnected(connection.id), on: connection.server)
     }
 
