@@ -145,7 +145,7 @@ extension Hub {
 
         case .leave(let name):
             if let at = sessions.index(forKey: name), let m = sessions.values[at].remove(c, detail: configuration.presenceDetail) {
-                peers[c]?.sessions.remove(name)
+                peers[c]?.sessions.removeAll { $0 == name }
                 noteLocal(name, left: m.client)
             }
             reply(.left(session: name))
@@ -237,7 +237,7 @@ extension Hub {
         let member = existing ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue)
         sessions.values[at].add(c, member)
         if existing == nil { noteLocal(j.session, joined: member) }
-        peers[c]!.sessions.insert(j.session)
+        if !peers[c]!.sessions.contains(j.session) { peers[c]!.sessions.append(j.session) }
 
         let catchUp: ServerMessage.CatchUp
         var stateBytes: [UInt8]?

@@ -114,7 +114,9 @@ public struct Hub {
         /// Whether any message came yet (`hello` must be the first).
         var greeted = false
         var rate: TokenBucket
-        var sessions: Set<String> = []
+        /// The sessions it joined: a list, not a set (a set of one name was a 96-byte
+        /// block per peer, and a peer joins a few at most).
+        var sessions: [String] = []
 
         init(client: String, name: String, role: Role?, grant: AccessPolicy.Grant?, rate: TokenBucket) {
             self.client = client
@@ -337,7 +339,7 @@ public struct Hub {
     /// its members leave it.
     mutating func removeSession(_ name: String) {
         guard let s = sessions.removeValue(forKey: name) else { return }
-        for c in s.memberOrder { peers[c]?.sessions.remove(name) }   // its pending presence goes with it
+        for c in s.memberOrder { peers[c]?.sessions.removeAll { $0 == name } }   // its pending presence goes with it
     }
 
     /// Runs a command from a connection or from the HTTP API. On a new revision the
