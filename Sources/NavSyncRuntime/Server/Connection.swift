@@ -59,18 +59,17 @@ public final class Connection {
     public let id: Int
     /// The peer's address, `127.0.0.1:50312`; behind a trusted proxy, the client's
     /// with the proxy's after it (`203.0.113.7 via 127.0.0.1:50312`).
-    public private(set) var peer: String
+    public var peer: String { proxied?.peer ?? socketPeer }
     /// What a trusted proxy said of the client (its address, scheme and host); nil for
     /// a connection that did not come through one.
-    /// (Boxed: 48 bytes inline in every connection, set only behind a proxy.)
-    public private(set) var forwarded: ProxyTrust.Client? {
-        get { forwardedBox?.client }
-        set { forwardedBox = newValue.map(ForwardedBox.init) }
-    }
-    private var forwardedBox: ForwardedBox?
-    private final class ForwardedBox {
+    public var forwarded: ProxyTrust.Client? { proxied?.client }
+    /// Both, boxed: set only behind a proxy, they were 64 bytes inline in every
+    /// connection.
+    private var proxied: Proxied?
+    private final class Proxied {
         let client: ProxyTrust.Client
-        init(_ client: ProxyTrust.Client) { self.client = client }
+        let peer: String
+        init(_ client: ProxyTrust.Client, peer: String) { self.client = client; self.peer = peer }
     }
     /// The socket's own peer (the proxy's, behind one), and its address alone.
     let socketPeer: String
@@ -97,7 +96,6 @@ public final class Connection {
         self.server = server
         self.id = id
         self.tcp = tcp
-        self.peer = peer
         socketPeer = peer
         socketHost = host
         maxQueueBytes = server.configuration.maxQueueBytes
@@ -284,10 +282,12 @@ public final class Connection {
         let trust = server.configuration.trustedProxies
         guard !trust.isEmpty, trust.trusts(socketHost) else { return true }
         let client = trust.client(peer: socketHost, headers: request.headers)
-        forwarded = client
-        guard client.address != server.peerIP(of: self) else { return true }
+        guard client.address != server.peerIP(of: self) else {
+            proxied = Proxied(client, peer: peer)
+            return true
+        }
+        proxied = Proxied(client, peer: client.address == socketHost ? socketPeer : "\(client.address) via \(socketPeer)")
         server.logger.info("#\(id) \(socketPeer) forwards for \(client.address)")
-        peer = client.address == socketHost ? socketPeer : "\(client.address) via \(socketPeer)"
         return server.reassign(self, to: client.address)
     }
 

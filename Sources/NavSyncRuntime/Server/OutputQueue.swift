@@ -32,9 +32,9 @@ struct OutputQueue: ~Copyable {
     /// are queued, so a flush walks nothing).
     private var pending = RawList<Unmanaged<OutgoingBuffer>>()
     private var pendingBufs = RawList<uv_buf_t>()
-    /// Handed to libuv and not yet written (kept alive until the callback).
+    /// Handed to libuv and not yet written (kept alive until the callback). Their
+    /// descriptors are not kept: `uv_write` copies them.
     private var inFlight = RawList<Unmanaged<OutgoingBuffer>>()
-    private var inFlightBufs = RawList<uv_buf_t>()
     /// Made by the first flush, freed by `trim()` when the stream is idle.
     private var request: UnsafeMutablePointer<uv_write_t>?
     private(set) var isWriting = false
@@ -73,7 +73,7 @@ struct OutputQueue: ~Copyable {
         request?.deallocate()
         request = nil
         pending.removeAll(keepingCapacity: false); pendingBufs.removeAll(keepingCapacity: false)
-        inFlight.removeAll(keepingCapacity: false); inFlightBufs.removeAll(keepingCapacity: false)
+        inFlight.removeAll(keepingCapacity: false)
     }
 
     /// The longest lists kept for the next flush (6 KiB for the two; a burst's longer
@@ -135,17 +135,17 @@ struct OutputQueue: ~Copyable {
             return written
         }
         if written > 0 { dropWritten(written) }
-        pending.exchange(with: &inFlight)
-        pendingBufs.exchange(with: &inFlightBufs)
-        inFlightBytes = pendingBytes
-        pendingBytes = 0
         let request = self.request ?? .allocate(capacity: 1)
         self.request = request
         let retained = Unmanaged.passRetained(owner)
         request.pointee.data = retained.toOpaque()
-        isWriting = true
         // libuv copies the buffer descriptors; the bytes stay in `inFlight` until the callback.
-        let rc = uv_write(request, stream, inFlightBufs.base, UInt32(inFlightBufs.count), callback)
+        let rc = uv_write(request, stream, pendingBufs.base, UInt32(pendingBufs.count), callback)
+        pending.exchange(with: &inFlight)
+        pendingBufs.removeAll(keepingCapacity: pendingBufs.count <= Self.listsKept)
+        inFlightBytes = pendingBytes
+        pendingBytes = 0
+        isWriting = true
         if rc != 0 {
             retained.release()
             _ = finished()
@@ -174,7 +174,6 @@ struct OutputQueue: ~Copyable {
         let written = inFlightBytes
         let keep = inFlight.count <= Self.listsKept
         Self.letGo(&inFlight, keepingCapacity: keep)
-        inFlightBufs.removeAll(keepingCapacity: keep)
         inFlightBytes = 0
         isWriting = false
         return written
