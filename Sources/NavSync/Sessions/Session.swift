@@ -38,8 +38,11 @@ public struct Session: Sendable {
     var flowBytes: [UInt8] { flow.encodedSource }
     /// The listed members as `joined` carries them, kept while the listing and their
     /// statuses do not change: a join storm encodes them once, not once per join.
+    /// Released at the presence tick after the joins (`takePresence`): held for good,
+    /// the listing and its text were some 200 bytes a member on an idle node.
     private var listingCache: (order: [Int], members: [Member], bytes: [UInt8])?
-    /// The state of one revision, encoded (every state change makes a revision).
+    /// The state of one revision, encoded (every state change makes a revision);
+    /// released with the listing.
     private var stateCache: (epoch: String, rev: Int, json: JSON, bytes: [UInt8])?
 
     public var summary: SessionSummary {
@@ -98,6 +101,10 @@ public struct Session: Sendable {
     /// changed.
     mutating func takePresence(detail: Int, now: Int64 = 0, countInterval: Int64 = 0) -> ServerMessage.Presence? {
         guard hasPresence else { return nil }
+        // Every join makes presence, so this runs within a tick of the last join: the
+        // caches for joins go (a storm rebuilds them once per tick, not per join).
+        listingCache = nil
+        stateCache = nil
         let order = listing(detail: detail)
         listed = Set(order)
         var p = ServerMessage.Presence(others: members.count > order.count ? members.count - order.count : nil)
