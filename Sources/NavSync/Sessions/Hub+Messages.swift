@@ -3,7 +3,7 @@ extension Hub {
     mutating func connect(_ connection: Int, grant: AccessPolicy.Grant?, now: Int64) {
         let id = ids.nextClient()
         peers[connection] = Peer(client: id, name: grant?.label ?? id, role: policy == nil ? .admin : grant?.role, grant: grant,
-                                 rate: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now))
+                                 rate: TokenBucket(burst: configuration.commandBurst, now: now))
         noteExpiry(grant)
     }
 
@@ -151,7 +151,7 @@ extension Hub {
             reply(.left(session: name))
 
         case .command(let name, let object):
-            guard peers[c]!.rate.take(now: now) else {
+            guard peers[c]!.rate.take(now: now, rate: configuration.commandRate, burst: configuration.commandBurst) else {
                 commandOutcomes["rate_limited", default: 0] += 1
                 return error(.rateLimited, "more than \(Int(configuration.commandRate)) commands a second (burst \(configuration.commandBurst)); slow down")
             }
