@@ -74,6 +74,10 @@ public final class Connection {
     /// The socket's own peer (the proxy's, behind one), and its address alone.
     let socketPeer: String
     let socketHost: String
+    /// The address this connection is counted against (`--max-connections-per-ip`):
+    /// the socket's, or the client's behind a trusted proxy; nil once uncounted. The
+    /// server's to keep (a table of them by connection was 40 bytes a connection).
+    var countedIP: String?
     /// Free for the application: its per-connection state.
     public var context: AnyObject?
 
@@ -97,6 +101,7 @@ public final class Connection {
         self.id = id
         self.tcp = tcp
         socketPeer = peer
+        countedIP = host
         socketHost = host
         maxQueueBytes = server.configuration.maxQueueBytes
         tls = server.tlsContext.map { TLSStream(context: $0) }

@@ -36,7 +36,6 @@ public final class Server {
     public private(set) var tlsContext: TLSContext?
     /// Open connections per peer address, for `maxConnectionsPerIP`.
     private var connectionsPerIP: [String: Int] = [:]
-    private var peerIPs: [Int: String] = [:]
     public private(set) var connectionsRefused = 0
     private let wakeup: UnsafeMutablePointer<uv_async_t>
 
@@ -235,7 +234,6 @@ public final class Server {
         connectionsAccepted += 1
         tcp.pointee.data = Unmanaged.passRetained(connection).toOpaque()
         connections[connection.id] = connection
-        peerIPs[connection.id] = host
         connectionsPerIP[host, default: 0] += 1
         logger.info("#\(connection.id) \(peer) connected")
         if shuttingDown {
@@ -309,16 +307,16 @@ public final class Server {
         malloc_trim(0)
     }
 
-    func peerIP(of connection: Connection) -> String? { peerIPs[connection.id] }
+    func peerIP(of connection: Connection) -> String? { connection.countedIP }
 
     /// Counts the connection against `address` (the client a trusted proxy forwards
     /// for) instead of the proxy's; over that address's limit it is refused, 503.
     func reassign(_ connection: Connection, to address: String) -> Bool {
-        if let old = peerIPs[connection.id] {
+        if let old = connection.countedIP {
             connectionsPerIP[old]! -= 1
             if connectionsPerIP[old] == 0 { connectionsPerIP[old] = nil }
         }
-        peerIPs[connection.id] = address
+        connection.countedIP = address
         connectionsPerIP[address, default: 0] += 1
         guard connectionsPerIP[address]! > configuration.maxConnectionsPerIP else { return true }
         refuse(connection, "from \(address) (\(configuration.maxConnectionsPerIP))")
@@ -337,7 +335,7 @@ public final class Server {
 
     func connectionClosed(_ connection: Connection) {
         connections[connection.id] = nil
-        if let ip = peerIPs.removeValue(forKey: connection.id) {
+        if let ip = connection.countedIP.take() {
             connectionsPerIP[ip]! -= 1
             if connectionsPerIP[ip] == 0 { connectionsPerIP[ip] = nil }
         }
