@@ -33,15 +33,17 @@ public final class SessionServer: ServerApplication {
     /// Time to handle one command (decode, sequence, apply, encode), outside cluster mode.
     public private(set) var commandLatency = LatencyHistogram()
 
-    /// Per connection, kept in `Connection.context`.
-    final class ClientState {
-        /// Sessions whose patches this client missed; it gets their state when drained.
-        /// Not empty only while its connection `wantsDrained`, which the broadcast
-        /// checks first.
-        @exclusivity(unchecked) var lagging: Set<String> = []
-    }
+    /// Sessions whose patches a member missed, by connection: it gets their state when
+    /// drained. Only lagging members are here, each while its connection `wantsDrained`
+    /// (the broadcast checks that first). A table, not a state object per connection:
+    /// that was 48 bytes a member, for what few ever need.
+    private var lagging: [Int: Set<String>] = [:]
+    /// `Connection.context` of a connection whose upgrade was admitted (the hub hears of
+    /// its close); the same object for all.
+    private static let admitted = Admitted()
+    private final class Admitted: Sendable {}
     /// The grants of tokens shown on upgrades, from admission until the WebSocket opens
-    /// and the hub takes them (kept here, not in every connection's `ClientState`).
+    /// and the hub takes them (kept here, not with every connection).
     private var admittedGrants: [Int: AccessPolicy.Grant] = [:]
 
     /// `hub` must be `journaled` exactly when there is a `store`.
@@ -105,13 +107,13 @@ public final class SessionServer: ServerApplication {
 
     /// A session's members as connections, for the hub's member list `ids`: a
     /// broadcast to the same list (the same array, while membership is unchanged)
-    /// reuses them instead of looking each member up and casting its state. The
+    /// reuses them instead of looking each member up. The
     /// references are unretained: a member's connection is open while it is on the
     /// hub's list, and a connection that closes leaves the list (`closed` tells the
     /// hub) before it is freed, so a list with it is never equal to a newer one.
     private struct Audience {
         var ids: [Int]
-        var members: [(connection: Unmanaged<Connection>, state: Unmanaged<ClientState>)]
+        var members: [Unmanaged<Connection>]
     }
     private var audiences: [String: Audience] = [:]
     /// The parts of `joined` messages the joins of a session share.
@@ -120,12 +122,11 @@ public final class SessionServer: ServerApplication {
     private func audience(of session: String, ids: [Int], on server: Server) -> Audience {
         // Array == is O(1) when both share storage: the usual case.
         if let known = audiences[session], known.ids == ids { return known }
-        var members: [(connection: Unmanaged<Connection>, state: Unmanaged<ClientState>)] = []
+        var members: [Unmanaged<Connection>] = []
         members.reserveCapacity(ids.count)
         for id in ids {
-            // Every member's context is its ClientState (set when its upgrade was admitted).
-            guard let connection = server.connections[id], let state = connection.context as? ClientState else { continue }
-            members.append((.passUnretained(connection), .passUnretained(state)))
+            guard let connection = server.connections[id] else { continue }
+            members.append(.passUnretained(connection))
         }
         let made = Audience(ids: ids, members: members)
         audiences[session] = made
@@ -146,17 +147,16 @@ public final class SessionServer: ServerApplication {
         let lagThreshold = self.lagThreshold
         var sent = 0
         for member in audience.members {
-            member.connection._withUnsafeGuaranteedRef { connection in
+            member._withUnsafeGuaranteedRef { connection in
                 guard connection.isOpen else { return }
                 // A member lagging on a session waits to be told it drained, so only a
-                // connection with `wantsDrained` set has its lagging sessions read: the
-                // others' states stay out of the cache.
+                // connection with `wantsDrained` set is looked up in `lagging`.
                 func pause() {
-                    _ = member.state._withUnsafeGuaranteedRef { $0.lagging.insert(session) }
+                    lagging[connection.id, default: []].insert(session)
                     connection.wantsDrained = true
                 }
                 if isPatch {
-                    if connection.wantsDrained, member.state._withUnsafeGuaranteedRef({ $0.lagging.contains(session) }) { return }
+                    if connection.wantsDrained, lagging[connection.id]?.contains(session) == true { return }
                     if connection.queuedBytes > lagThreshold {
                         pause()
                         server.logger.info("#\(connection.id) \(connection.peer) is lagging on '\(session)' (\(connection.queuedBytes) bytes queued): patches paused until it drains")
@@ -215,8 +215,7 @@ public final class SessionServer: ServerApplication {
         guard originAllowed(request, on: connection) else {
             return .text(403, "origin \(request.header("Origin") ?? "") is not allowed here (navsyncd --allow-origin)\n")
         }
-        let state = ClientState()
-        connection.context = state
+        connection.context = Self.admitted
         if let policy = hub.policy, let token = AccessPolicy.token(of: request) {
             switch policy.check(token, wallMS: unixMilliseconds()) {
             case .failure(let refusal):
@@ -264,7 +263,7 @@ public final class SessionServer: ServerApplication {
     // MARK: WebSocket
 
     public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {
-        if connection.context == nil { connection.context = ClientState() }
+        if connection.context == nil { connection.context = Self.admitted }
         let grant = admittedGrants.removeValue(forKey: connection.id)
         handle(.connected(connection.id, grant: grant), on: connection.server)
         if let grant { connection.server.logger.info("#\(connection.id) \(connection.peer) is \(grant.name) (\(grant.role.rawValue))") }
@@ -282,13 +281,13 @@ public final class SessionServer: ServerApplication {
     public func closed(_ connection: Connection) {
         guard connection.context != nil else { return }
         admittedGrants[connection.id] = nil
+        lagging[connection.id] = nil
         handle(.disconnected(connection.id), on: connection.server)
     }
 
     public func drained(_ connection: Connection) {
-        guard let state = connection.context as? ClientState, !state.lagging.isEmpty, connection.isOpen else { return }
-        let sessions = state.lagging.sorted()
-        state.lagging = []
+        guard let missed = lagging.removeValue(forKey: connection.id), connection.isOpen else { return }
+        let sessions = missed.sorted()
         connection.server.logger.info("#\(connection.id) \(connection.peer) drained: catching up on \(sessions.joined(separator: ", ")) with a snapshot")
         handle(.caughtUp(connection.id, sessions: sessions), on: connection.server)
     }
