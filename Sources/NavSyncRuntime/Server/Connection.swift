@@ -153,7 +153,6 @@ public final class Connection {
     @discardableResult
     public func sendText(_ bytes: [UInt8]) -> Bool { sendMessage(OutgoingBuffer(frame: .text, bytes)) }
 
-
     /// A whole message's frame, sent compressed when permessage-deflate was agreed and
     /// the message reaches the threshold, else as it is.
     @discardableResult
