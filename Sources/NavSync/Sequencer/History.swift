@@ -5,7 +5,7 @@
 /// times, and overwriting the oldest frees it, so a copy is one retain instead of one
 /// per field (eight per copy were some 10% of a push/pop command).
 public struct HistoryEntry: Sendable, Equatable {
-    private let box: Box
+    private let box: Boxed<Fields>
 
     /// (In this order, with the 17-byte `cmd` last, 113 bytes and no padding inside: the
     /// box is one 144-byte heap block, not 160.)
@@ -25,11 +25,6 @@ public struct HistoryEntry: Sendable, Equatable {
         var cmd: CommandID
     }
 
-    private final class Box: Sendable {
-        let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
-    }
-
     public init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
                 label: String? = nil, patch: [PatchOperation] = [], nextID: Int = 0) {
         self.init(rev: rev, ts: ts, client: client, name: name, cmd: cmd, ops: ops, results: results, label: label,
@@ -39,11 +34,11 @@ public struct HistoryEntry: Sendable, Equatable {
     /// The same, keeping the patch as the revision made it (`PatchOps`).
     init(rev: Int, ts: Int64, client: String, name: String, cmd: CommandID, ops: [JSON], results: [OpResult],
          label: String?, patch: PatchOps, nextID: Int) {
-        box = Box(Fields(rev: rev, ts: ts, client: client, name: name, ops: .values(ops), results: results,
+        box = Boxed(Fields(rev: rev, ts: ts, client: client, name: name, ops: .values(ops), results: results,
                          label: label, patch: patch, nextID: nextID, cmd: cmd))
     }
 
-    private init(_ fields: Fields) { box = Box(fields) }
+    private init(_ fields: Fields) { box = Boxed(fields) }
 
     /// The command's operations: as parsed, or, once the entry is compact, as the first
     /// `n` bytes of the patch's text (one array holds both: one allocation, not two).
@@ -65,7 +60,7 @@ public struct HistoryEntry: Sendable, Equatable {
     /// array of bytes each, instead of trees of parsed values (a `setStack` with two
     /// routes was some 1.5 KB held per revision as values, about a third as text).
     func compacted() -> HistoryEntry {
-        var f = box.fields
+        var f = box.value
         if case .textBeforePatch = f.ops { return self }
         // Results are nearly always one `applied`: one array for all of those.
         if f.results == Self.appliedOnce { f.results = Self.appliedOnce }
@@ -92,7 +87,7 @@ public struct HistoryEntry: Sendable, Equatable {
     /// What history counts the entry as (`History.bytes`), once compact: roughly its
     /// text and its box, or about 400 bytes for each operation held as values.
     var heldBytes: Int {
-        switch (box.fields.ops, box.fields.patch) {
+        switch (box.value.ops, box.value.patch) {
         case (.textBeforePatch, .encoded(let text)): return text.count + 200
         case (.values(let ops), .encoded(let patch)): return patch.count + 400 * ops.count + 240
         default: return 0
@@ -102,16 +97,16 @@ public struct HistoryEntry: Sendable, Equatable {
     /// What a ring slot holds once its revision is no longer needed (`History.trim`).
     static let released = HistoryEntry(rev: 0, ts: 0, client: "", name: "", cmd: .int(0), ops: [], results: [])
 
-    public var rev: Int { box.fields.rev }
+    public var rev: Int { box.value.rev }
     /// Server time, milliseconds since the Unix epoch.
-    public var ts: Int64 { box.fields.ts }
-    public var client: String { box.fields.client }
+    public var ts: Int64 { box.value.ts }
+    public var client: String { box.value.client }
     /// The sender's name as members see it.
-    public var name: String { box.fields.name }
-    public var cmd: CommandID { box.fields.cmd }
+    public var name: String { box.value.name }
+    public var cmd: CommandID { box.value.cmd }
     /// The command's operations as sent.
     public var ops: [JSON] {
-        switch (box.fields.ops, box.fields.patch) {
+        switch (box.value.ops, box.value.patch) {
         case (.values(let ops), _): return ops
         case (.textBeforePatch(let n), .encoded(let text)):
             // Written by `compacted()` from parsed operations: always JSON.
@@ -120,17 +115,17 @@ public struct HistoryEntry: Sendable, Equatable {
             preconditionFailure("compact operations go with an encoded patch")
         }
     }
-    public var results: [OpResult] { box.fields.results }
-    public var label: String? { box.fields.label }
+    public var results: [OpResult] { box.value.results }
+    public var label: String? { box.value.label }
     /// What the revision changed (RFC 6902), as broadcast.
     public var patch: [PatchOperation] { patchOperations.values }
     /// The same as the revision made it: bytes for a lone stack edit's (`PatchOps`).
     var patchOperations: PatchOps {
-        guard case .textBeforePatch(let n) = box.fields.ops, case .encoded(let text) = box.fields.patch else { return box.fields.patch }
+        guard case .textBeforePatch(let n) = box.value.ops, case .encoded(let text) = box.value.patch else { return box.value.patch }
         return .encoded(Array(text[Int(n)...]))
     }
     /// The id counter after the revision (for recordings: replay allocates the same ids).
-    public var nextID: Int { box.fields.nextID }
+    public var nextID: Int { box.value.nextID }
 
     public static func == (a: HistoryEntry, b: HistoryEntry) -> Bool {
         a.box === b.box || (a.rev == b.rev && a.ts == b.ts && a.client == b.client && a.name == b.name && a.cmd == b.cmd

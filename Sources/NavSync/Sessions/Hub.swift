@@ -105,10 +105,10 @@ public struct Hub {
         /// The token's grant, with an auth file. Boxed: most peers have none, and every
         /// peer's inline size is paid in the hub's table (144 -> 96 bytes a peer).
         var grant: AccessPolicy.Grant? {
-            get { grantBox?.grant }
-            set { grantBox = newValue.map(GrantBox.init) }
+            get { grantBox?.value }
+            set { grantBox = newValue.map(Boxed.init) }
         }
-        private var grantBox: GrantBox?
+        private var grantBox: Boxed<AccessPolicy.Grant>?
         /// A role asked for in `hello`: the connection never gets more than this.
         var requestedRole: Role?
         /// Whether any message came yet (`hello` must be the first).
@@ -124,11 +124,6 @@ public struct Hub {
             self.role = role
             self.rate = rate
             self.grant = grant
-        }
-
-        private final class GrantBox: Sendable {
-            let grant: AccessPolicy.Grant
-            init(_ grant: AccessPolicy.Grant) { self.grant = grant }
         }
     }
 
@@ -428,8 +423,8 @@ extension Hub {
             IDSource(kind: .counting(client: client, epoch: epoch), random: SplitMix64(seed: 0))
         }
 
-        /// Random hex ids from `seed`: a server seeds it from the system's generator, so
-        /// ids never repeat across restarts or nodes.
+        /// Random ids from `seed` (client ids in base 36, epochs in hex): a server seeds
+        /// it from the system's generator, so ids never repeat across restarts or nodes.
         public static func random(seed: UInt64) -> IDSource { IDSource(kind: .random, random: SplitMix64(seed: seed)) }
 
         private init(kind: Kind, random: SplitMix64) { self.kind = kind; self.random = random }

@@ -108,8 +108,15 @@ struct OutputQueue: ~Copyable {
 
     /// Drops what is queued (not what is in flight: libuv owns it until its callback).
     mutating func discard() {
-        Self.letGo(&pending, keepingCapacity: false)
-        pendingBufs.removeAll(keepingCapacity: false)
+        letGoPending(keepingStorage: false)
+    }
+
+    /// Lets go of everything queued. With `keepingStorage`, the lists keep their storage
+    /// for the next flush, unless a burst made them longer than `listsKept`.
+    private mutating func letGoPending(keepingStorage: Bool) {
+        let keep = keepingStorage && pending.count <= Self.listsKept
+        Self.letGo(&pending, keepingCapacity: keep)
+        pendingBufs.removeAll(keepingCapacity: keep)
         pendingBytes = 0
     }
 
@@ -128,10 +135,7 @@ struct OutputQueue: ~Copyable {
         if tried < 0 && tried != Int(UV_EAGAIN.rawValue) { return tried }
         let written = max(tried, 0)
         if written == pendingBytes {
-            let keep = pending.count <= Self.listsKept
-            Self.letGo(&pending, keepingCapacity: keep)
-            pendingBufs.removeAll(keepingCapacity: keep)
-            pendingBytes = 0
+            letGoPending(keepingStorage: true)
             return written
         }
         if written > 0 { dropWritten(written) }
@@ -172,8 +176,7 @@ struct OutputQueue: ~Copyable {
     /// The write in flight is done; returns the bytes it carried.
     mutating func finished() -> Int {
         let written = inFlightBytes
-        let keep = inFlight.count <= Self.listsKept
-        Self.letGo(&inFlight, keepingCapacity: keep)
+        Self.letGo(&inFlight, keepingCapacity: inFlight.count <= Self.listsKept)
         inFlightBytes = 0
         isWriting = false
         return written

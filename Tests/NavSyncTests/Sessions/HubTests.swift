@@ -21,6 +21,19 @@ struct HubTests {
         #expect(f.hub.client(of: c) == "c3")
     }
 
+    @Test func randomClientIDsAreFourteenCharactersAndDistinct() {
+        var ids = Hub.IDSource.random(seed: 0x5eed)
+        let clients = (0..<10_000).map { _ in ids.nextClient() }
+        let digits = Set("0123456789abcdefghijklmnopqrstuvwxyz")
+        for id in clients.prefix(100) {
+            #expect(id.utf8.count == 14 && id.first == "c" && id.dropFirst().allSatisfy(digits.contains))
+        }
+        #expect(Set(clients).count == clients.count)
+        #expect(clients.allSatisfy { $0.utf8.count == 14 })   // padded: small values too
+        let epoch = ids.nextEpoch()
+        #expect(epoch.utf8.count == 16 && epoch.allSatisfy("0123456789abcdef".contains))
+    }
+
     @Test func joinCommandPatchThenAckAndPresence() {
         let f = Fixture()
         let a = f.connect(), b = f.connect(), outsider = f.connect()
