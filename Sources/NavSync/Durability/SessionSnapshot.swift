@@ -57,7 +57,7 @@ extension Sequencer {
         if historyCapacity > 0, let held = snapshot["history"], let restored = History(snapshot: held, capacity: historyCapacity, rev: Int(rev)) {
             history = restored
         } else {
-            history = History(capacity: historyCapacity, start: Int(rev), state: historyCapacity > 0 ? stateJSON : .null, nextID: Int(next))
+            history = History(capacity: historyCapacity, start: Int(rev), state: state, nextID: Int(next))
         }
         for (k, v) in snapshot["lastChanged"]?.objectValue ?? [:] {
             guard let r = v.intValue else { throw SnapshotError("lastChanged.\(k) is not a revision") }

@@ -224,13 +224,25 @@ public struct History: Sendable {
         }
     }
 
+    /// A history from `state` as a snapshot gave it.
     public init(capacity: Int, start: Int = 0, state: JSON, nextID: Int = 1, checkpointEvery: Int = 64) {
+        self.init(capacity: capacity, start: start, held: .json(state), nextID: nextID, checkpointEvery: checkpointEvery)
+    }
+
+    /// A history from the state a session has: shared with it, not made JSON (a JSON
+    /// tree of a new session's state was some 30 bytes per member of a node with
+    /// 1,000 sessions, `scripts/bench --herd`).
+    public init(capacity: Int, start: Int = 0, state: NavState, nextID: Int = 1, checkpointEvery: Int = 64) {
+        self.init(capacity: capacity, start: start, held: .value(state), nextID: nextID, checkpointEvery: checkpointEvery)
+    }
+
+    private init(capacity: Int, start: Int, held: Held, nextID: Int, checkpointEvery: Int) {
         self.capacity = max(capacity, 0)
         self.checkpointEvery = max(checkpointEvery, 1)
         self.start = start
         rev = start
         origin = start + 1
-        if self.capacity > 0 { checkpoints = [Checkpoint(rev: start, state: .json(state), nextID: nextID)] }
+        if self.capacity > 0 { checkpoints = [Checkpoint(rev: start, state: held, nextID: nextID)] }
     }
 
     /// The newest revision (recorded or, with history off, only counted).

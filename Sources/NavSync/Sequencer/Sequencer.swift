@@ -36,7 +36,7 @@ public struct Sequencer: Sendable {
         self.epoch = epoch
         idempotency = IdempotencyTable(capacity: idempotencyCapacity)
         log = PatchLog(capacity: logCapacity)
-        history = History(capacity: historyCapacity, state: historyCapacity > 0 ? document.state.json : .null, nextID: document.nextID)
+        history = History(capacity: historyCapacity, state: document.state, nextID: document.nextID)
     }
 
     public var state: NavState { document.state }
