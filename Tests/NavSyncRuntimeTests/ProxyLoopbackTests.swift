@@ -59,4 +59,14 @@ struct ProxyLoopbackTests {
         let c = try RawClient(port: limited.port)
         #expect(Self.upgrade(c, "X-Forwarded-For: 203.0.113.9").hasPrefix("HTTP/1.1 503 "), "still counted as 127.0.0.1, whatever it claims")
     }
+
+    /// What a trusted proxy is checked against: the socket's host, read back from its
+    /// peer as the connection keeps it.
+    @Test func theSocketHostIsThePeerWithoutItsPort() {
+        #expect(UV.Address.host(ofPeer: "127.0.0.1:50312") == "127.0.0.1")
+        #expect(UV.Address.host(ofPeer: "[::1]:50312") == "::1")
+        #expect(UV.Address.host(ofPeer: "[2001:db8::7]:443") == "2001:db8::7")
+        let v6 = UV.Address(host: "::1", port: 8080)!
+        #expect(UV.Address.host(ofPeer: v6.description(host: v6.host)) == v6.host)
+    }
 }

@@ -67,8 +67,10 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
 /// calls out while it changes (RFC 6455 section 4 for the handshake).
 public struct ConnectionMachine: Sendable {
     public enum State: Sendable {
-        /// Reading HTTP requests: before the upgrade, or a plain HTTP keep-alive client.
-        case http(HTTPParser)
+        /// Reading HTTP requests: before the upgrade, or a plain HTTP keep-alive client;
+        /// `awaiting` is the request whose answer parsing waits for. (Held here, not
+        /// beside the state: an open WebSocket carried its 56 empty bytes.)
+        case http(HTTPParser, awaiting: HTTPRequest?)
         /// WebSocket open.
         case open(WebSocketDecoder)
         /// We sent a close frame at `since` and wait for the peer's.
@@ -138,7 +140,7 @@ public struct ConnectionMachine: Sendable {
 
     public init(setup: Setup, now: Int64) {
         self.setup = setup
-        state = .http(HTTPParser(limits: setup.limits.http))
+        state = .http(HTTPParser(limits: setup.limits.http), awaiting: nil)
         lastHeard = now
     }
 
@@ -157,9 +159,9 @@ public struct ConnectionMachine: Sendable {
     public mutating func received(_ bytes: [UInt8], now: Int64) -> [Action] {
         lastHeard = now
         switch state {
-        case .http(var parser):
+        case .http(var parser, let awaiting):
             parser.feed(bytes)
-            state = .http(parser)
+            state = .http(parser, awaiting: awaiting)
             return awaiting == nil ? serveHTTP(now: now) : []
         case .open(var decoder):
             let (events, error) = decoder.feed(bytes)
@@ -234,13 +236,10 @@ public struct ConnectionMachine: Sendable {
 
     // MARK: HTTP
 
-    /// The request whose answer parsing waits for.
-    private var awaiting: HTTPRequest?
-
     /// The application's answer to a `.request`.
     public mutating func respond(to request: HTTPRequest, with response: HTTPResponse, now: Int64) -> [Action] {
-        guard case .http = state, awaiting == request else { return [] }
-        awaiting = nil
+        guard case .http(let parser, let awaiting) = state, awaiting == request else { return [] }
+        state = .http(parser, awaiting: nil)
         let keepAlive = request.keepAlive && response.status < 500
         let write = Action.write(response.serialized(keepAlive: keepAlive, headOnly: request.method == "HEAD"))
         return keepAlive ? [write] + serveHTTP(now: now) : [write] + finish(.httpDone)
@@ -249,8 +248,8 @@ public struct ConnectionMachine: Sendable {
     /// The application's decision on an `.upgradeRequest`: nil admits it, and the
     /// handshake is then checked and answered (RFC 6455 section 4.2.2).
     public mutating func admit(_ request: HTTPRequest, refusal: HTTPResponse?, now: Int64) -> [Action] {
-        guard case .http(var parser) = state, awaiting == request else { return [] }
-        awaiting = nil
+        guard case .http(var parser, let awaiting) = state, awaiting == request else { return [] }
+        state = .http(parser, awaiting: nil)
         if let refusal { return [.write(refusal.serialized(keepAlive: false))] + finish(.httpDone) }
         switch WebSocketHandshake.accept(request, subprotocols: subprotocols, acceptValue: acceptValue) {
         case .refused(let response):
@@ -271,9 +270,9 @@ public struct ConnectionMachine: Sendable {
 
     /// Parses the next buffered request, if any, and hands it to the application.
     private mutating func serveHTTP(now: Int64) -> [Action] {
-        guard case .http(var parser) = state else { return [] }
+        guard case .http(var parser, nil) = state else { return [] }
         let result = parser.next()
-        state = .http(parser)
+        state = .http(parser, awaiting: nil)
         switch result {
         case .needMore:
             return []
@@ -281,14 +280,14 @@ public struct ConnectionMachine: Sendable {
             return [.write(HTTPResponse.error(e).serialized(keepAlive: false))] + finish(.httpDone)
         case .request(let request):
             guard WebSocketHandshake.isUpgrade(request) else {
-                awaiting = request
+                state = .http(parser, awaiting: request)
                 return [.request(request)]
             }
             guard request.path == webSocketPath else {
                 return [.write(HTTPResponse.text(404, "no WebSocket endpoint at \(request.path); use \(webSocketPath)\n").serialized(keepAlive: false))]
                     + finish(.httpDone)
             }
-            awaiting = request
+            state = .http(parser, awaiting: request)
             return [.upgradeRequest(request)]
         }
     }

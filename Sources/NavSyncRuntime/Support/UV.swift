@@ -96,6 +96,13 @@ package enum UV {
         /// The same, with the host already formatted (formatting it is the most of it).
         func description(host: String) -> String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+        /// The host of a `description`: `127.0.0.1` of `127.0.0.1:50312`, `::1` of `[::1]:50312`.
+        static func host(ofPeer peer: String) -> String {
+            guard let colon = peer.lastIndex(of: ":") else { return peer }
+            let host = peer[..<colon]
+            return String(host.hasPrefix("[") && host.hasSuffix("]") ? host.dropFirst().dropLast() : host)
+        }
+
         var isLoopback: Bool {
             isIPv6 ? host == "::1" : host.hasPrefix("127.")
         }
