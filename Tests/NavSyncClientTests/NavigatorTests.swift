@@ -14,7 +14,7 @@ struct NavigatorTests {
 
     func navigator(_ name: String = "app", session: String = "demo", role: String? = nil,
                    routes: [RouteCheck] = RouteCheck.shop) -> Navigator {
-        Navigator(.init(session: session, name: name, role: role), routes: routes, transport: server, sleep: noSleep)
+        Navigator(.init(session: session, name: name, role: role, store: nil), routes: routes, transport: server, sleep: noSleep)
     }
 
     /// A navigator joined to the demo session, on the Home tab.
@@ -93,7 +93,7 @@ struct NavigatorTests {
         // Both swipe back from the reviews screen before either hears of the other.
         a.stack("Home", HomeRoute.self).path = [.detail(id: 7)]
         b.stack("Home", HomeRoute.self).path = [.detail(id: 7)]
-        #expect(await settle { a.rev == 3 && b.rev == 3 && b.pending.isEmpty && a.pending.isEmpty })
+        #expect(await settle { a.rev == 3 && b.rev == 3 && !b.isWriting && !a.isWriting })
         #expect(a.stack("Home", HomeRoute.self).path == [.detail(id: 7)], "popped once, not twice")
         #expect(b.stack("Home", HomeRoute.self).path == [.detail(id: 7)])
         #expect(a.state == b.state && b.lastError == nil)

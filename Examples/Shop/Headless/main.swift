@@ -25,7 +25,8 @@ func run() async throws {
     let transport = LibuvTransport()
     // Its thread ended before the program exits (else exiting races its last frees).
     defer { transport.shutdown(waitingUpTo: 2) }
-    let nav = Navigator(.init(session: session, urls: urls.isEmpty ? [.default] : urls, name: "shop-headless", create: true),
+    let nav = Navigator(.init(session: session, urls: urls.isEmpty ? [.default] : urls, name: "shop-headless", create: true,
+                              store: nil),
                         routes: RouteCheck.shop, transport: transport)
     try await nav.connect()
     func show(_ step: String) {

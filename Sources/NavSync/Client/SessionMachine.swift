@@ -33,6 +33,19 @@ public struct SessionMachine: Sendable {
         /// on). `tick()` is called once a second.
         public var pingAfter = 5
         public var deadAfter = 10
+        /// Keep a *shown* state (docs/protocol.md, "The client's three states"): this
+        /// client's unanswered commands replayed over the confirmed state, each gesture
+        /// shown at once. A command's patch is then held until its ack (which names the
+        /// entries it made) so the two never count twice. A changed epoch on rejoin drops
+        /// the pending commands with `gone` rather than replaying them onto a session
+        /// they were not made for.
+        public var speculative = false
+        /// Commands kept while unanswered (offline, they pile up): past it a new one is
+        /// refused at once with `full`.
+        public var maxPending = 1_000
+        /// Keep trying when the very first connection fails (an app launched offline);
+        /// by default a server never reached is reported and not retried.
+        public var retryFirstConnect = false
         public init() {}
     }
 
@@ -46,6 +59,9 @@ public struct SessionMachine: Sendable {
         case connection(connected: Bool, reason: String)
         /// The server refused something not tied to a command (join, get…).
         case error(NavError)
+        /// The session was made anew while this client was away (another epoch): the
+        /// state is the new session's, and (speculative) pending commands were dropped.
+        case reset(reason: String)
     }
 
     public enum Effect: Sendable, Equatable {
@@ -86,16 +102,26 @@ public struct SessionMachine: Sendable {
 
     public let options: Options
     public private(set) var connection = Connection.idle
-    public private(set) var state: JSON?
-    public private(set) var rev = 0
-    public private(set) var epoch: String?
+    /// The confirmed state: the mirror as of the last patch applied.
+    public internal(set) var state: JSON? {
+        didSet { confirmedModel = nil }
+    }
+    /// The revision of `state`.
+    public internal(set) var rev = 0
+    /// What the program shows: with `speculative`, the pending commands replayed over
+    /// `state`; else `state` itself.
+    public var shown: JSON? { options.speculative ? replayed : state }
+    private var replayed: JSON?
+    public internal(set) var epoch: String?
     /// The session's flow as the server sent it.
-    public private(set) var flow: Flow?
+    public internal(set) var flow: Flow?
+    /// The same as JSON (what a saved session keeps).
+    public internal(set) var flowJSON: JSON?
     public private(set) var members: [Member] = []
     /// Members not listed one by one (large sessions, DESIGN.md section 14).
     public private(set) var others = 0
     /// This client's identity; kept across reconnects.
-    public private(set) var clientID: String?
+    public internal(set) var clientID: String?
     private var attempts = 0
     private var everJoined = false
     /// Which of `options.urls` the connection goes to.
@@ -106,9 +132,31 @@ public struct SessionMachine: Sendable {
     public var currentURL: WebSocketURL { options.urls[serverIndex % max(1, options.urls.count)] }
     /// Seconds since the server last said anything (while connected).
     private var silentTicks = 0
-    private var nextCommand: Int64 = 1
-    /// Commands sent and not yet answered, in order: resent after a reconnect.
-    private var pending: [(id: Int64, bytes: [UInt8])] = []
+    public internal(set) var nextCommand: Int64 = 1
+    /// A command not yet answered (resent after a reconnect), or (speculative) answered
+    /// with its revision not yet in the confirmed state.
+    public struct Pending: Sendable, Equatable {
+        public var id: Int64
+        public var ops: [JSON]
+        /// The message as sent (resent byte for byte).
+        public var bytes: [UInt8]
+        /// The revision its ack names, once answered.
+        public var ackedAt: Int?
+        public init(id: Int64, ops: [JSON], bytes: [UInt8], ackedAt: Int? = nil) {
+            self.id = id; self.ops = ops; self.bytes = bytes; self.ackedAt = ackedAt
+        }
+    }
+    /// In the order made.
+    public internal(set) var pending: [Pending] = []
+    /// Acks of this client's commands answered while others were pending: what a
+    /// pending command's `"~C.N"` names. Let go once nothing is pending.
+    var known: [Int64: Ack] = [:]
+    /// Patches received but not yet applied to `state` (speculative): the first is the
+    /// patch of a command of ours whose ack has not come, which alone tells the ids
+    /// its entries got; the rest wait behind it, in order.
+    private var held: [Patch] = []
+    /// The confirmed state as a model, for the replay; made again when `state` changes.
+    private var confirmedModel: NavState?
     /// Commands answered `unconfirmed` (cluster mode with `--redis-wait`): resent by id
     /// at the next tick, up to `unconfirmedRetries` times, before the error is theirs.
     private var unconfirmed: [Int64: Int] = [:]
@@ -123,7 +171,9 @@ public struct SessionMachine: Sendable {
     public var isJoined: Bool { connection == .joined }
     /// Waiting to connect again (to the next server, or after backoff).
     public var willRetry: Bool { connection == .waiting }
-    public var unacknowledged: Int { pending.count }
+    public var unacknowledged: Int { pending.count { $0.ackedAt == nil } }
+    /// The newest revision received (patches held included).
+    private var receivedRev: Int { held.last?.rev ?? rev }
 
     // MARK: Events from the program
 
@@ -146,13 +196,19 @@ public struct SessionMachine: Sendable {
                                  label: String? = nil) -> (id: Int64, effects: [Effect]) {
         let id = nextCommand
         nextCommand += 1
+        guard pending.count < options.maxPending else {
+            return (id, [.answered(command: id, .failure(NavError(.full, "\(pending.count) commands are waiting for the server already (at most \(options.maxPending)); nothing was sent")))])
+        }
         var m: JSONObject = ["type": "command", "session": .string(options.session), "id": .int(id), "ops": .array(ops)]
-        if let base { m["base"] = .int(Int64(base)) }
+        // Speculative commands are computed against the shown state, made over this revision.
+        if let base = base ?? (options.speculative && epoch != nil ? rev : nil) { m["base"] = .int(Int64(base)) }
         if onConflict != .rebase { m["onConflict"] = .string(onConflict.rawValue) }
         if let label { m["label"] = .string(label) }
         let bytes = JSON.object(m).encoded()
-        pending.append((id, bytes))
-        return (id, isJoined ? [.send(bytes)] : [])
+        pending.append(Pending(id: id, ops: ops, bytes: bytes))
+        var out: [Effect] = isJoined ? [.send(bytes)] : []
+        if options.speculative { reshow(&out) }
+        return (id, out)
     }
 
     /// Any other request (`sessions`, `get`, `status`…); with `wantsReply` it gets an id
@@ -184,7 +240,7 @@ public struct SessionMachine: Sendable {
         silentTicks += 1
         if silentTicks >= options.deadAfter { return [.abort] }
         // Commands answered `unconfirmed` go again (they are still pending).
-        var out: [Effect] = isJoined ? pending.filter { resendAtTick.contains($0.id) }.map { .send($0.bytes) } : []
+        var out: [Effect] = isJoined ? pending.filter { $0.ackedAt == nil && resendAtTick.contains($0.id) }.map { .send($0.bytes) } : []
         resendAtTick = []
         if silentTicks == options.pingAfter { out.append(.send(JSON.object(["type": "ping"]).encoded())) }
         return out
@@ -231,7 +287,7 @@ public struct SessionMachine: Sendable {
         }
         // Retrying is right only after a session was once joined: a server that cannot
         // be reached at all (a wrong address) is reported, not retried forever.
-        guard connection != .stopped, options.reconnect, everJoined else {
+        guard connection != .stopped, options.reconnect, everJoined || options.retryFirstConnect else {
             connection = .stopped
             return out + [.finished]
         }
@@ -266,18 +322,27 @@ public struct SessionMachine: Sendable {
             patch(session, p, notify: true, &out)
         case .snapshot(let session, let r, let s):
             if let requestID { out.append(reply(requestID, json)) }
-            if session == options.session {
+            if session == options.session, r >= rev {
                 state = s
                 rev = r
-                out.append(.event(.state))
+                held.removeAll { $0.rev <= r }
+                settle(&out)
             }
         case .ack(_, let ack):
-            guard case .int(let id) = ack.id, let i = pending.firstIndex(where: { $0.id == id }) else { break }
-            pending.remove(at: i)
+            guard case .int(let id) = ack.id, let i = pending.firstIndex(where: { $0.id == id && $0.ackedAt == nil }) else { break }
             unconfirmed[id] = nil
-            out.append(.answered(command: id, .success(ack)))
+            if options.speculative {
+                // Replayed until its revision is confirmed; what it made is known now.
+                pending[i].ackedAt = ack.rev
+                known[id] = ack
+                out.append(.answered(command: id, .success(ack)))
+                settle(&out)
+            } else {
+                pending.remove(at: i)
+                out.append(.answered(command: id, .success(ack)))
+            }
         case .error(let e):
-            if case .int(let id)? = decoded.id, let i = pending.firstIndex(where: { $0.id == id }) {
+            if case .int(let id)? = decoded.id, let i = pending.firstIndex(where: { $0.id == id && $0.ackedAt == nil }) {
                 // Redis has it but too few replicas confirmed it yet: the same id again is
                 // safe, and is answered once they do.
                 if e.code == .unconfirmed, unconfirmed[id, default: 0] < Self.unconfirmedRetries {
@@ -288,6 +353,8 @@ public struct SessionMachine: Sendable {
                 pending.remove(at: i)
                 unconfirmed[id] = nil
                 out.append(.answered(command: id, .failure(e)))
+                // Its effect leaves the shown state; the commands after it stay if they still apply.
+                if options.speculative { reshow(&out) }
             } else if let requestID {
                 out.append(reply(requestID, json))
             } else {
@@ -333,35 +400,103 @@ public struct SessionMachine: Sendable {
     }
 
     private mutating func joined(_ j: ServerMessage.Joined, _ out: inout [Effect]) {
-        if j.flow != .null { flow = try? Flow.load(j.flow) }
+        if j.flow != .null, j.flow != flowJSON {
+            flow = try? Flow.load(j.flow)
+            flowJSON = j.flow
+        }
         members = j.members
         others = j.others ?? 0
+        let reset = epoch != nil && epoch != j.epoch
         switch j.catchUp {
         case .state(let s):
             state = s
             rev = j.rev
+            held = []
         case .patches(let patches):
             for p in patches { patch(j.session, p, notify: false, &out) }
         }
         epoch = j.epoch
+        if reset {
+            out.append(.event(.reset(reason: "session '\(options.session)' was made anew (another epoch) while this client was away")))
+            if options.speculative {
+                // Made for a session that is gone: not replayed onto the new one.
+                let gone = NavError(.gone, "session '\(options.session)' was made anew while this command waited; it was not sent to the new one")
+                for p in pending where p.ackedAt == nil { out.append(.answered(command: p.id, .failure(gone))) }
+                pending = []
+                known = [:]
+                unconfirmed = [:]
+                resendAtTick = []
+            }
+        }
         connection = .joined
         everJoined = true
         attempts = 0
         triedServers = 0
         out.append(.event(.connection(connected: true, reason: "joined \(options.session) at rev \(rev)")))
-        out.append(.event(.state))
+        if options.speculative { settle(&out) } else { out.append(.event(.state)) }
         // Commands never acknowledged go out again, same ids, in order.
-        for entry in pending { out.append(.send(entry.bytes)) }
+        for entry in pending where entry.ackedAt == nil { out.append(.send(entry.bytes)) }
     }
 
     private mutating func patch(_ session: String, _ p: Patch, notify: Bool, _ out: inout [Effect]) {
-        guard session == options.session, p.rev > rev else { return }   // another session, or already have it
-        guard p.rev == rev + 1, let current = state, let next = try? current.applying(p.ops) else {
-            return resync(&out)
+        guard session == options.session, p.rev > receivedRev else { return }   // another session, or already have it
+        guard p.rev == receivedRev + 1 else { return resync(&out) }
+        if options.speculative {
+            held.append(p)
+            return settle(&out, notify: notify)
         }
+        guard let current = state, let next = try? current.applying(p.ops) else { return resync(&out) }
         state = next
         rev = p.rev
         if notify { out.append(.event(.state)) }
+    }
+
+    /// Whether a patch is of a command of ours still waiting for its ack.
+    private func awaitsAck(_ p: Patch) -> Bool {
+        guard p.by == clientID, case .int(let id) = p.cmd else { return false }
+        return pending.contains { $0.id == id && $0.ackedAt == nil }
+    }
+
+    /// Speculative: applies the held patches that may be (up to one of ours whose ack
+    /// has not come), lets go of the commands whose revision is confirmed, and shows
+    /// the rest replayed.
+    private mutating func settle(_ out: inout [Effect], notify: Bool = true) {
+        var applied = 0
+        while let p = held.first, !awaitsAck(p) {
+            held.removeFirst()
+            guard let current = state, let next = try? current.applying(p.ops) else {
+                held = []
+                resync(&out)
+                break
+            }
+            state = next
+            rev = p.rev
+            applied += 1
+        }
+        let count = pending.count
+        pending.removeAll { $0.ackedAt.map { $0 <= rev } ?? false }
+        if pending.isEmpty { known = [:] }
+        reshow(&out, notify: notify)
+        // The confirmed state moved (or a command left) though what is shown did not.
+        if notify, applied > 0 || pending.count != count, out.last != .event(.state) { out.append(.event(.state)) }
+    }
+
+    /// Replays what is pending over the confirmed state.
+    mutating func reshow(_ out: inout [Effect], notify: Bool = true) {
+        let before = replayed
+        if pending.isEmpty || flow == nil || state == nil {
+            replayed = state
+        } else {
+            if confirmedModel == nil, let state { confirmedModel = try? NavState(json: state) }
+            if let model = confirmedModel, let flow {
+                let answered = Set(pending.map(\.id))
+                replayed = Speculation.replay(over: model, flow: flow, pending: pending.map { Speculation.Command(id: $0.id, ops: $0.ops) },
+                                              known: known.filter { !answered.contains($0.key) }.map(\.value)).state
+            } else {
+                replayed = state
+            }
+        }
+        if notify, replayed != before { out.append(.event(.state)) }
     }
 
     /// A gap or a patch that does not apply: ask for what is missing (or a snapshot).

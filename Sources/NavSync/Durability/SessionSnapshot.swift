@@ -109,6 +109,7 @@ extension Ack {
         var o: JSONObject = ["id": id.json, "rev": .int(Int64(rev)), "results": .array(results.map { .string($0.rawValue) })]
         if duplicate { o["duplicate"] = true }
         if !redirects.isEmpty { o["redirects"] = .array(redirects.map(\.json)) }
+        if !created.isEmpty { o["created"] = .array(created.map { .string($0.description) }) }
         return .object(o)
     }
 
@@ -116,7 +117,8 @@ extension Ack {
         guard let id = try? CommandID(field: json["id"]), let rev = json["rev"]?.intValue,
               let results = json["results"]?.arrayValue?.compactMap({ $0.stringValue.flatMap(OpResult.init(rawValue:)) }) else { return nil }
         self.init(id: id, rev: Int(rev), results: results,
-                  redirects: (json["redirects"]?.arrayValue ?? []).compactMap(Redirect.init(json:)))
+                  redirects: (json["redirects"]?.arrayValue ?? []).compactMap(Redirect.init(json:)),
+                  created: (json["created"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(EntryID.init) })
     }
 }
 

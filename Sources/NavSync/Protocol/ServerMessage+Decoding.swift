@@ -57,7 +57,8 @@ extension ServerMessage {
             }
             message = .ack(session: try f.string("session"), Ack(id: try CommandID(field: id), rev: try f.int("rev"), results: results,
                                                                   duplicate: try f.optionalBool("duplicate") ?? false,
-                                                                  redirects: (o["redirects"]?.arrayValue ?? []).compactMap(Redirect.init(json:))))
+                                                                  redirects: (o["redirects"]?.arrayValue ?? []).compactMap(Redirect.init(json:)),
+                                                                  created: (o["created"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(EntryID.init) }))
         case "error":
             let code = try f.string("code")
             var guarded: NavError.Guarded?

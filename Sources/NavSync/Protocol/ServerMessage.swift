@@ -196,6 +196,16 @@ public enum ServerMessage: Sendable, Equatable {
             out.append(ascii: #","redirects":"#)
             JSON.array(ack.redirects.map(\.json)).write(into: &out)
         }
+        if !ack.created.isEmpty {
+            out.append(ascii: #","created":["#)
+            for (i, id) in ack.created.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(ascii: "\"e")
+                out.append(decimal: id.number)
+                out.append(UInt8(ascii: "\""))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
         out.append(UInt8(ascii: "}"))
     }
 
@@ -264,6 +274,7 @@ public enum ServerMessage: Sendable, Equatable {
             o["results"] = .array(a.results.map { .string($0.rawValue) })
             if a.duplicate { o["duplicate"] = true }
             if !a.redirects.isEmpty { o["redirects"] = .array(a.redirects.map(\.json)) }
+            if !a.created.isEmpty { o["created"] = .array(a.created.map { .string($0.description) }) }
         case .error(let e):
             type("error")
             o["code"] = .string(e.code.rawValue); o["message"] = .string(e.message)

@@ -137,13 +137,19 @@ public struct Ack: Sendable, Equatable {
     public var duplicate = false
     /// The redirects guards made, in order (section 18); empty for most commands.
     public var redirects: [Redirect] = []
+    /// The ids of the entries and alerts the command's ops allocated, in allocation
+    /// order (docs/protocol.md, "References to one's own entries"): what `"~CMD.N"`
+    /// names. Empty when it allocated none.
+    public var created: [EntryID] = []
 
-    public init(id: CommandID, rev: Int, results: [OpResult], duplicate: Bool = false, redirects: [Redirect] = []) {
+    public init(id: CommandID, rev: Int, results: [OpResult], duplicate: Bool = false, redirects: [Redirect] = [],
+                created: [EntryID] = []) {
         self.id = id
         self.rev = rev
         self.results = results
         self.duplicate = duplicate
         self.redirects = redirects
+        self.created = created
     }
 }
 

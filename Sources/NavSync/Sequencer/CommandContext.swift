@@ -32,6 +32,19 @@ public struct CommandContext: Sendable, ~Copyable {
     public internal(set) var didReset = false
     /// Ids a `load` skipped when it raised the counter: never allocated, so never gone.
     public internal(set) var skipped: Range<Int>?
+    /// Ids allocated by ops a guard's redirect undid (the counter stays past them):
+    /// not among the command's `created`.
+    var undone: [Range<Int>]?
+
+    /// The ids this command allocated, in order, up to `next` (the counter after it):
+    /// neither those a `load` skipped nor those of an op a redirect undid.
+    func created(upTo next: Int) -> [EntryID] {
+        guard firstID < next else { return [] }
+        if skipped == nil, undone == nil { return (firstID..<next).map(EntryID.init) }
+        return (firstID..<next).filter { n in
+            !(skipped?.contains(n) ?? false) && !(undone?.contains { $0.contains(n) } ?? false)
+        }.map(EntryID.init)
+    }
     /// Operations the sender may not run, with why (DESIGN.md section 10). Checked on
     /// every operation that runs, including those a deep link expands to.
     public let refused: [OpName: String]

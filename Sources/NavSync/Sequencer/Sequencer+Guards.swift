@@ -30,6 +30,7 @@ extension Sequencer {
             taken.append(g.name)
             if !before.isOnActivePath(failure.entry) {
                 let next = working.nextID
+                if before.nextID < next { ctx.undone = (ctx.undone ?? []) + [before.nextID..<next] }
                 working = before
                 working.nextID = next
             }

@@ -159,6 +159,16 @@ public struct Sequencer: Sendable {
         if let base = command.base, base > rev {
             return .failed(NavError(.badRequest, "'base' \(base) is ahead of the current revision \(rev)", rev: rev))
         }
+        // References to the sender's own entries become the ids they name; the command is
+        // remembered, journaled and recorded as sent.
+        var ops = command.ops
+        for index in ops.indices {
+            do throws(NavError) {
+                if let resolved = try resolvingReferences(in: ops[index], client: client) { ops[index] = resolved }
+            } catch {
+                return failed(error, command.ops[index], index: index)
+            }
+        }
         var ctx = CommandContext(conflicts: nil, firstID: document.nextID, refused: refused)
         if command.onConflict == .reject, let base = command.base {
             ctx.conflicts = ConflictGuard(base: base, rev: rev, lastChanged: lastChanged, removedAt: removedAt)
@@ -171,9 +181,9 @@ public struct Sequencer: Sendable {
         // (An op that does not decode, `restore` and `load` among them, takes the general
         // path below, which names the error.)
         // Any other lone op that decodes goes to the general path decoded.
-        if command.ops.count == 1, let op = try? Operation(json: command.ops[0]) {
+        if ops.count == 1, let op = try? Operation(json: ops[0]) {
             guard op.action.editsOneStackAtomically else {
-                return submitOnCopy(command, lone: consume op, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
+                return submitOnCopy(command, ops: ops, lone: consume op, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
             }
             let result: OpResult
             do throws(NavError) { result = try document.apply(op, &ctx) } catch { return failed(error, command.ops[0], index: 0) }
@@ -184,7 +194,7 @@ public struct Sequencer: Sendable {
                document.firstGuardFailure(afterEditAt: edit.path) != nil {
                 document.undo(edit, cut: ctx.cutEntries, firstID: ctx.firstID)
                 var fresh = CommandContext(conflicts: ctx.conflicts, firstID: ctx.firstID, refused: ctx.refused)
-                return submitOnCopy(command, lone: op, client: client, sender: sender, trusted: trusted, careful: true, &fresh, journalAs: journalAs)
+                return submitOnCopy(command, ops: ops, lone: op, client: client, sender: sender, trusted: trusted, careful: true, &fresh, journalAs: journalAs)
             }
             guard result == .applied else { return unchanged(command, client: client, results: result.alone) }
             // The edit is moved out of the context (nothing reads it there again), not copied.
@@ -193,24 +203,24 @@ public struct Sequencer: Sendable {
             }
             return commit(command, client: client, sender: sender, results: result.alone, diff: diff, ctx)
         }
-        return submitOnCopy(command, lone: nil, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
+        return submitOnCopy(command, ops: ops, lone: nil, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
     }
 
     /// The general path: the ops applied in turn to a copy of the document, kept if they
     /// all apply, and the two trees diffed. `lone`: the command's one op, decoded
-    /// already (not decoded again).
+    /// already (not decoded again). `ops`: the command's, with references resolved.
     /// In a guarded flow the ops first run as they are, with the active path checked
     /// after each; only when a guard fails does the command run again `careful`ly, with
     /// the document as it was before each op kept for a redirect to undo it.
-    private mutating func submitOnCopy(_ command: Command, lone: Operation?, client: String, sender: Sender, trusted: Bool,
+    private mutating func submitOnCopy(_ command: Command, ops: [JSON], lone: Operation?, client: String, sender: Sender, trusted: Bool,
                                        careful: Bool = false, _ ctx: inout CommandContext, journalAs: (Int, JSON) -> Void) -> Outcome {
         var working = document
         // A lone op (an `open` most often) gets the shared array of its result, not one of its own.
         var results: [OpResult] = []
-        if command.ops.count > 1 { results.reserveCapacity(command.ops.count) }
+        if ops.count > 1 { results.reserveCapacity(ops.count) }
         let guarded = document.flow.isGuarded
         var redirects: [Redirect] = []
-        for (index, json) in command.ops.enumerated() {
+        for (index, json) in ops.enumerated() {
             do throws(NavError) {
                 let before: NavDocument? = careful ? working : nil
                 var result: OpResult
@@ -230,7 +240,7 @@ public struct Sequencer: Sendable {
                         result = try Self.enforceGuards(op: index, before: before, &working, &ctx, redirects: &redirects) ?? result
                     } else if working.firstGuardFailure() != nil {
                         var fresh = CommandContext(conflicts: ctx.conflicts, firstID: ctx.firstID, refused: ctx.refused)
-                        return submitOnCopy(command, lone: lone, client: client, sender: sender, trusted: trusted, careful: true, &fresh, journalAs: journalAs)
+                        return submitOnCopy(command, ops: ops, lone: lone, client: client, sender: sender, trusted: trusted, careful: true, &fresh, journalAs: journalAs)
                     }
                 }
                 if command.ops.count == 1 { results = result.alone } else { results.append(result) }
@@ -276,7 +286,7 @@ public struct Sequencer: Sendable {
                                  diff: borrowing StateDiff, _ ctx: borrowing CommandContext) -> Outcome {
         rev += 1
         record(diff, ctx, allocated: ctx.firstID..<document.nextID)
-        let ack = Ack(id: command.id, rev: rev, results: results, redirects: redirects)
+        let ack = Ack(id: command.id, rev: rev, results: results, redirects: redirects, created: ctx.created(upTo: document.nextID))
         let patch = Patch(rev: rev, by: client, cmd: command.id, operations: diff.operations)
         idempotency.remember(client: client, ack, command: command)
         if !log.isCovered(by: history) { log.append(patch) }

@@ -123,6 +123,21 @@ public struct NavTree: Sendable, Hashable {
         return ofType.count == 1 ? ofType[0] : nil
     }
 
+    /// The coordinator an address names, or why none: not on the tree, or a type name
+    /// that several coordinators on the tree have.
+    public func find(_ address: String) -> Result<NavCoordinator, NavError> {
+        if let c = coordinator(address) { return .success(c) }
+        let all = coordinators
+        if all.contains(where: { c in c.entries.contains { $0.id == address } }) {
+            return .failure(NavError(.invalidOp, "entry '\(address)' opens no coordinator"))
+        }
+        let count = all.filter { $0.type == address }.count
+        if count > 1 {
+            return .failure(NavError(.invalidOp, "'\(address)' is ambiguous: \(count) coordinators of that type are on the tree; name one by the entry id that opened it"))
+        }
+        return .failure(NavError(.notFound, "no coordinator '\(address)' is on the tree"))
+    }
+
     /// The active path: the entries a device shows, root first (section 3).
     public var activePath: [NavEntry] {
         var out: [NavEntry] = []

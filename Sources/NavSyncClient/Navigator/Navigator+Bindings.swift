@@ -3,14 +3,16 @@ import NavSync
 /// Two-way bindings: what SwiftUI's `NavigationStack(path:)`, `.sheet(item:)`,
 /// `.fullScreenCover(item:)`, `TabView(selection:)` and `.alert` read and write.
 ///
-/// There is one source of truth, the mirror; each binding is computed from it and never
-/// kept as a second copy. A write turns into one intent (`BindingIntent`) and one
-/// command: a shorter path (the user swiped back) is a `pop` from the first removed
-/// entry's id, so two devices swiping back at once pop once; a longer one pushes; any
-/// other change is a `setStack`. Until the server answers, the binding shows what was
-/// written (else SwiftUI would push the view back); the answer's patch then updates the
-/// mirror, and a refusal drops the write, so the binding snaps back to the mirror and
-/// the error is in `lastError`.
+/// There is one source of truth, the shown state (the confirmed mirror with this
+/// navigator's pending commands replayed over it); each binding is computed from it and
+/// never kept as a second copy. A write turns into one intent (`BindingIntent`),
+/// computed against the shown state, and one command, shown at once: a shorter path
+/// (the user swiped back) is a `pop` from the first removed entry's id (a `"~C.N"`
+/// reference when a pending command made it), so two devices swiping back at once pop
+/// once; a longer one pushes; any other change is a `setStack`. A second gesture before
+/// the server answers the first is computed against the first. A refusal takes the
+/// command's effect out of the shown state, so the binding snaps back, and the error is
+/// in `lastError`; so is a write to a coordinator that is not on the tree.
 extension Navigator {
     /// The stack coordinator at `address` (a type name, an entry id or `"root"`), its
     /// entries read as `Route`.
@@ -25,28 +27,37 @@ extension Navigator {
 
     /// The alert shown; setting nil answers it with its cancel button (else its last).
     public var presentedAlert: NavAlert? {
-        get { pending["alert"] != nil ? nil : tree?.alert }
+        get { tree?.alert }
         set {
             guard newValue == nil, let alert = tree?.alert, let button = alert.dismissButton else { return }
-            write("alert", shows: .null, [Operation(.respond(alert: alert.id, button: button.id))])
+            write([Operation(.respond(alert: alert.id, button: button.id))])
         }
     }
 
-    /// Shows `shows` at `key` until the command of `operations` is answered; a refusal
-    /// goes to `lastError`. A later write to the same key replaces an earlier one.
-    func write(_ key: String, shows: JSON, _ operations: [Operation]) {
+    /// A binding's write: shown at once, sent at once; a refusal goes to `lastError`.
+    func write(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
-        writes += 1
-        let mine: JSON = ["write": .int(Int64(writes)), "shows": shows]
-        pending[key] = mine
-        Task {
-            do throws(NavError) { try await send(operations) } catch { lastError = error }
-            if pending[key] == mine { pending[key] = nil }
+        gesture(operations) { [weak self] result in
+            if case .failure(let error) = result { self?.lastError = error }
         }
     }
 
-    /// What a binding shows at `key`: the write in flight, else nil (the mirror).
-    func shown(_ key: String) -> JSON? { pending[key]?["shows"] }
+    /// The coordinator a binding's write goes to, or nil with `lastError` saying why
+    /// (not on the tree, or a type name that several coordinators have).
+    func writeTarget(_ address: String, _ kind: CoordinatorKind) -> NavCoordinator? {
+        guard let tree else {
+            lastError = NavError(.notFound, "nothing to write to yet: the navigator has no state (not joined, nothing stored)")
+            return nil
+        }
+        switch tree.find(address) {
+        case .success(let c) where c.kind == kind: return c
+        case .success(let c):
+            lastError = NavError(.invalidOp, "'\(address)' is a \(c.kind.rawValue) coordinator, not a \(kind.rawValue); the write was dropped")
+        case .failure(let e):
+            lastError = NavError(e.code, e.message + "; the write was dropped")
+        }
+        return nil
+    }
 }
 
 /// A stack coordinator, bound. Layer 0 is its root entry and what is pushed on it
@@ -82,41 +93,28 @@ public struct StackBinding<Route: NavRoute> {
         nonmutating set { setModal(newValue, .cover, above: 0) }
     }
 
-    private func key(_ what: String, _ layer: Int) -> String { "\(address)|\(what)|\(layer)" }
-
     /// The routes pushed in a layer.
     public func path(layer: Int) -> [Route] {
-        if let shown = navigator.shown(key("path", layer)) {
-            return (shown.arrayValue ?? []).compactMap { RouteCoding.route(Route.self, name: $0["route"]?.stringValue ?? "",
-                                                                           params: $0["params"]?.objectValue ?? [:]) }
-        }
         guard let layers = coordinator?.layers, layer < layers.count else { return [] }
         return layers[layer].pushes.compactMap { $0.route(as: Route.self) }
     }
 
     /// Writes a layer's path: one command (see `BindingIntent.path`).
     public func setPath(_ routes: [Route], layer: Int) {
-        guard let c = coordinator else { return }
-        let ops = BindingIntent.path(c, at: address, layer: layer, to: routes)
-        let shows = JSON.array(routes.compactMap { try? RouteCoding.item($0) }.map { ["route": .string($0.route), "params": .object($0.params)] })
-        navigator.write(key("path", layer), shows: shows, ops)
+        guard let c = navigator.writeTarget(address, .stack) else { return }
+        navigator.write(BindingIntent.path(c, at: address, layer: layer, to: routes))
     }
 
     /// The modal of that style shown above a layer, if any.
     public func modal(above layer: Int, _ style: Presentation) -> Route? {
-        if let shown = navigator.shown(key(style.rawValue, layer)) {
-            return shown.isNull ? nil : RouteCoding.route(Route.self, name: shown["route"]?.stringValue ?? "", params: shown["params"]?.objectValue ?? [:])
-        }
         guard let layers = coordinator?.layers, layer + 1 < layers.count, layers[layer + 1].presentation == style else { return nil }
         return layers[layer + 1].root.route(as: Route.self)
     }
 
     /// Shows a modal above a layer, replaces the one shown, or (nil) dismisses it.
     public func setModal(_ route: Route?, _ style: Presentation, above layer: Int) {
-        guard let c = coordinator else { return }
-        let ops = BindingIntent.modal(c, at: address, above: layer, style: style, to: route)
-        let shows: JSON = route.flatMap { try? RouteCoding.item($0) }.map { ["route": .string($0.route), "params": .object($0.params)] } ?? .null
-        navigator.write(key(style.rawValue, layer), shows: shows, ops)
+        guard let c = navigator.writeTarget(address, .stack) else { return }
+        navigator.write(BindingIntent.modal(c, at: address, above: layer, style: style, to: route))
     }
 }
 
@@ -133,16 +131,10 @@ public struct TabsBinding<Route: NavRoute> {
 
     /// The selected tab's route; setting it selects the first tab of that route.
     public var selection: Route? {
-        get {
-            if let shown = navigator.shown("\(address)|selection") {
-                return RouteCoding.route(Route.self, name: shown["route"]?.stringValue ?? "", params: shown["params"]?.objectValue ?? [:])
-            }
-            return coordinator?.visible?.route(as: Route.self)
-        }
+        get { coordinator?.visible?.route(as: Route.self) }
         nonmutating set {
-            guard let c = coordinator, let newValue, let item = try? RouteCoding.item(newValue) else { return }
-            let ops = BindingIntent.select(c, at: address, to: newValue)
-            navigator.write("\(address)|selection", shows: ["route": .string(item.route), "params": .object(item.params)], ops)
+            guard let newValue, let c = navigator.writeTarget(address, .tabs) else { return }
+            navigator.write(BindingIntent.select(c, at: address, to: newValue))
         }
     }
 }

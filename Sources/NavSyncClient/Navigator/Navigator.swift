@@ -12,8 +12,15 @@ import NavSync
 /// the machine's effects out through a `WebSocketTransport`, and publishes what the
 /// machine holds as `@Observable` properties.
 ///
-/// Every call that changes the session is one command, awaited: it returns the server's
-/// `Ack` once the change is in the mirror, or throws the server's `NavError`.
+/// The navigator never waits for the network (docs/swift.md, "Three states"): what it
+/// shows (`state`, `tree`, every binding) is its own unanswered commands replayed over
+/// the server's confirmed state, so a gesture is on screen in the same main-actor turn,
+/// and a second gesture is computed against the first. A command the server refuses
+/// leaves the shown state again (and `lastError` says why). Offline, commands queue,
+/// and with a `store` an app launched without a network opens on its last state.
+///
+/// Every call that changes the session is one command: it is shown at once and
+/// returns the server's `Ack` once answered, or throws the server's `NavError`.
 ///
 /// ```swift
 /// let nav = Navigator(.init(session: "demo", url: "ws://127.0.0.1:7420/ws"),
@@ -38,20 +45,34 @@ public final class Navigator {
         /// Create the session when it does not exist, of this flow.
         public var create: Bool
         public var flow: String?
-        /// Reconnect after a lost connection (default true).
+        /// Reconnect after a lost connection, and keep trying when the first one fails
+        /// (default true).
         public var reconnect: Bool
+        /// Where the session is kept between launches (confirmed state, flow, epoch,
+        /// pending commands); nil keeps nothing. By default a file per server and
+        /// session in the app's support folder (`FileStore`).
+        public var store: (any NavigatorStore)?
+        /// Commands kept while unanswered (offline they pile up); past it a gesture is
+        /// refused at once with `full`.
+        public var maxPending: Int
 
         public init(session: String, urls: [WebSocketURL] = [.default], name: String = "app", token: String? = nil,
-                    role: String? = nil, create: Bool = false, flow: String? = nil, reconnect: Bool = true) {
+                    role: String? = nil, create: Bool = false, flow: String? = nil, reconnect: Bool = true,
+                    store: (any NavigatorStore)? = FileStore.standard, maxPending: Int = 1_000) {
             self.session = session; self.urls = urls; self.name = name; self.token = token
             self.role = role; self.create = create; self.flow = flow; self.reconnect = reconnect
+            self.store = store; self.maxPending = maxPending
         }
 
         /// The same, with the server given as text (`ws://host:7420/ws`, `host:7420`);
-        /// a text that is not a server address leaves the default.
+        /// a text that is not a server address is `bad_params`.
         public init(session: String, url: String, name: String = "app", token: String? = nil,
-                    create: Bool = false, flow: String? = nil) {
-            self.init(session: session, urls: [WebSocketURL(url) ?? .default], name: name, token: token, create: create, flow: flow)
+                    create: Bool = false, flow: String? = nil,
+                    store: (any NavigatorStore)? = FileStore.standard) throws(NavError) {
+            guard let parsed = WebSocketURL(url) else {
+                throw NavError(.badParams, "'\(url)' is not a server address: give ws://HOST:PORT/ws, wss://HOST/ws, http(s)://HOST:PORT or HOST:PORT")
+            }
+            self.init(session: session, urls: [parsed], name: name, token: token, create: create, flow: flow, store: store)
         }
     }
 
@@ -63,31 +84,43 @@ public final class Navigator {
         case joined
         /// Lost; trying again (commands wait and are resent).
         case reconnecting(reason: String)
+        /// Not joined yet in this run: the first connection failed (why), and the
+        /// navigator keeps trying. It shows the stored state, if any, and navigates;
+        /// commands wait and go out once joined.
+        case offline(reason: String)
         /// Closed for good: `close()`, or refused (with the reason).
         case closed(reason: String)
     }
 
     public let options: Options
     public private(set) var status = Status.idle
-    /// The mirrored state document, as the server's `snapshot` would give it.
+    /// The state shown: the confirmed state with this navigator's pending commands
+    /// replayed over it. Entries a pending command made have ids `"~C.N"` until the
+    /// server's answer names them. Equal to `confirmedState` once nothing is pending.
     public private(set) var state: JSON?
-    /// The revision of `state`.
-    public private(set) var rev = 0
+    /// The server's revision that `state` is built on (`confirmedRev`).
+    public var rev: Int { confirmedRev }
+    /// The state as of the last patch: the server's truth.
+    public private(set) var confirmedState: JSON?
+    /// The revision of `confirmedState`.
+    public private(set) var confirmedRev = 0
+    /// This navigator's commands not yet confirmed (made offline ones included).
+    public private(set) var pendingCommands = 0
     /// The session's flow as the server sent it.
     public private(set) var flow: Flow?
     public private(set) var members: [Member] = []
     /// This client's identity (kept across reconnects).
     public private(set) var clientID: String?
-    /// The last refusal of a change made through a binding (the model snapped back), or
-    /// of something not tied to a command. Set it to nil once shown.
+    /// The last refusal of a change made through a binding (its effect left the shown
+    /// state), of a write that named nothing, or of something not tied to a command.
+    /// Set it to nil once shown.
     public var lastError: NavError?
-    /// Binding writes in flight, by coordinator and place: what the bindings show until
-    /// the server answers (see `Navigator+Bindings.swift`).
-    var pending: [String: JSON] = [:]
-    @ObservationIgnored var writes = 0
+    /// The last time the session was made anew while this navigator was away (its
+    /// pending commands were dropped with `gone`): why. Set it to nil once shown.
+    public var lastReset: String?
 
-    /// Whether a change made through a binding is still waiting for the server.
-    public var isWriting: Bool { !pending.isEmpty }
+    /// Whether a change is still waiting for the server.
+    public var isWriting: Bool { pendingCommands > 0 }
 
     /// The state, read: coordinators, entries, the alert, the active path.
     public var tree: NavTree? { state.flatMap(NavTree.init) }
@@ -109,7 +142,8 @@ public final class Navigator {
     @ObservationIgnored private let eventSink: AsyncStream<(Int, TransportEvent)>.Continuation
     @ObservationIgnored private var consumer: Task<Void, Never>?
     @ObservationIgnored private var ticker: Task<Void, Never>?
-    @ObservationIgnored private var answers: [Int64: CheckedContinuation<Result<Ack, NavError>, Never>] = [:]
+    @ObservationIgnored private var answers: [Int64: (Result<Ack, NavError>) -> Void] = [:]
+    @ObservationIgnored private var saveScheduled = false
     @ObservationIgnored private var joinWaiters: [CheckedContinuation<Result<Void, NavError>, Never>] = []
     @ObservationIgnored private var closeWaiters: [CheckedContinuation<Void, Never>] = []
     @ObservationIgnored private let routeChecks: [RouteCheck]
@@ -136,15 +170,23 @@ public final class Navigator {
         machineOptions.create = options.create
         machineOptions.flow = options.flow
         machineOptions.reconnect = options.reconnect
+        machineOptions.retryFirstConnect = options.reconnect
+        machineOptions.speculative = true
+        machineOptions.maxPending = options.maxPending
         machine = SessionMachine(options: machineOptions)
         (events, eventSink) = AsyncStream.makeStream(of: (Int, TransportEvent).self)
+        if let saved = options.store?.load(session: options.session, server: machineOptions.urls[0]), machine.restore(saved) {
+            publish()
+        }
     }
 
     // MARK: Connecting
 
-    /// Connects and joins; returns once joined. Throws the server's refusal (no such
-    /// session, forbidden), the first connection's failure, or `bad_params` naming
-    /// every mismatch between the typed routes and the session's flow.
+    /// Connects and joins; returns once joined. When the first connection fails, the
+    /// navigator keeps trying (`status` is `.offline`) and navigates on what it shows:
+    /// with a stored state it returns then, without one it throws why the connection
+    /// failed. Throws the server's refusal (no such session, forbidden), or
+    /// `bad_params` naming every mismatch between the typed routes and the session's flow.
     public func connect() async throws(NavError) {
         if consumer == nil {
             consumer = Task { [weak self, events] in
@@ -164,11 +206,16 @@ public final class Navigator {
             }
         }
         if status == .joined { return }
-        refusal = nil
-        status = .connecting
-        perform(machine.start())
+        if case .offline = status {
+            // Already trying: wait for the join (or the next failure).
+        } else {
+            refusal = nil
+            status = .connecting
+            perform(machine.start())
+        }
         let joined = await withCheckedContinuation { joinWaiters.append($0) }
         try joined.get()
+        guard status == .joined else { return }   // offline, on the stored state
         if let flow {
             let problems = routeChecks.flatMap { $0.mismatches(flow) }
             if !problems.isEmpty {
@@ -191,18 +238,29 @@ public final class Navigator {
 
     // MARK: Commands
 
-    /// Sends one command of these operations and waits for its answer: the ack once its
-    /// patch is in the mirror, or the server's error. It waits through reconnects (and
-    /// is resent under its id); on a navigator closed for good it fails at once.
+    /// Sends one command of these operations: it is shown at once (before this call
+    /// first suspends), and the call returns the server's ack, or throws its error (the
+    /// effect then leaves the shown state). It waits through reconnects and offline
+    /// spells (and is resent under its id); on a navigator closed for good it fails at once.
     @discardableResult
     public func send(_ operations: [Operation], base: Int? = nil, onConflict: ConflictPolicy = .rebase) async throws(NavError) -> Ack {
-        if case .closed(let reason) = status { throw NavError(.internal, "the navigator is closed (\(reason)); nothing was sent") }
-        let (id, effects) = machine.command(operations.map(\.json), base: base, onConflict: onConflict)
         let result = await withCheckedContinuation { k in
-            answers[id] = k
-            perform(effects)
+            gesture(operations, base: base, onConflict: onConflict) { k.resume(returning: $0) }
         }
         return try result.get()
+    }
+
+    /// Shows a command at once and sends it; `answered` gets the server's answer.
+    func gesture(_ operations: [Operation], base: Int? = nil, onConflict: ConflictPolicy = .rebase,
+                 answered: @escaping (Result<Ack, NavError>) -> Void) {
+        if case .closed(let reason) = status {
+            return answered(.failure(NavError(.internal, "the navigator is closed (\(reason)); nothing was sent")))
+        }
+        let (id, effects) = machine.command(operations.map(\.json), base: base, onConflict: onConflict)
+        answers[id] = answered
+        perform(effects)
+        publish()
+        scheduleSave()
     }
 
     /// Several operations as one atomic command: all apply, as one revision, or none.
@@ -266,7 +324,7 @@ public final class Navigator {
             case .event(let event):
                 handle(event)
             case .answered(let id, let result):
-                answers.removeValue(forKey: id)?.resume(returning: result)
+                answers.removeValue(forKey: id)?(result)
             case .replied, .received:
                 break
             case .finished:
@@ -275,13 +333,39 @@ public final class Navigator {
         }
     }
 
+    /// Publishes what the machine holds; only what changed is set, so observers of an
+    /// unchanged property stay quiet.
+    private func publish() {
+        if state != machine.shown { state = machine.shown }
+        if confirmedState != machine.state { confirmedState = machine.state }
+        if confirmedRev != machine.rev { confirmedRev = machine.rev }
+        let count = machine.pending.count
+        if pendingCommands != count { pendingCommands = count }
+        if flow == nil || machine.flow?.name != flow?.name { flow = machine.flow }
+        if clientID != machine.clientID { clientID = machine.clientID }
+    }
+
+    /// Keeps the session in the store once this main-actor turn is over (one write for
+    /// a burst of changes).
+    private func scheduleSave() {
+        guard options.store != nil, !saveScheduled else { return }
+        saveScheduled = true
+        Task { [weak self] in
+            guard let self else { return }
+            self.saveScheduled = false
+            if let saved = self.machine.saved { self.options.store?.save(saved, server: self.machine.options.urls[0]) }
+        }
+    }
+
     private func handle(_ event: SessionMachine.Event) {
         switch event {
         case .state:
-            // Only what changed is set, so observers of an unchanged property stay quiet.
-            if state != machine.state { state = machine.state }
-            if rev != machine.rev { rev = machine.rev }
-            if flow == nil || machine.flow?.name != flow?.name { flow = machine.flow }
+            publish()
+            scheduleSave()
+        case .reset(let reason):
+            lastReset = reason
+            publish()
+            scheduleSave()
         case .presence:
             members = machine.members
         case .connection(let connected, let reason):
@@ -293,7 +377,17 @@ public final class Navigator {
                 for k in joinWaiters { k.resume(returning: .success(())) }
                 joinWaiters = []
             } else if machine.willRetry {
-                status = .reconnecting(reason: reason)
+                if status == .connecting || { if case .offline = status { true } else { false } }() {
+                    status = .offline(reason: reason)
+                    // The first connection failed: the app goes on with what it shows
+                    // (its stored state), or hears why when there is nothing to show.
+                    let result: Result<Void, NavError> = machine.state != nil ? .success(())
+                        : .failure(NavError(.internal, "could not join '\(options.session)' at \(machine.currentURL): \(reason) (still trying)"))
+                    for k in joinWaiters { k.resume(returning: result) }
+                    joinWaiters = []
+                } else {
+                    status = .reconnecting(reason: reason)
+                }
             }
         case .error(let e):
             lastError = e
@@ -310,8 +404,16 @@ public final class Navigator {
         for k in joinWaiters { k.resume(returning: .failure(failure)) }
         joinWaiters = []
         let closed = NavError(.internal, "the navigator closed (\(reason)) before the command was answered")
-        for (_, k) in answers { k.resume(returning: .failure(closed)) }
+        let waiting = answers
         answers = [:]
+        for (_, k) in waiting { k(.failure(closed)) }
+        // Kept for the next launch: the confirmed state. The commands that failed just now
+        // are not kept (their callers were told).
+        if var saved = machine.saved {
+            saved.pending = []
+            saved.known = []
+            options.store?.save(saved, server: machine.options.urls[0])
+        }
         for k in closeWaiters { k.resume() }
         closeWaiters = []
     }

@@ -21,6 +21,14 @@ extension StackBinding {
     }
 }
 
+extension StackBinding where Route: Identifiable {
+    /// `.sheet(item: home.sheetItem) { route in … }`: the sheet's route; nil dismisses.
+    public var sheetItem: Binding<Route?> { Binding(get: { sheet }, set: { sheet = $0 }) }
+
+    /// `.fullScreenCover(item: home.coverItem) { route in … }`; nil dismisses.
+    public var coverItem: Binding<Route?> { Binding(get: { cover }, set: { cover = $0 }) }
+}
+
 extension TabsBinding where Route: Hashable {
     /// `TabView(selection: main.selectionBinding)`.
     public var selectionBinding: Binding<Route?> { Binding(get: { selection }, set: { selection = $0 }) }
@@ -35,8 +43,10 @@ extension Navigator {
 }
 
 extension View {
-    /// Connects the navigator while the view is shown, and reports each revision the
-    /// view has rendered, so the other devices see what this one shows.
+    /// Connects the navigator while the view is shown (it keeps trying when the network
+    /// is not there: the view shows the stored state and navigates meanwhile), and
+    /// reports each revision the view has rendered, so the other devices see what this
+    /// one shows.
     public func navsync(_ navigator: Navigator) -> some View {
         task { try? await navigator.connect() }
             .onChange(of: navigator.rev, initial: true) { _, rev in navigator.renderedRevision = rev }

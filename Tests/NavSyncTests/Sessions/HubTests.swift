@@ -56,13 +56,14 @@ struct HubTests {
             let got = f.inbox(member, cmd)
             #expect(got.count == 1 && got[0]["type"] == "patch" && got[0]["rev"] == 1 && got[0]["by"] == "c3" && got[0]["cmd"] == "k1")
         }
-        #expect(f.inbox(outsider, cmd) == [["type": "ack", "id": "k1", "session": "demo", "rev": 1, "results": ["applied"]]])
+        #expect(f.inbox(outsider, cmd) == [["type": "ack", "id": "k1", "session": "demo", "rev": 1, "results": ["applied"],
+                                            "created": ["e2", "e3", "e4", "e5", "e6", "e7", "e8", "e9", "e10"]]])
         // A member sender gets the patch first, then the ack.
         let own = f.inbox(a, f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "push", "route": "detail", "params": ["id": 1]]]]))
         #expect(own.map { $0["type"] } == ["patch", "ack"])
         // The same command again: the original ack, marked duplicate, no patch.
         let dup = f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "push", "route": "detail", "params": ["id": 1]]]])
-        #expect(f.inbox(b, dup).isEmpty && f.inbox(a, dup) == [["type": "ack", "id": 2, "session": "demo", "rev": 2, "results": ["applied"], "duplicate": true]])
+        #expect(f.inbox(b, dup).isEmpty && f.inbox(a, dup) == [["type": "ack", "id": 2, "session": "demo", "rev": 2, "results": ["applied"], "duplicate": true, "created": ["e11"]]])
         // Its id reused for another command: id_reused, no patch.
         let reused = f.send(a, ["type": "command", "session": "demo", "id": 2, "ops": [["op": "reset"]]])
         #expect(f.inbox(b, reused).isEmpty && f.inbox(a, reused).map { $0["code"] } == ["id_reused"])
