@@ -20,11 +20,19 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
     /// While set, nothing the hub answers reaches a client (a link that broke after the
     /// server applied a command, before its ack got out).
     var deaf = false
+    /// While set, messages wait in both directions until `deliver` (a network with a
+    /// round trip): what clients send waits in `upstream`, what the hub answers in
+    /// `downstream`, each in order.
+    var holding = false
+    private var upstream: [(Connection, [UInt8])] = []
+    private var downstream: [(Int, TransportEvent)] = []
+    var inFlight: Int { upstream.count + downstream.count }
 
-    init(configure: (inout HubConfiguration) -> Void = { _ in }) {
+    /// `epoch`: what this server's epochs start with (another one: a session made anew).
+    init(epoch: String = "ep", configure: (inout HubConfiguration) -> Void = { _ in }) {
         var config = HubConfiguration()
         configure(&config)
-        hub = Hub(configuration: config, flows: [studioFlow], ids: .counting())
+        hub = Hub(configuration: config, flows: [studioFlow], ids: .counting(epoch: epoch))
         _ = hub.handle(.started, now: 0)
     }
 
@@ -50,7 +58,29 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
         return c
     }
 
+    /// Lets up to `up` of the waiting client messages reach the hub, then up to `down`
+    /// of the waiting answers reach their clients (nil: all of them).
+    func deliver(up: Int? = nil, down: Int? = nil) {
+        let ups = upstream.prefix(up ?? upstream.count)
+        upstream.removeFirst(ups.count)
+        for (c, bytes) in ups { handleText(bytes, from: c) }
+        let downs = downstream.prefix(down ?? downstream.count)
+        downstream.removeFirst(downs.count)
+        for (id, event) in downs { connections[id]?.events(event) }
+    }
+
+    /// Everything in flight delivered, both ways, until nothing is left.
+    func drain() {
+        while inFlight > 0 { deliver() }
+    }
+
     fileprivate func received(_ bytes: [UInt8], from c: Connection) {
+        guard connections[c.id] != nil else { return }
+        if holding { upstream.append((c, bytes)); return }
+        handleText(bytes, from: c)
+    }
+
+    private func handleText(_ bytes: [UInt8], from c: Connection) {
         guard connections[c.id] != nil else { return }
         if let json = try? JSON.parse(bytes) { sent.append(json) }
         perform(hub.handle(.text(c.id, bytes), now: 0))
@@ -79,12 +109,16 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
         if deaf { return }
         for e in effects {
             switch e {
-            case .send(let to, let m, let id): connections[to]?.events(.text(m.bytes(id: id)))
-            case .broadcast(_, let m, let to): for c in to { connections[c]?.events(.text(m.bytes())) }
+            case .send(let to, let m, let id): emit(to, .text(m.bytes(id: id)))
+            case .broadcast(_, let m, let to): for c in to { emit(c, .text(m.bytes())) }
             case .close(let c, let code, _): if let conn = connections[c] { closed(conn, code: code) }
             default: break
             }
         }
+    }
+
+    private func emit(_ to: Int, _ event: TransportEvent) {
+        if holding { downstream.append((to, event)) } else { connections[to]?.events(event) }
     }
 
     final class Connection: TransportConnection, @unchecked Sendable {

@@ -152,3 +152,76 @@ struct SessionMachineTests {
         #expect(m.connection == .stopped && m.retry().isEmpty)
     }
 }
+
+/// The speculative machine (docs/protocol.md, "The client's three states") as a value,
+/// against the core's sequencer playing the server: the order of a command's patch and
+/// ack does not matter, and what it made is never counted twice.
+@Suite("Client: confirmed, pending, shown")
+struct SpeculativeMachineTests {
+    static func bytes(_ m: ServerMessage, id: JSON? = nil) -> [UInt8] { m.json(id: id).encoded() }
+
+    /// A speculative machine joined to a session on the demo flow at `main`, and that
+    /// session's sequencer.
+    func joined() -> (SessionMachine, Sequencer) {
+        var server = Sequencer(flow: .demo, epoch: "ep")
+        _ = server.submit(Command(id: .string("setup"), ops: [["op": "setRoot", "route": "main"]]), client: "other")
+        var options = SessionMachine.Options()
+        options.speculative = true
+        var m = SessionMachine(options: options)
+        _ = m.start()
+        _ = m.opened()
+        _ = m.received(Self.bytes(.welcome(.init(client: "me", server: "s", heartbeat: 30, limits: ProtocolLimits()))))
+        _ = m.received(Self.bytes(.joined(.init(session: "demo", epoch: "ep", rev: server.rev, flow: Flow.demo.source,
+                                                 members: [], catchUp: .state(server.state.json)))))
+        #expect(m.flow != nil && m.shown == server.state.json)
+        return (m, server)
+    }
+
+    /// The server's answer to one sent command: its patch and its ack.
+    func answer(_ server: inout Sequencer, _ effects: [SessionMachine.Effect]) -> (patch: [UInt8], ack: [UInt8]) {
+        let sent = effects.compactMap { if case .send(let b) = $0 { try? JSON.parse(b) } else { nil } }
+        guard let command = sent.last?.objectValue, case .applied(let ack, let patch) = server.submit(command, client: "me") else {
+            Issue.record("not applied")
+            return ([], [])
+        }
+        return (Self.bytes(.patch(session: "demo", patch)), Self.bytes(.ack(session: "demo", ack)))
+    }
+
+    @Test(arguments: [false, true])
+    func aCommandsPatchAndAckInEitherOrder(ackFirst: Bool) {
+        var (m, server) = joined()
+        let (_, first) = m.command([["op": "push", "route": "detail", "params": ["id": 1]]])
+        let pushed = m.shown.flatMap { try? $0.value(at: "/root/current/coordinator/tabs/0/coordinator/stack/1/id") }
+        #expect(pushed == "~1.0")
+        // A back swipe from it, made before any answer: by reference.
+        let (_, second) = m.command([["op": "pop", "from": "~1.0"]])
+        let a1 = answer(&server, first), a2 = answer(&server, second)
+        for message in ackFirst ? [a1.ack, a1.patch] : [a1.patch, a1.ack] {
+            _ = m.received(message)
+            // Never the push twice, never the back swipe lost.
+            #expect(m.shown.flatMap { try? $0.value(at: "/root/current/coordinator/tabs/0/coordinator/stack") }?.arrayValue?.count == 1)
+        }
+        #expect(m.rev == 2 && m.pending.count == 1)
+        _ = m.received(a2.patch)
+        _ = m.received(a2.ack)
+        #expect(m.pending.isEmpty && m.rev == 3 && m.shown == server.state.json && m.state == server.state.json)
+    }
+
+    /// Kept and read back: the state, the flow, the identity, the counter and the
+    /// pending commands, which are shown again at once.
+    @Test func aSavedSessionReadsBack() throws {
+        var (m, _) = joined()
+        _ = m.command([["op": "push", "route": "detail", "params": ["id": 1]]])
+        let saved = try #require(m.saved)
+        let back = try #require(SavedSession(json: try JSON.parse(saved.json.encoded())))
+        #expect(back == saved)
+        var options = SessionMachine.Options()
+        options.speculative = true
+        var again = SessionMachine(options: options)
+        let restored = again.restore(back)
+        #expect(restored)
+        #expect(again.shown == m.shown && again.clientID == "me" && again.nextCommand == 2 && again.unacknowledged == 1)
+        let twice = again.restore(back)
+        #expect(!twice, "only into a machine with nothing of its own")
+    }
+}
