@@ -118,6 +118,8 @@ final class Interactive {
                     }
                 }
                 say(describe(e), error: true)
+            case .reset(let reason):
+                say(reason, error: true)
             }
             draw()
         }

@@ -253,6 +253,8 @@ enum Scripted {
             case .error(let e):
                 Stderr.line("navclient: \(describe(e))")
                 if !everJoined { loop.stop() }
+            case .reset(let reason):
+                Stderr.line("navclient: \(reason)")
             default: break
             }
         }

@@ -10,14 +10,52 @@ import ShopModel
 // the first error.
 //
 //   shop-headless [ws://127.0.0.1:7420/ws] [--session demo]
+//   shop-headless URL --gestures N [--every-ms 20] [--navigators 1] [--seed 1] [--check URL]
+//       random gestures through the bindings, measured (Gestures.swift)
 
+let usage = """
+    usage: shop-headless [URL...] [--session NAME]
+           shop-headless URL... --gestures N [--every-ms MS] [--navigators K] [--seed S] [--check URL] [--session NAME]
+
+    """
 var urls: [WebSocketURL] = []
 var session = "demo"
+var gestures: GestureRun?
 var arguments = CommandLine.arguments.dropFirst()
+@MainActor func number(_ flag: String) -> Int {
+    guard let text = arguments.popFirst(), let n = Int(text), n >= 0 else {
+        FileHandle.standardError.write(Data("shop-headless: \(flag) needs a number\n\(usage)".utf8)); exit(2)
+    }
+    return n
+}
 while let a = arguments.popFirst() {
-    if a == "--session", let s = arguments.popFirst() { session = s }
-    else if let u = WebSocketURL(a) { urls.append(u) }
-    else { FileHandle.standardError.write(Data("usage: shop-headless [URL...] [--session NAME]\n".utf8)); exit(2) }
+    switch a {
+    case "--session": session = arguments.popFirst() ?? session
+    case "--gestures": gestures = GestureRun(urls: [], check: nil, session: "", count: number(a), everyMs: 20, navigators: 1, seed: 1)
+    case "--every-ms": gestures?.everyMs = number(a)
+    case "--navigators": gestures?.navigators = max(1, number(a))
+    case "--seed": gestures?.seed = UInt64(number(a))
+    case "--check":
+        guard let u = arguments.popFirst().flatMap(WebSocketURL.init) else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
+        gestures?.check = u
+    case "-h", "--help": print(usage, terminator: ""); exit(0)
+    default:
+        guard let u = WebSocketURL(a) else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
+        urls.append(u)
+    }
+}
+if var g = gestures {
+    g.urls = urls.isEmpty ? [.default] : urls
+    g.session = session
+    let transport = LibuvTransport()
+    let ok: Bool
+    do { ok = try await runGestures(g, transport: transport) } catch {
+        FileHandle.standardError.write(Data("shop-headless: \(error)\n".utf8))
+        transport.shutdown(waitingUpTo: 2)
+        exit(1)
+    }
+    transport.shutdown(waitingUpTo: 2)
+    exit(ok ? 0 : 1)
 }
 
 @MainActor

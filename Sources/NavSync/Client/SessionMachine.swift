@@ -104,7 +104,7 @@ public struct SessionMachine: Sendable {
     public private(set) var connection = Connection.idle
     /// The confirmed state: the mirror as of the last patch applied.
     public internal(set) var state: JSON? {
-        didSet { confirmedModel = nil }
+        didSet { confirmedModel = nil; speculation = nil }
     }
     /// The revision of `state`.
     public internal(set) var rev = 0
@@ -157,6 +157,9 @@ public struct SessionMachine: Sendable {
     private var held: [Patch] = []
     /// The confirmed state as a model, for the replay; made again when `state` changes.
     private var confirmedModel: NavState?
+    /// The replay of `pending` over `state`, while it is that; a new command is replayed
+    /// on top of it, anything else replays all.
+    private var speculation: Speculation?
     /// Commands answered `unconfirmed` (cluster mode with `--redis-wait`): resent by id
     /// at the next tick, up to `unconfirmedRetries` times, before the error is theirs.
     private var unconfirmed: [Int64: Int] = [:]
@@ -207,7 +210,15 @@ public struct SessionMachine: Sendable {
         let bytes = JSON.object(m).encoded()
         pending.append(Pending(id: id, ops: ops, bytes: bytes))
         var out: [Effect] = isJoined ? [.send(bytes)] : []
-        if options.speculative { reshow(&out) }
+        if options.speculative {
+            if speculation != nil {
+                speculation!.replay(Speculation.Command(id: id, ops: ops))
+                replayed = speculation!.state
+                out.append(.event(.state))
+            } else {
+                reshow(&out)
+            }
+        }
         return (id, out)
     }
 
@@ -345,7 +356,10 @@ public struct SessionMachine: Sendable {
             if case .int(let id)? = decoded.id, let i = pending.firstIndex(where: { $0.id == id && $0.ackedAt == nil }) {
                 // Redis has it but too few replicas confirmed it yet: the same id again is
                 // safe, and is answered once they do.
-                if e.code == .unconfirmed, unconfirmed[id, default: 0] < Self.unconfirmedRetries {
+                // A speculative client's commands are on screen already: one the rate limit
+                // held back (a queue resent after an outage) goes again too.
+                let retried = e.code == .unconfirmed || (options.speculative && e.code == .rateLimited)
+                if retried, unconfirmed[id, default: 0] < Self.unconfirmedRetries {
                     unconfirmed[id, default: 0] += 1
                     resendAtTick.insert(id)
                     break
@@ -484,14 +498,17 @@ public struct SessionMachine: Sendable {
     /// Replays what is pending over the confirmed state.
     mutating func reshow(_ out: inout [Effect], notify: Bool = true) {
         let before = replayed
+        speculation = nil
         if pending.isEmpty || flow == nil || state == nil {
             replayed = state
         } else {
             if confirmedModel == nil, let state { confirmedModel = try? NavState(json: state) }
             if let model = confirmedModel, let flow {
                 let answered = Set(pending.map(\.id))
-                replayed = Speculation.replay(over: model, flow: flow, pending: pending.map { Speculation.Command(id: $0.id, ops: $0.ops) },
-                                              known: known.filter { !answered.contains($0.key) }.map(\.value)).state
+                let replay = Speculation.replay(over: model, flow: flow, pending: pending.map { Speculation.Command(id: $0.id, ops: $0.ops) },
+                                                known: known.filter { !answered.contains($0.key) }.map(\.value))
+                replayed = replay.state
+                speculation = replay
             } else {
                 replayed = state
             }

@@ -23,37 +23,44 @@ public struct Speculation: Sendable {
         public init(id: Int64, ops: [JSON]) { self.id = id; self.ops = ops }
     }
 
-    /// What the replay made.
-    public struct Shown: Sendable, Equatable {
-        /// The shown state document.
-        public var state: JSON
-        /// The pending commands that did not apply over the confirmed state (their
-        /// effect is not shown; the server will most likely refuse them too).
-        public var failed: [Int64: NavError]
+    /// The replay so far: the sequencer after the commands replayed, and the
+    /// references its own ids stand for.
+    private var sequencer: Sequencer
+    private var names: [Int: String] = [:]
+    /// The replayed commands that did not apply over the confirmed state (their effect
+    /// is not shown; the server will most likely refuse them too).
+    public private(set) var failed: [Int64: NavError] = [:]
+
+    /// A replay over `confirmed`, with nothing replayed yet. `known`: acks of this
+    /// client's commands whose effect is confirmed already, so a pending command's
+    /// reference to an entry they made resolves to the server's id.
+    public init(over confirmed: NavState, flow: Flow, known: [Ack]) {
+        // Room for every pending command a client keeps, so none is forgotten.
+        sequencer = Sequencer(flow: flow, epoch: "local", idempotencyCapacity: 4096, logCapacity: 0, historyCapacity: 0)
+        sequencer.document = NavDocument(flow: flow, limits: sequencer.document.limits, state: confirmed, nextID: Self.localBase)
+        for ack in known { sequencer.idempotency.remember(client: Self.localClient, ack, fingerprint: nil) }
     }
 
-    /// Replays `pending`, in order, over `confirmed`. `known`: acks of this client's
-    /// commands whose effect is confirmed already, so a pending command's reference to
-    /// an entry they made resolves to the server's id.
-    public static func replay(over confirmed: NavState, flow: Flow, pending: [Command], known: [Ack]) -> Shown {
-        guard !pending.isEmpty else { return Shown(state: confirmed.json, failed: [:]) }
-        var seq = Sequencer(flow: flow, epoch: "local", idempotencyCapacity: max(16, known.count + pending.count),
-                            logCapacity: 0, historyCapacity: 0)
-        seq.document = NavDocument(flow: flow, limits: seq.document.limits, state: confirmed, nextID: localBase)
-        for ack in known { seq.idempotency.remember(client: localClient, ack, fingerprint: nil) }
-        var names: [Int: String] = [:]
-        var failed: [Int64: NavError] = [:]
-        for command in pending {
-            switch seq.submit(NavSync.Command(id: .int(command.id), ops: command.ops), client: localClient) {
-            case .applied(let ack, _), .unchanged(let ack), .duplicate(let ack):
-                for (n, id) in ack.created.enumerated() where id.number >= localBase {
-                    names[id.number] = EntryReference.text(command: .int(command.id), index: n)
-                }
-            case .failed(let e):
-                failed[command.id] = e
+    /// Replays one more command on top (a new gesture costs one command, not all).
+    public mutating func replay(_ command: Command) {
+        switch sequencer.submit(NavSync.Command(id: .int(command.id), ops: command.ops), client: Self.localClient) {
+        case .applied(let ack, _), .unchanged(let ack), .duplicate(let ack):
+            for (n, id) in ack.created.enumerated() where id.number >= Self.localBase {
+                names[id.number] = EntryReference.text(command: .int(command.id), index: n)
             }
+        case .failed(let e):
+            failed[command.id] = e
         }
-        return Shown(state: rename(seq.state.json, names), failed: failed)
+    }
+
+    /// The shown state document: the replay's ids written as references.
+    public var state: JSON { Self.rename(sequencer.state.json, names) }
+
+    /// `pending` replayed, in order, over `confirmed`.
+    public static func replay(over confirmed: NavState, flow: Flow, pending: [Command], known: [Ack]) -> Speculation {
+        var s = Speculation(over: confirmed, flow: flow, known: known)
+        for command in pending { s.replay(command) }
+        return s
     }
 
     /// The document with the replay's own ids written as the references they stand for.
