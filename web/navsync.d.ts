@@ -103,6 +103,15 @@ export interface Ack {
   duplicate?: boolean;
   /** Only when a guard redirected (docs/flows.md, "Guards and redirects"). */
   redirects?: Redirect[];
+  /** The ids of the entries (and alerts) the command made, in order: what "~ID.N" names. */
+  created?: string[];
+}
+
+/** A command's promise, with its id and references to the entries it makes. */
+export interface Sent extends Promise<Ack> {
+  readonly id: string | number;
+  /** "~ID.n": the n-th entry this command makes, usable before the answer comes. */
+  ref(n?: number): string;
 }
 
 export interface CommandOptions { base?: number; onConflict?: "rebase" | "reject"; label?: string; id?: string | number }
@@ -123,43 +132,44 @@ export interface Session {
   on(event: "error", handler: (error: NavsyncError) => void): () => void;
   on(event: "change", handler: (snapshot: Snapshot) => void): () => void;
 
-  command(ops: object[], options?: CommandOptions): Promise<Ack>;
-  push(route: string, params?: Params, options?: OpOptions): Promise<Ack>;
-  route(route: string, params?: Params, options?: OpOptions): Promise<Ack>;
-  present(route: string, params?: Params, style?: "sheet" | "cover", options?: OpOptions): Promise<Ack>;
-  pop(count?: number, options?: OpOptions): Promise<Ack>;
-  back(options?: OpOptions): Promise<Ack>;
-  popToRoot(options?: OpOptions): Promise<Ack>;
-  popToFirst(route: string, options?: OpOptions): Promise<Ack>;
-  popToLast(route: string, options?: OpOptions): Promise<Ack>;
-  popTo(entry: string, options?: OpOptions): Promise<Ack>;
-  popBefore(route: string, options?: OpOptions): Promise<Ack>;
-  dismiss(all?: boolean, options?: OpOptions): Promise<Ack>;
-  setRoot(route: string, params?: Params, options?: OpOptions): Promise<Ack>;
-  setStack(routes: RouteItem[], options?: OpOptions): Promise<Ack>;
-  jumpTo(routes: RouteItem[], options?: OpOptions): Promise<Ack>;
-  restart(options?: OpOptions): Promise<Ack>;
-  select(tab: string | number | { entry: string }, options?: OpOptions): Promise<Ack>;
-  setTabs(routes: RouteItem[], options?: OpOptions): Promise<Ack>;
-  appendTab(route: string, params?: Params, options?: OpOptions): Promise<Ack>;
-  insertTab(route: string, params: Params | undefined, index: number, options?: OpOptions): Promise<Ack>;
-  removeFirst(route: string, options?: OpOptions): Promise<Ack>;
-  removeLast(route: string, options?: OpOptions): Promise<Ack>;
-  removeTab(entry: string, options?: OpOptions): Promise<Ack>;
-  update(data: Params, entry?: string, options?: OpOptions): Promise<Ack>;
+  command(ops: object[], options?: CommandOptions): Sent;
+  push(route: string, params?: Params, options?: OpOptions): Sent;
+  route(route: string, params?: Params, options?: OpOptions): Sent;
+  present(route: string, params?: Params, style?: "sheet" | "cover", options?: OpOptions): Sent;
+  pop(count?: number, options?: OpOptions): Sent;
+  /** Pops the screen this device shows: the one its own unanswered push opened (by reference), else the top entry. */
+  back(options?: OpOptions): Sent;
+  popToRoot(options?: OpOptions): Sent;
+  popToFirst(route: string, options?: OpOptions): Sent;
+  popToLast(route: string, options?: OpOptions): Sent;
+  popTo(entry: string, options?: OpOptions): Sent;
+  popBefore(route: string, options?: OpOptions): Sent;
+  dismiss(all?: boolean, options?: OpOptions): Sent;
+  setRoot(route: string, params?: Params, options?: OpOptions): Sent;
+  setStack(routes: RouteItem[], options?: OpOptions): Sent;
+  jumpTo(routes: RouteItem[], options?: OpOptions): Sent;
+  restart(options?: OpOptions): Sent;
+  select(tab: string | number | { entry: string }, options?: OpOptions): Sent;
+  setTabs(routes: RouteItem[], options?: OpOptions): Sent;
+  appendTab(route: string, params?: Params, options?: OpOptions): Sent;
+  insertTab(route: string, params: Params | undefined, index: number, options?: OpOptions): Sent;
+  removeFirst(route: string, options?: OpOptions): Sent;
+  removeLast(route: string, options?: OpOptions): Sent;
+  removeTab(entry: string, options?: OpOptions): Sent;
+  update(data: Params, entry?: string, options?: OpOptions): Sent;
   /** Merges `data` into the session's data, what the flow's guards read. */
-  updateSession(data: Params, options?: CommandOptions): Promise<Ack>;
-  open(url: string, options?: OpOptions): Promise<Ack>;
-  alert(title: string, message?: string, buttons?: { id?: string; label: string; role?: string }[], options?: OpOptions): Promise<Ack>;
-  respond(alert: string, button: string, options?: OpOptions): Promise<Ack>;
-  reset(options?: OpOptions): Promise<Ack>;
+  updateSession(data: Params, options?: CommandOptions): Sent;
+  open(url: string, options?: OpOptions): Sent;
+  alert(title: string, message?: string, buttons?: { id?: string; label: string; role?: string }[], options?: OpOptions): Sent;
+  respond(alert: string, button: string, options?: OpOptions): Sent;
+  reset(options?: OpOptions): Sent;
 
   /** A page of history, newest first (docs/protocol.md, "History"). */
   history(options?: { before?: number; limit?: number }): Promise<{ rev: number; earliest: number; entries: HistoryEntry[] }>;
   /** The state of a revision history holds; the mirror is untouched. */
   stateAt(rev: number): Promise<{ rev: number; state: NavState; historic: boolean }>;
   /** Brings back a revision (or the newest one with a label) as a new revision. */
-  restore(revOrLabel: number | string, options?: OpOptions): Promise<Ack>;
+  restore(revOrLabel: number | string, options?: OpOptions): Sent;
   /** Tells the other members which revision this device shows. */
   rendered(rev: number, focus?: string): void;
   /** The entry on top of the active path (what `back()` pops), or null at a root. */

@@ -381,9 +381,13 @@ class Session extends Emitter {
   // ---- commands ----
 
   /** Sends one command (the ops apply atomically, as one revision). Resolves to the
-   *  ack {rev, results, duplicate?}; rejects with a NavsyncError. While offline, the
-   *  command waits and goes out once rejoined; resent with its id after a reconnect,
-   *  it is applied once. Options: `base`, `onConflict`, `label`, `id`. */
+   *  ack {rev, results, duplicate?, created?}; rejects with a NavsyncError. While
+   *  offline, the command waits and goes out once rejoined; resent with its id after a
+   *  reconnect, it is applied once. Options: `base`, `onConflict`, `label`, `id`.
+   *  The promise also carries the command's `id` and `ref(n)`: `"~ID.n"`, the n-th
+   *  entry it makes, which the next commands may name before the answer comes
+   *  (docs/protocol.md, "References to one's own entries"); `ack.created` lists the
+   *  ids the server gave them. */
   command(ops, options = {}) {
     if (this.client.closed) return Promise.reject(new NavsyncError({ code: "closed", message: "the navsync client was closed" }));
     if (["deleted", "refused", "missing", "lost"].includes(this.snapshot.status)) {
@@ -391,10 +395,20 @@ class Session extends Emitter {
     }
     const message = { type: "command", session: this.name, id: options.id ?? commandPrefix + "-" + (++commandCounter), ops };
     for (const key of ["base", "onConflict", "label"]) if (options[key] !== undefined) message[key] = options[key];
-    return new Promise((resolve, reject) => {
+    const promise = new Promise((resolve, reject) => {
       this.pending.set(message.id, { message, resolve, reject });
       if (this.snapshot.status === "live") this.client.send(message);
     });
+    promise.id = message.id;
+    promise.ref = (n = 0) => "~" + message.id + "." + n;
+    // A lone push or present: until it is answered, it opened the screen this device
+    // goes back from (`back()` names it by reference).
+    if (ops.length === 1 && ["push", "route", "present"].includes(ops[0]?.op)) {
+      this.lastOpened = message.id;
+      const forget = () => { if (this.lastOpened === message.id) this.lastOpened = undefined; };
+      promise.then(forget, forget);
+    }
+    return promise;
   }
 
   // One helper per operation (docs/protocol.md, "Operations"). The last argument may be an
@@ -415,6 +429,12 @@ class Session extends Emitter {
   /** Pops the top entry this device shows (`pop` `from` it): two devices pressing
    *  Back at once pop one screen, not two. */
   back(options) {
+    // A screen this device pushed and the server has not answered yet: by reference.
+    if (this.lastOpened !== undefined && this.pending.has(this.lastOpened)) {
+      const opened = this.lastOpened;
+      this.lastOpened = undefined;
+      return this.#op("pop", { from: "~" + opened + ".0" }, options);
+    }
     const top = this.topEntry();
     return top ? this.#op("pop", { from: top.id }, options) : this.#op("pop", {}, options);
   }

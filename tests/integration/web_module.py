@@ -132,6 +132,13 @@ try:
     check("a stale base with onConflict reject rejects with conflict", r.get("code") == "conflict", r)
     r = js(a, "const before = s.getSnapshot().rev; const ack = await s.back(); return [before, ack.rev, ack.results];")
     check("back() pops the top entry shown", r.get("ok", [None])[2] == ["applied"], r)
+    r = js(a, """const pushed = s.push('detail', { id: 43 }); const back = s.back();
+                 const acks = await Promise.all([pushed, back]);
+                 return [pushed.ref(), back.id !== pushed.id, acks[0].created, acks[1].results];""")
+    check("a push and back() before its answer: back() pops it by reference (~ID.0), ack.created names it",
+          bool(r.get("ok")) and r["ok"][0].startswith("~") and r["ok"][0].endswith(".0") and len(r["ok"][2] or []) == 1 and r["ok"][3] == ["applied"], r)
+    r = js(a, "const x = s.push('detail', { id: 9 }); await x; try { await s.popTo(x.ref(4)); return 'popped'; } catch (e) { return e.code; }")
+    check("a reference out of range rejects with not_found", r.get("ok") == "not_found", r)
     r = js(a, UNTIL + "const x = c.session('nobody-made-this'); await until(() => x.getSnapshot().status !== 'joining' && x.getSnapshot().status !== 'connecting'); "
               "const st = x.getSnapshot().status; try { await x.push('detail', { id: 1 }); return [st, 'sent']; } catch (e) { return [st, e.code]; }")
     check("a session that does not exist is 'missing' and its commands reject", r.get("ok") == ["missing", "missing"], r)

@@ -9,7 +9,7 @@ import ShopModel
 
 @main
 struct ShopApp: App {
-    @State private var nav = Navigator(.init(session: "demo", url: "ws://127.0.0.1:7420/ws", name: "iPhone"),
+    @State private var nav = Navigator(.init(session: "demo", urls: ["ws://127.0.0.1:7420/ws"], name: "iPhone"),
                                        routes: RouteCheck.shop, transport: URLSessionTransport())
 
     var body: some Scene {

@@ -10,8 +10,8 @@
 starts navsyncd for tests. The guide is docs/python.md in the navsync repository.
 """
 from . import sync
-from .client import Batch, Session, active_path, connect
+from .client import Batch, Sent, Session, active_path, connect
 from .errors import Ack, Change, NavError
 
-__all__ = ["connect", "Session", "Batch", "Ack", "Change", "NavError", "active_path", "sync"]
+__all__ = ["connect", "Session", "Batch", "Sent", "Ack", "Change", "NavError", "active_path", "sync"]
 __version__ = "0.1.0"

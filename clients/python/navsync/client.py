@@ -20,7 +20,7 @@ import itertools
 import json
 import random
 import ssl
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable, Generator, Iterable
 
 import jsonpatch
 import websockets
@@ -28,7 +28,7 @@ from websockets.exceptions import WebSocketException
 
 from .errors import Ack, Change, NavError
 
-__all__ = ["Session", "connect", "Batch"]
+__all__ = ["Session", "connect", "Batch", "Sent"]
 
 Connector = Callable[[str], Awaitable[Any]]
 
@@ -60,6 +60,26 @@ def _normal_url(url: str) -> str:
     elif rest.endswith("/"):
         rest += "ws"
     return scheme + "://" + rest
+
+
+class Sent:
+    """A command sent and not yet answered: `await` it for its `Ack` (or its
+    `NavError`); `ref(n)` names the n-th entry it makes (`"~ID.n"`), usable in the
+    next commands before the answer comes (docs/protocol.md, "References")."""
+
+    def __init__(self, id: Any, future: "asyncio.Future[Ack]") -> None:
+        self.id = id
+        self._future = future
+
+    def ref(self, n: int = 0) -> str:
+        """`"~ID.n"`: the n-th entry (0-based, in allocation order) this command makes."""
+        return f"~{self.id}.{n}"
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def __await__(self) -> Generator[Any, None, Ack]:
+        return self._future.__await__()
 
 
 class Batch:
@@ -195,6 +215,7 @@ class Session:
         self._fatal: NavError | None = None
         self._heartbeat = 30.0
         self._outbox: list[dict[str, Any]] = []
+        self._sends: list[asyncio.Task[None]] = []
 
     # ---- connecting ----
 
@@ -431,6 +452,19 @@ class Session:
         """Sends one command (its ops applied atomically) and returns its `Ack`, or
         raises `NavError` with the server's code. Kept and sent again after a
         reconnect until answered; the same `id` is never applied twice."""
+        return await self.submit(ops, base=base, on_conflict=on_conflict, label=label, id=id)
+
+    def submit(self, ops: list[dict[str, Any]], *, base: int | None = None, on_conflict: str | None = None,
+               label: str | None = None, id: Any = None) -> "Sent":
+        """Sends one command without waiting for its answer: the `Sent` it returns is
+        awaited for the `Ack`, and names the entries the command makes before the
+        server has answered (`sent.ref(0)`: `"~ID.0"`, resolved by the server), so a
+        next command can act on them at once:
+
+            opened = s.submit([{"op": "push", "route": "detail", "params": {"id": 1}}])
+            await s.pop(from_=opened.ref())   # back from that very screen
+            await opened
+        """
         if self._fatal is not None:
             raise self._fatal
         if self._closed:
@@ -443,11 +477,16 @@ class Session:
             message["onConflict"] = on_conflict
         if label is not None:
             message["label"] = label
-        future: asyncio.Future[Ack] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Ack] = loop.create_future()
         self._pending[cid] = (message, future)
+        self._sends.append(loop.create_task(self._send_quietly(message)))
+        return Sent(cid, future)
+
+    async def _send_quietly(self, message: dict[str, Any]) -> None:
         with contextlib.suppress(OSError, WebSocketException):
             await self._send(message)   # if the link is down, the reconnect sends it
-        return await future
+        self._sends = [t for t in self._sends if not t.done()]
 
     def batch(self, **options: Any) -> Batch:
         """Helpers called on the batch are sent as one atomic command when the block ends."""

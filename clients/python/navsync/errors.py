@@ -39,17 +39,21 @@ class NavError(Exception):
 class Ack:
     """A command's acknowledgement: the revision it made (or the current one), one
     result per operation (`applied`, `noop`, `superseded`, `redirected`), whether it was
-    a resend of a command acknowledged before, and where guards redirected it."""
+    a resend of a command acknowledged before, where guards redirected it, and the ids
+    of the entries (and alerts) its ops made, in order (`created`: what `"~ID.N"`
+    names)."""
     id: Any
     rev: int
     results: list[str]
     duplicate: bool = False
     redirects: list[dict[str, Any]] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
 
     @classmethod
     def from_message(cls, m: dict[str, Any]) -> "Ack":
         return cls(id=m.get("id"), rev=m["rev"], results=list(m.get("results", [])),
-                   duplicate=bool(m.get("duplicate", False)), redirects=list(m.get("redirects", [])))
+                   duplicate=bool(m.get("duplicate", False)), redirects=list(m.get("redirects", [])),
+                   created=list(m.get("created", [])))
 
 
 @dataclass(frozen=True)

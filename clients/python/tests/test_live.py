@@ -113,3 +113,22 @@ def test_tls_and_a_jwt_refreshed_on_the_live_connection(hs_key, navsyncd):
         with pytest.raises(navsync.NavError) as forbidden:
             s.pop()
         assert forbidden.value.code == "forbidden"   # the viewer token is in force now
+
+
+def test_a_command_names_the_entries_another_unanswered_one_makes(navsyncd):
+    """`submit` sends without waiting; `Sent.ref(n)` names what it makes ("~ID.n"), and
+    `Ack.created` lists the ids the server gave."""
+    async def run():
+        async with navsync.connect(navsyncd.url, "refs-py", create=True) as s:
+            await s.set_root("main")
+            opened = s.submit([{"op": "push", "route": "detail", "params": {"id": 1}}])
+            assert opened.ref() == f"~{opened.id}.0"
+            back = s.submit([{"op": "pop", "from": opened.ref()}])   # before the push is answered
+            pushed, popped = await opened, await back
+            assert len(pushed.created) == 1 and pushed.created[0].startswith("e")
+            assert popped.results == ["applied"]
+            assert [e["route"] for e in navsync.active_path(s.state)] == ["main", "home", "list"]
+            with pytest.raises(navsync.NavError) as refused:
+                await s.pop(from_=f"~{opened.id}.3")
+            assert refused.value.code == "not_found" and f"~{opened.id}.3" in refused.value.message
+    asyncio.run(run())
