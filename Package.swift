@@ -1,18 +1,26 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Three libraries, each behind a wall the compiler keeps (swift-nio's NIOCore/NIOPosix):
-//   NavSync         the pure core: Foundation at most, no C library.
-//   NavSyncClient   what an iOS/macOS app adds: the navigator and its transports;
-//                   NavSync only, so it too links no C library (tests/integration/split.sh).
+// Libraries, each behind a wall the compiler keeps (swift-nio's NIOCore/NIOPosix):
+//   NavSync         the pure core a client needs: model, flows, sequencer, JSON, protocol
+//                   messages, WebSocket framing, the client machine. Foundation at most, no C.
+//   NavSyncServer   the server's pure middle: hub, sessions, durability records, cluster
+//                   protocol, auth, HTTP, the server connection machine. NavSync only, no C.
+//   NavSyncClient   what an iOS/macOS app adds: the navigator and its transports; NavSync
+//                   only, so it compiles no server code and links no C library
+//                   (tests/integration/split.sh).
 //   NavSyncRuntime  the only code that touches libuv, jansson, hiredis, OpenSSL, zlib and files: the
-//                   server, the libuv client transport, storage, cluster, web assets.
+//                   server, the libuv client loop, storage, cluster, web assets.
+//   NavSyncLibuvTransport  the navigator's transport on Linux (agents, tests): the client
+//                   beside the runtime's libuv loop.
 let package = Package(
     name: "navsync",
     products: [
         .library(name: "NavSync", targets: ["NavSync"]),
         .library(name: "NavSyncClient", targets: ["NavSyncClient"]),
+        .library(name: "NavSyncServer", targets: ["NavSyncServer"]),
         .library(name: "NavSyncRuntime", targets: ["NavSyncRuntime"]),
+        .library(name: "NavSyncLibuvTransport", targets: ["NavSyncLibuvTransport"]),
         .executable(name: "navsyncd", targets: ["navsyncd"]),
         .executable(name: "navclient", targets: ["navclient"]),
     ],
@@ -26,9 +34,11 @@ let package = Package(
         // permessage-deflate and the journal's CRC-32: zlib.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "NavSync"),
+        .target(name: "NavSyncServer", dependencies: ["NavSync"]),
         .target(name: "NavSyncClient", dependencies: ["NavSync"]),
-        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncClient", "CJansson", "CUV", "CHiredis", "CSSL", "CZlib"],
+        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncServer", "CJansson", "CUV", "CHiredis", "CSSL", "CZlib"],
                 plugins: ["EmbedWebPlugin"]),
+        .target(name: "NavSyncLibuvTransport", dependencies: ["NavSyncClient", "NavSyncRuntime"]),
         // web/ (the device page, navsync.js, navsync.d.ts) becomes Swift source at build
         // time, so navsyncd stays one self-contained binary.
         .executableTarget(name: "embed-web", path: "Plugins/EmbedWebTool"),
@@ -37,16 +47,16 @@ let package = Package(
         // app in Examples/Shop/App (built by Xcode, not here) and by a headless run of
         // the same flow against a real server.
         .target(name: "ShopModel", dependencies: ["NavSyncClient"], path: "Examples/Shop/Model"),
-        .executableTarget(name: "shop-headless", dependencies: ["ShopModel", "NavSyncRuntime"], path: "Examples/Shop/Headless"),
-        .executableTarget(name: "navsyncd", dependencies: ["NavSyncRuntime"]),
-        .executableTarget(name: "navclient", dependencies: ["NavSyncRuntime", "CUV"]),
-        .executableTarget(name: "navsync-bench", dependencies: ["NavSyncRuntime", "CUV"]),
+        .executableTarget(name: "shop-headless", dependencies: ["ShopModel", "NavSyncLibuvTransport"], path: "Examples/Shop/Headless"),
+        .executableTarget(name: "navsyncd", dependencies: ["NavSyncRuntime", "NavSyncServer"]),
+        .executableTarget(name: "navclient", dependencies: ["NavSyncRuntime", "NavSyncServer", "CUV"]),
+        .executableTarget(name: "navsync-bench", dependencies: ["NavSyncRuntime", "NavSyncServer", "CUV"]),
         // Fixtures the test targets share (a second flow, the hub as a value, a harness).
-        .target(name: "TestSupport", dependencies: ["NavSync"], path: "Tests/Support"),
-        .testTarget(name: "NavSyncTests", dependencies: ["NavSync", "TestSupport"]),
-        .testTarget(name: "NavSyncClientTests", dependencies: ["NavSyncClient", "ShopModel", "TestSupport"]),
-        .testTarget(name: "NavSyncRuntimeTests", dependencies: ["NavSyncRuntime", "NavSyncClient", "ShopModel", "TestSupport"]),
-        .testTarget(name: "navclientTests", dependencies: ["navclient", "NavSyncRuntime", "TestSupport"]),
+        .target(name: "TestSupport", dependencies: ["NavSync", "NavSyncServer"], path: "Tests/Support"),
+        .testTarget(name: "NavSyncTests", dependencies: ["NavSync", "NavSyncServer", "TestSupport"]),
+        .testTarget(name: "NavSyncClientTests", dependencies: ["NavSyncClient", "NavSyncServer", "ShopModel", "TestSupport"]),
+        .testTarget(name: "NavSyncRuntimeTests", dependencies: ["NavSyncRuntime", "NavSyncServer", "NavSyncLibuvTransport", "ShopModel", "TestSupport"]),
+        .testTarget(name: "navclientTests", dependencies: ["navclient", "NavSyncRuntime", "NavSyncServer", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 
 extension Bench {

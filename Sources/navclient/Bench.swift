@@ -1,5 +1,6 @@
 import Foundation
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 
 /// `navclient bench`: a load generator on the client runtime. N members in M sessions

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 /// navclient's shared flags (DESIGN.md section 12), parsed as a value.
 public struct ClientOptions: Sendable, Equatable {

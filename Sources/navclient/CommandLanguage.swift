@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// navclient's command language: `OP [route] [key=value ...]`, as a person types it,
 /// turned into protocol operations (DESIGN.md section 4). Pure: the flow types the
 /// values, the state resolves `back` and `respond`.

@@ -1,5 +1,6 @@
 import Foundation
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 
 /// The interactive client: the session's tree drawn live, a status line, recent

@@ -2,6 +2,7 @@
 // standard output, and a recording sent again, in order, onto a session of any server.
 import Foundation
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 
 enum Recording {

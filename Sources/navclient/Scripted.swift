@@ -1,5 +1,6 @@
 import Foundation
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 
 /// The non-interactive fronts: `exec`, `get`, `sessions`, `watch`, and commands read from

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 import CUV
 @preconcurrency import Glibc

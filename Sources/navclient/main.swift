@@ -2,6 +2,7 @@
 // runs it on the NavSync client runtime.
 import Foundation
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 
 let usage = """

@@ -16,6 +16,7 @@ import Glibc
 // frame once, as the server does before queueing the frame on every member.
 import CUV
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 
 var commands = 200_000

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 
 /// navsyncd's command line (DESIGN.md section 12) -> a ServerConfiguration.

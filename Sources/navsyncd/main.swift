@@ -1,5 +1,6 @@
 // navsyncd: flags -> configuration -> the server's loop.
 import NavSync
+import NavSyncServer
 import NavSyncRuntime
 @preconcurrency import Glibc
 

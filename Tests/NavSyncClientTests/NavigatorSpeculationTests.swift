@@ -1,5 +1,6 @@
 import Testing
 import NavSync
+import NavSyncServer
 @testable import NavSyncClient
 import ShopModel
 import TestSupport

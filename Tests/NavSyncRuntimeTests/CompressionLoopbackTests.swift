@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 @testable import NavSyncRuntime
 
 /// permessage-deflate on real sockets: the client transport offers it, the server

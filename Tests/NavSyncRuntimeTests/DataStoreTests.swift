@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 @testable import NavSyncRuntime
 

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 @testable import NavSyncRuntime
 
 /// permessage-deflate with zlib: RFC 7692's examples as byte vectors, round trips, and

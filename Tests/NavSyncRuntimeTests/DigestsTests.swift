@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 @testable import NavSyncRuntime
 
 /// OpenSSL's SHA-1 and base64, which the runtime's handshakes use, against RFC vectors

@@ -1,6 +1,7 @@
 import Testing
 @preconcurrency import Glibc
 @testable import NavSync
+@testable import NavSyncServer
 @testable import NavSyncRuntime
 
 /// `--jwt-key` files checked by OpenSSL: RFC 7515's HS256 example, and the keys refused.

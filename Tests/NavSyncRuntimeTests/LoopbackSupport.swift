@@ -1,6 +1,7 @@
 import Dispatch
 @preconcurrency import Glibc
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 @testable import NavSyncRuntime
 

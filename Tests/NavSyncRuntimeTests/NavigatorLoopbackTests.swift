@@ -1,9 +1,11 @@
 import Testing
 import NavSync
+import NavSyncServer
 @testable import NavSyncClient
 import ShopModel
 import TestSupport
 @testable import NavSyncRuntime
+import NavSyncLibuvTransport
 
 /// The app client against a real navsyncd on loopback, through the libuv transport:
 /// what the hub-backed value tests show, over real sockets.

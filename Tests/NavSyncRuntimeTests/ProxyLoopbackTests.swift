@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 @testable import NavSyncRuntime
 
 /// `--trusted-proxy` on real sockets: behind a trusted proxy the per-address limit and

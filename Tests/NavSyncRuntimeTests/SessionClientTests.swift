@@ -1,6 +1,7 @@
 import Dispatch
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 @testable import NavSyncRuntime
 

@@ -1,6 +1,7 @@
 import Testing
 @preconcurrency import Glibc
 @testable import NavSync
+@testable import NavSyncServer
 @testable import NavSyncRuntime
 
 /// Native TLS on real sockets: `wss://` and HTTPS on the server's one port, the client

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 import NavSync
+import NavSyncServer
 
 /// A second flow, unlike the demo: a stack at the root, tabs inside a stack entry,
 /// recursion through non-initial routes, a root coordinator that is not the tree's

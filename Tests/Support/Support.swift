@@ -1,5 +1,6 @@
 import Testing
 import NavSync
+import NavSyncServer
 
 /// A sequencer with helpers to send commands the way a client would.
 package struct Harness {

@@ -29,6 +29,29 @@ check "NavSyncClient reaches no C target" no_c_target NavSyncClient
 check "NavSync reaches no C target" no_c_target NavSync
 has_c_target() { ! no_c_target "$1"; }
 check "NavSyncRuntime does (the check sees C targets)" has_c_target NavSyncRuntime
+no_dependency() {   # no_dependency TARGET ON: TARGET does not depend on ON, transitively
+    python3 - "$OUT/split-describe.json" "$1" "$2" <<'PY'
+import json, sys
+targets = {t["name"]: t for t in json.load(open(sys.argv[1]))["targets"]}
+seen, todo = set(), [sys.argv[2]]
+while todo:
+    name = todo.pop()
+    if name in seen: continue
+    seen.add(name)
+    todo += targets[name].get("target_dependencies", [])
+sys.exit(1 if sys.argv[3] in seen else 0)
+PY
+}
+check "NavSyncClient does not depend on NavSyncServer" no_dependency NavSyncClient NavSyncServer
+check "NavSyncRuntime does not depend on NavSyncClient" no_dependency NavSyncRuntime NavSyncClient
+# What `swift build --target NavSyncClient` compiles: the client and the core, and no
+# hub, journal, cluster or access-control source among them.
+swift build --target NavSyncClient -v --scratch-path "$OUT/split-client-build" >"$OUT/split-client-build.log" 2>&1
+compiled_sources() { grep -o '/Sources/[A-Za-z]*/[^ ]*\.swift' "$OUT/split-client-build.log" | sort -u; }
+check "swift build --target NavSyncClient compiles NavSync and NavSyncClient sources" bash -c \
+    "$(declare -f compiled_sources); OUT='$OUT'; compiled_sources | grep -q '/Sources/NavSyncClient/' && compiled_sources | grep -q '/Sources/NavSync/Sequencer/Sequencer.swift'"
+check "...and no hub, journal, cluster or auth source (nothing of NavSyncServer or the runtime)" bash -c \
+    "$(declare -f compiled_sources); OUT='$OUT'; ! compiled_sources | grep -E '/Sources/(NavSyncServer|NavSyncRuntime)/|Hub|Journal|Cluster|AccessPolicy|JWT'"
 
 copy="$OUT/split-copy"
 rm -rf "$copy"

@@ -9,7 +9,7 @@ import ShopModel
 
 @main
 struct ShopApp: App {
-    @State private var nav = Navigator(.init(session: "demo", urls: ["ws://127.0.0.1:7420/ws"], name: "iPhone"),
+    @State private var nav = Navigator(.init(session: "demo", urls: [WebSocketURL(host: "127.0.0.1", port: 7420, target: "/ws")], name: "iPhone"),
                                        routes: RouteCheck.shop, transport: URLSessionTransport())
 
     var body: some Scene {

@@ -1,7 +1,7 @@
 import Foundation
 import NavSync
 import NavSyncClient
-import NavSyncRuntime
+import NavSyncLibuvTransport
 import ShopModel
 
 /// `shop-headless --gestures N`: what a person's thumbs do to a navigator on a real

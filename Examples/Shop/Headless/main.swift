@@ -1,7 +1,7 @@
 import Foundation
 import NavSync
 import NavSyncClient
-import NavSyncRuntime
+import NavSyncLibuvTransport
 import ShopModel
 
 // The demo shop's flow without a screen: the same typed routes and navigator calls the

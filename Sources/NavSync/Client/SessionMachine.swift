@@ -103,25 +103,25 @@ public struct SessionMachine: Sendable {
     public let options: Options
     public private(set) var connection = Connection.idle
     /// The confirmed state: the mirror as of the last patch applied.
-    public internal(set) var state: JSON? {
+    public package(set) var state: JSON? {
         didSet { confirmedModel = nil; speculation = nil }
     }
     /// The revision of `state`.
-    public internal(set) var rev = 0
+    public package(set) var rev = 0
     /// What the program shows: with `speculative`, the pending commands replayed over
     /// `state`; else `state` itself.
     public var shown: JSON? { options.speculative ? replayed : state }
     private var replayed: JSON?
-    public internal(set) var epoch: String?
+    public package(set) var epoch: String?
     /// The session's flow as the server sent it.
-    public internal(set) var flow: Flow?
+    public package(set) var flow: Flow?
     /// The same as JSON (what a saved session keeps).
-    public internal(set) var flowJSON: JSON?
+    public package(set) var flowJSON: JSON?
     public private(set) var members: [Member] = []
     /// Members not listed one by one (large sessions, DESIGN.md section 14).
     public private(set) var others = 0
     /// This client's identity; kept across reconnects.
-    public internal(set) var clientID: String?
+    public package(set) var clientID: String?
     private var attempts = 0
     private var everJoined = false
     /// Which of `options.urls` the connection goes to.
@@ -132,7 +132,7 @@ public struct SessionMachine: Sendable {
     public var currentURL: WebSocketURL { options.urls[serverIndex % max(1, options.urls.count)] }
     /// Seconds since the server last said anything (while connected).
     private var silentTicks = 0
-    public internal(set) var nextCommand: Int64 = 1
+    public package(set) var nextCommand: Int64 = 1
     /// A command not yet answered (resent after a reconnect), or (speculative) answered
     /// with its revision not yet in the confirmed state.
     public struct Pending: Sendable, Equatable {
@@ -147,7 +147,7 @@ public struct SessionMachine: Sendable {
         }
     }
     /// In the order made.
-    public internal(set) var pending: [Pending] = []
+    public package(set) var pending: [Pending] = []
     /// Acks of this client's commands answered while others were pending: what a
     /// pending command's `"~C.N"` names. Let go once nothing is pending.
     var known: [Int64: Ack] = [:]

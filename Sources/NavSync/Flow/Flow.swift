@@ -70,7 +70,7 @@ public struct Flow: Sendable {
     /// The flow as JSON, as clients receive it in `joined.flow`.
     public var source: JSON { fields.source }
     /// The same, as JSON text (made once, shared by every session of the flow).
-    var encodedSource: [UInt8] { fields.encodedSource }
+    package var encodedSource: [UInt8] { fields.encodedSource }
     /// Guards by name (section 18).
     public var guards: [String: Guard] { fields.guards }
     /// Whether any coordinator type or route lists a guard: a flow without pays nothing

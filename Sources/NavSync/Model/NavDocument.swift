@@ -5,9 +5,9 @@
 public struct NavDocument: Sendable {
     public let flow: Flow
     public let limits: ModelLimits
-    public internal(set) var state: NavState
+    public package(set) var state: NavState
     /// The number the next allocated id gets: `e\(nextID)`. Never rewinds.
-    public internal(set) var nextID: Int
+    public package(set) var nextID: Int
 
     /// The flow's initial state, ids from `e1` (revision 0).
     public init(flow: Flow, limits: ModelLimits = ModelLimits()) {

@@ -55,7 +55,7 @@ public enum ClientMessage: Sendable, Equatable {
     }
 
     /// The session a join, sync or get reads (cluster mode brings it up to date first).
-    var readSession: String? {
+    package var readSession: String? {
         switch self {
         case .join(let j): j.session
         case .sync(let s, _, _), .get(let s): s

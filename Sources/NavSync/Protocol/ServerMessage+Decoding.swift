@@ -128,7 +128,7 @@ extension ServerMessage {
         return Patch(rev: try f.int("rev"), by: try f.string("by"), cmd: try CommandID(field: f.object["cmd"]), ops: ops)
     }
 
-    static func member(_ j: JSON) throws(NavError) -> Member {
+    package static func member(_ j: JSON) throws(NavError) -> Member {
         let f = Fields(object: try object(j, "a member"), code: .badRequest)
         let client = try f.string("client")
         return Member(client: client, name: try f.optionalString("name") ?? client, role: try f.optionalString("role") ?? "",

@@ -61,7 +61,7 @@ public enum ServerMessage: Sendable, Equatable {
             self.listed = members; self.others = others; self.catchUp = catchUp
         }
 
-        init(session: String, epoch: String, rev: Int, flow: JSON, listed: [Member], unlisted: Member?, others: Int?, catchUp: CatchUp) {
+        package init(session: String, epoch: String, rev: Int, flow: JSON, listed: [Member], unlisted: Member?, others: Int?, catchUp: CatchUp) {
             self.init(session: session, epoch: epoch, rev: rev, flow: flow, members: listed, others: others, catchUp: catchUp)
             self.unlisted = unlisted
         }

@@ -29,9 +29,9 @@ public struct CommandContext: Sendable, ~Copyable {
     /// one `open` writes its diff from it.
     var opened: LinkPlan.Opened?
     /// Whether a `reset` applied: everything changes at this revision.
-    public internal(set) var didReset = false
+    public package(set) var didReset = false
     /// Ids a `load` skipped when it raised the counter: never allocated, so never gone.
-    public internal(set) var skipped: Range<Int>?
+    public package(set) var skipped: Range<Int>?
     /// Ids allocated by ops a guard's redirect undid (the counter stays past them):
     /// not among the command's `created`.
     var undone: [Range<Int>]?

@@ -3,25 +3,25 @@
 ///
 /// Pure: no clock, no I/O; the epoch is given, not generated.
 public struct Sequencer: Sendable {
-    public internal(set) var document: NavDocument
+    public package(set) var document: NavDocument
     /// This incarnation of the session's history.
     /// (Cluster mode gives a session a new epoch when Redis restarts, section 17.)
-    public internal(set) var epoch: String
+    public package(set) var epoch: String
     /// The current revision; 0 is the flow's initial state.
-    public internal(set) var rev = 0
+    public package(set) var rev = 0
     /// Revision at which each live coordinator last changed (Appendix A, "Conflicts").
-    public internal(set) var lastChanged = ChangeTable()
+    public package(set) var lastChanged = ChangeTable()
     /// Revision at which each gone id left the tree, for the newest `removedCapacity`.
-    public internal(set) var removedAt = RemovalTable()
+    public package(set) var removedAt = RemovalTable()
     /// Removals at or before this revision are forgotten; a gone id without a record
     /// left at or before it.
     public var removedHorizon: Int { removedAt.horizon }
-    public internal(set) var idempotency: IdempotencyTable
+    public package(set) var idempotency: IdempotencyTable
     /// The patches members catch up with, when history does not hold them (read them
     /// through `patches(since:)`, which knows which holds them).
-    var log: PatchLog
+    package var log: PatchLog
     /// The last revisions, with who made them and their states (section 15).
-    public internal(set) var history: History
+    public package(set) var history: History
 
     /// Removal records kept; older ones fold into `removedHorizon`. Bounds memory for
     /// sessions that run for millions of commands.
@@ -137,7 +137,7 @@ public struct Sequencer: Sendable {
     /// The same, also giving the command as the journal must keep it: a `restore`
     /// carries the state it restored, so replaying the journal needs no history.
     /// `trusted` (journal replay only) takes such a `restore` as it is.
-    mutating func submitJournaling(_ command: Command, client: String, refused: [OpName: String],
+    package mutating func submitJournaling(_ command: Command, client: String, refused: [OpName: String],
                                    sender: Sender, trusted: Bool) -> (outcome: Outcome, journaled: Command) {
         // Copied only when a `restore` changes what is kept (a copy retains every field).
         var journaled: Command?

@@ -175,17 +175,6 @@ public enum ClientHandshake {
 }
 
 extension String {
-    func trimmingCharacters() -> String { Substring(self).trimmingSpaces }
+    package func trimmingCharacters() -> String { Substring(self).trimmingSpaces }
 }
 
-/// A server address written in the source (`"ws://127.0.0.1:7420/ws"`): a literal that
-/// is not one stops the program with what is wrong, as a bad literal should. Text that
-/// comes from a user goes through `WebSocketURL(_:)`, which gives nil.
-extension WebSocketURL: ExpressibleByStringLiteral {
-    public init(stringLiteral text: String) {
-        guard let url = WebSocketURL(text) else {
-            preconditionFailure("'\(text)' is not a server address: write ws://HOST:PORT/ws, wss://HOST/ws, http(s)://HOST:PORT or HOST:PORT")
-        }
-        self = url
-    }
-}

@@ -23,7 +23,7 @@ import NavSync
 /// returns the server's `Ack` once answered, or throws the server's `NavError`.
 ///
 /// ```swift
-/// let nav = Navigator(.init(session: "demo", urls: ["ws://127.0.0.1:7420/ws"]),
+/// let nav = Navigator(.init(session: "demo", urls: [.default]),
 ///                     routes: [.coordinator("Home", HomeRoute.self)])
 /// try await nav.connect()
 /// try await nav.route(to: HomeRoute.detail(id: 42))

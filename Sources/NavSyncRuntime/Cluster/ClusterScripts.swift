@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// The keys and Lua scripts of cluster mode (DESIGN.md section 17). Each change to a
 /// session is one script, so Redis runs it atomically: no other node's command can
 /// come between its check and its writes.

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 @preconcurrency import Glibc
 
 /// Cluster mode's store (DESIGN.md section 17): carries the hub's `ClusterRequest`s to

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import CHiredis
 import CUV
 @preconcurrency import Glibc

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 @preconcurrency import Glibc
 
 /// Finds a Sentinel-monitored primary and follows it (`redis+sentinel://`): asks one

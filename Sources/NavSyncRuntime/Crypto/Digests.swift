@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import CSSL
 
 /// OpenSSL's digests and base64, where the core has its own (Foundation only, for the

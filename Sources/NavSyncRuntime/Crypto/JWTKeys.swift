@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import CSSL
 
 /// The keys of `--jwt-key`, checking JWT signatures with OpenSSL: an HS256 secret (the

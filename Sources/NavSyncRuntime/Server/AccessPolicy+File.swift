@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 @preconcurrency import Glibc
 
 extension AccessPolicy {

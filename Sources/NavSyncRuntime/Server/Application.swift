@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// What runs on top of the transport: answers HTTP, admits upgrades, and handles the
 /// messages of open WebSocket connections. Called on the loop thread only.
 public protocol ServerApplication: AnyObject {

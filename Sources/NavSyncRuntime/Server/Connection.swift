@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import CUV
 
 /// One client connection: the libuv shell around a `ConnectionMachine`.

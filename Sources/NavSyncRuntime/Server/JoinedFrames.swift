@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// `joined` messages sent in parts (DESIGN.md section 14): each join's few bytes of its
 /// own, between the parts every join of the session at that revision shares (the flow,
 /// the member listing once it is full, the state), each made once and queued by

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import CUV
 
 /// The output of one stream, server connection or client WebSocket alike: what was

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// Builds the Prometheus text exposition format (version 0.0.4): `# HELP`, `# TYPE`,
 /// then samples.
 public struct PrometheusText: Sendable {

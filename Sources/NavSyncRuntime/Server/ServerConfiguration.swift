@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// Everything `navsyncd` can be told, with the protocol's documented defaults
 /// (DESIGN.md sections 8 and 12).
 public struct ServerConfiguration: Sendable {

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// The HTTP API (DESIGN.md section 7): routes, the token check, and the answers of
 /// commands the hub runs.
 extension SessionServer {

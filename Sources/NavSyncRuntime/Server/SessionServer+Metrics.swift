@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// `GET /metrics`: the transport's figures, then the journal's and the hub's.
 extension SessionServer {
     func metrics() -> String {

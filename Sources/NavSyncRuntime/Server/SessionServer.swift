@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// navsyncd's application: protocol v1 over WebSocket and the HTTP API, around one
 /// `Hub` (DESIGN.md sections 6–9). Every event goes to the hub; this class only
 /// carries out the effects that come back: frames to connections, HTTP answers,

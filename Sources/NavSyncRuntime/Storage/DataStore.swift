@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import CUV
 @preconcurrency import Glibc
 

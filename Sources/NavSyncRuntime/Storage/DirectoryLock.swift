@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 @preconcurrency import Glibc
 
 /// `DIR/LOCK`: an flock held while the server runs, so a second navsyncd on the same

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 @preconcurrency import Glibc
 
 /// Whole files, read at start (flows, auth files) or for a lock's holder.

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 @preconcurrency import Glibc
 
 /// Loading flows from a directory (`navsyncd --flows DIR`): every `*.json` file, in

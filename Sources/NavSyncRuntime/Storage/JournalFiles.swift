@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 @preconcurrency import Glibc
 
 /// The files of a data directory, as the journal writer sees them: one folder per

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import CUV
 
 /// The journal's writer thread (DESIGN.md section 9: journal I/O never blocks the loop).

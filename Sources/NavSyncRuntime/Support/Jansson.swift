@@ -1,6 +1,7 @@
 import CJansson
 @preconcurrency import Glibc
 import NavSync
+import NavSyncServer
 
 /// The server's JSON parser for its hot path (commands, flows): jansson, bytes in, a
 /// `JSON` value out. The one file that speaks to jansson.

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 @preconcurrency import Glibc
 
 /// Raises the soft open-files limit to the hard one (thousands of connections need

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// Random identities for a running server: client ids and session epochs. The hub
 /// takes generators, so tests pass counters instead.
 public enum RandomIDs {

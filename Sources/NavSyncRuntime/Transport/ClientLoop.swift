@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import CUV
 import Dispatch
 @preconcurrency import Glibc
@@ -115,7 +116,7 @@ public final class ClientLoop {
     /// until the owner lets it go (`keepsRunningForPosts(false)`, posted) and nothing is
     /// left to do. Used by `SessionClient.running` and `LibuvTransport`.
     /// Signalled when a loop on a thread of its own (`onThreadOfItsOwn`) has ended.
-    let threadEnded = DispatchSemaphore(value: 0)
+    package let threadEnded = DispatchSemaphore(value: 0)
 
     public static func onThreadOfItsOwn<T>(_ setUp: sending @escaping (ClientLoop) -> T) -> T {
         let handoff = LoopHandoff<T>()

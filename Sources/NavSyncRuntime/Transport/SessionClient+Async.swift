@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 import Dispatch
 
 /// Swift concurrency on top of `SessionClient`. The client and its loop belong to one

@@ -1,4 +1,5 @@
 import NavSync
+import NavSyncServer
 /// A member of one session on a `ClientLoop`: the libuv shell around a
 /// `SessionMachine`, which holds the mirror, the resend queue, resync and backoff.
 /// This class opens sockets, runs timers and calls back; callbacks run on the loop's

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// The client's session machine as a value: no socket, no timer, no randomness.

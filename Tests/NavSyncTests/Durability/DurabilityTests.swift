@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// Groundwork for durable sessions: journal records, snapshots, restore by replay.

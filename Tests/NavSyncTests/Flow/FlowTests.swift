@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 @Suite("Flows")

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// Guards and redirects (DESIGN.md section 18): conditions, deny, redirects kept or

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// Links worked out ahead (`LinkPlan`): opening one by its plan must do exactly what

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 
 /// `--trusted-proxy`: who a request is from behind reverse proxies.
 @Suite("Forwarded")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 
 /// The public RFC 6902 suite (tests/vectors/json-patch-tests) against the core's patch
 /// applier, which the app client's mirror uses too.

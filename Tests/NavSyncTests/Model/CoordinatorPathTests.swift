@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// `CoordinatorPath` against the array it stands for: random appends (past 8 levels and

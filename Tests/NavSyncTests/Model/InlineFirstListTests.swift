@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// The id and key lists that hold their first element inline, against the arrays they

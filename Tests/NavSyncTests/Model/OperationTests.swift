@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// Every operation of DESIGN.md section 4 on the demo flow. After `Harness.onMain()`:

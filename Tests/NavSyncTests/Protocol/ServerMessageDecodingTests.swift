@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// Every server message survives encode → bytes → decode, and a broken one is refused

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// History (DESIGN.md section 15) as values: every state it holds is rebuilt exactly,

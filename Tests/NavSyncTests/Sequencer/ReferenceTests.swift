@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// `"~CMD.N"` and `ack.created` (docs/protocol.md, "References to one's own entries").

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// The id-based diff: minimal patches, and regression cases found by the randomized test.

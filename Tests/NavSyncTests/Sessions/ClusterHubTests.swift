@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// Cluster mode's reducer as a value (DESIGN.md section 17): two hubs and a model of

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// The durable path as a value, in the style of swift-nio-http2's state machine tests:

@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// JWTs in the core: the compact form, the claims against the clock, and the hub's

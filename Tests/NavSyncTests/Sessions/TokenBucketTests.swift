@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 
 /// The per-connection message rate limit (`--rate`, `--burst`).
 @Suite("TokenBucket")

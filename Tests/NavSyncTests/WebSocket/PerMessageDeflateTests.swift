@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 
 /// permessage-deflate's negotiation (RFC 7692 section 7.1) and the decoder's RSV1 rules
 /// (section 6), as values; zlib itself is the runtime's (`DeflateTests`).

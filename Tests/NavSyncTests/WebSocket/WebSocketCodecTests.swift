@@ -1,5 +1,6 @@
 import Testing
 @testable import NavSync
+@testable import NavSyncServer
 import TestSupport
 
 /// Byte vectors for the RFC 6455 codec. Each hostile vector says what it claims.

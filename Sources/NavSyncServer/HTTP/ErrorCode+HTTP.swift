@@ -1,0 +1,18 @@
+import NavSync
+extension ErrorCode {
+    /// The HTTP API's status for an error of this code (DESIGN.md section 7).
+    public var httpStatus: Int {
+        switch self {
+        case .badJSON, .badRequest: return 400
+        case .forbidden: return 403
+        case .unknownSession: return 404
+        case .conflict, .busy, .idReused, .guarded, .redirectLoop: return 409
+        case .gone: return 410
+        case .tooLarge: return 413
+        case .unknownRoute, .badParams, .invalidOp, .notFound: return 422
+        case .rateLimited: return 429
+        case .full, .unconfirmed: return 503
+        case .internal: return 500
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import NavSync
+/// What the runtime may read of the hub, and nothing else: the answers of the HTTP API's
+/// GET routes and the figures of `/metrics`. Reads change nothing; everything that
+/// changes the hub goes through `handle(_:at:)`.
+extension Hub {
+    /// Whether the session is held here.
+    public func hasSession(_ name: String) -> Bool { sessions[name] != nil }
+
+    /// `GET /api/sessions/NAME`: the session's flow, epoch, revision, members and state.
+    public func sessionDocument(_ name: String) -> Result<JSON, NavError> {
+        guard let s = sessions[name] else { return .failure(NavError(.unknownSession, "no session '\(name)'")) }
+        return .success(["session": .string(name), "flow": .string(s.flow.name), "epoch": .string(s.sequencer.epoch),
+                         "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
+    }
+
+    /// A page of history (section 15), newest first, below `before`.
+    public func historyPage(_ name: String, before: Int?, limit: Int) -> Result<ServerMessage, NavError> {
+        guard let s = sessions[name] else { return .failure(NavError(.unknownSession, "no session '\(name)'")) }
+        let h = s.sequencer.history
+        return .success(.history(session: name, rev: s.sequencer.rev, earliest: h.earliest, entries: h.page(before: before, limit: limit)))
+    }
+
+    /// The flows sessions may be made of, the built-in demo first.
+    public var flowNames: [String] { [Flow.demo.name] + flows.keys.filter { $0 != Flow.demo.name }.sorted() }
+
+    /// `GET /api/flows/NAME`: the flow as clients receive it in `joined.flow` (its
+    /// coordinators, links and guards).
+    public func flowDocument(_ name: String) -> Result<JSON, NavError> {
+        guard let flow = flows[name] else {
+            return .failure(NavError(.notFound, "no flow '\(name)' (known: \(flowNames.joined(separator: ", ")))"))
+        }
+        return .success(flow.source)
+    }
+
+    public var sessionCount: Int { sessions.count }
+
+    /// Revisions history holds, all sessions together.
+    public var heldRevisions: Int { sessions.values.reduce(0) { $0 + $1.sequencer.history.count } }
+
+    /// History's bytes, all sessions (`History.bytes`).
+    public var historyBytes: Int { sessions.values.reduce(0) { $0 + $1.sequencer.history.bytes } }
+
+    /// `--history-bytes`: while the node's history holds more, the session holding most
+    /// drops its oldest revisions, about as many as the excess is of its share. Checked
+    /// on the presence tick, so it may pass the bound for one interval.
+    mutating func trimHistory() {
+        guard let limit = configuration.historyBytes else { return }
+        var total = historyBytes
+        var spent = Set<String>()
+        while total > limit {
+            guard let (name, largest) = sessions.filter({ !spent.contains($0.key) })
+                .max(by: { $0.value.sequencer.history.bytes < $1.value.sequencer.history.bytes }),
+                  largest.sequencer.history.bytes > 0 else { break }
+            let h = largest.sequencer.history
+            let share = Double(total - limit) / Double(h.bytes)
+            let count = min(h.count, max(h.checkpointEvery, Int((Double(h.count) * share).rounded(.up))))
+            var freed = sessions[name]!.sequencer.history.trim(dropping: count)
+            // Entries go a checkpoint at a time: past the next one if nothing went yet.
+            if freed == 0 { freed = sessions[name]!.sequencer.history.trim(dropping: h.checkpointEvery) }
+            if freed == 0 { spent.insert(name) }
+            total -= freed
+        }
+    }
+
+    /// The oldest revision history holds, per session, by name.
+    public var earliestRevisions: [(session: String, rev: Int)] {
+        sessions.keys.sorted().map { ($0, sessions[$0]!.sequencer.history.earliest) }
+    }
+}
