@@ -78,4 +78,38 @@ struct NavigatorLoopbackTests {
         #expect(nav.rev == 1 && nav.tabs("Main", MainTab.self).selection == .home)
         await nav.close()
     }
+
+    /// A first connection that fails says why: a refused port, a server that does not
+    /// speak TLS to a wss:// URL, and on Linux the URLSession transport (whose libcurl
+    /// has no WebSocket support). The navigator keeps trying meanwhile.
+    @Test func aFailedFirstConnectSaysWhy() async throws {
+        let transport = LibuvTransport()
+        defer { transport.shutdown() }
+        func reason(_ url: WebSocketURL, _ transport: any WebSocketTransport) async -> String {
+            let nav = Navigator(.init(session: "demo", urls: [url], store: nil), transport: transport)
+            defer { Task { await nav.close() } }
+            do {
+                try await nav.connect()
+                return "joined"
+            } catch {
+                if case .offline = nav.status {} else { return "status \(nav.status)" }
+                return error.message
+            }
+        }
+        // A port nobody listens on.
+        let gone = try TestServer.sessions()
+        let closed = gone.port
+        gone.stop()
+        let refused = await reason(WebSocketURL(host: "127.0.0.1", port: closed, target: "/ws"), transport)
+        #expect(refused.contains("could not join 'demo' at ws://127.0.0.1:\(closed)/ws") && refused.lowercased().contains("refused"), "\(refused)")
+        // wss:// to a plain server.
+        let server = try TestServer.sessions()
+        defer { server.stop() }
+        let tls = await reason(WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws", secure: true), transport)
+        #expect(tls.contains("TLS") || tls.contains("SSL"), "\(tls)")
+        // URLSession on Linux.
+        let curl = await reason(url(server), URLSessionTransport())
+        #expect(curl.contains("could not join 'demo'") && !curl.hasSuffix(": closed (still trying)"), "\(curl)")
+        print("first-connect reasons: refused: \(refused) | tls: \(tls) | urlsession: \(curl)")
+    }
 }
