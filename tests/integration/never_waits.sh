@@ -30,4 +30,35 @@ check "two navigators gesturing at once converge on the server's state" \
 for f in slow outage two; do echo "   [$f]"; sed 's/^/     /' "$OUT/never-waits-$f.out"; done
 kill "$proxy" 2>/dev/null; wait "$proxy" 2>/dev/null || true
 stop_navsyncd
+
+# Offline: an app launched with the server down opens on what its store kept, navigates,
+# and its commands land once the server is up (--data keeps the session); against a
+# session made anew meanwhile, a reset is reported and nothing is replayed onto it.
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+URL="ws://127.0.0.1:$PORT/ws"
+DATA="$OUT/never-waits-data"; STORE="$OUT/never-waits-store"; rm -rf "$DATA" "$STORE"
+serve() {   # serve [ARGS...]: navsyncd on $PORT until it listens
+    "$NAVSYNCD" --port "$PORT" "$@" >>"$OUT/never-waits-offline.log" 2>&1 &
+    SERVER=$!
+    for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0; sleep 0.05; done
+    return 1
+}
+serve --data "$DATA"
+check "a navigator keeps its session in its store" \
+    bash -c "'$SHOP' '$URL' --session demo --gestures 10 --store '$STORE' --seed 4 --check '$URL' >'$OUT/never-waits-stored.out' 2>&1"
+kill "$SERVER"; wait "$SERVER" || true
+"$SHOP" "$URL" --session demo --gestures 12 --store "$STORE" --offline --seed 5 --check "$URL" >"$OUT/never-waits-offline.out" 2>&1 &
+app=$!
+sleep 2
+serve --data "$DATA"
+check "launched with the server down: opens from its store, navigates, and its commands land once it is up" wait "$app"
+kill "$SERVER"; wait "$SERVER" || true
+rm -rf "$DATA"
+"$SHOP" "$URL" --session demo --gestures 6 --store "$STORE" --offline --expect-reset --seed 6 --check "$URL" >"$OUT/never-waits-reset.out" 2>&1 &
+app=$!
+sleep 2
+serve
+check "...against a session made anew: a reset is reported and nothing is replayed onto it" wait "$app"
+kill "$SERVER"; wait "$SERVER" || true
+for f in offline reset; do echo "   [$f]"; sed 's/^/     /' "$OUT/never-waits-$f.out"; done
 finish

@@ -20,13 +20,21 @@ struct GestureRun {
     var everyMs: Int
     var navigators: Int
     var seed: UInt64
+    /// The first navigator keeps its session in a `FileStore` in this folder.
+    var store: String?
+    /// `--offline`: the server is down at launch (the script starts it later).
+    var offline = false
+    /// `--expect-reset`: the session was made anew meanwhile.
+    var expectReset = false
 }
 
 @MainActor
 func runGestures(_ run: GestureRun, transport: LibuvTransport) async throws -> Bool {
     var navs: [Navigator] = []
+    if run.offline { return try await runOffline(run, transport: transport) }
     for i in 0..<run.navigators {
-        let nav = Navigator(.init(session: run.session, urls: run.urls, name: "thumb-\(i + 1)", create: true, store: nil),
+        let store = i == 0 ? run.store.map { FileStore(directory: URL(fileURLWithPath: $0)) } : nil
+        let nav = Navigator(.init(session: run.session, urls: run.urls, name: "thumb-\(i + 1)", create: true, store: store),
                             routes: RouteCheck.shop, transport: transport)
         try await nav.connect()
         navs.append(nav)
@@ -138,6 +146,72 @@ func runGestures(_ run: GestureRun, transport: LibuvTransport) async throws -> B
     print(problems.isEmpty ? "ok" : "\(problems.count) problem(s)")
     return problems.isEmpty
 }
+
+/// `--offline`: launched while the server is down, the navigator opens on what its
+/// store kept, makes `count` gestures, and once the server is up (the calling script
+/// starts it) its commands land: the server ends on what the gestures made. With
+/// `--expect-reset` the session was made anew meanwhile: the reset must be reported
+/// and nothing replayed onto the new session.
+@MainActor
+func runOffline(_ run: GestureRun, transport: LibuvTransport) async throws -> Bool {
+    guard let dir = run.store else { throw NavError(.badParams, "--offline needs --store DIR") }
+    let store = FileStore(directory: URL(fileURLWithPath: dir))
+    let nav = Navigator(.init(session: run.session, urls: run.urls, name: "offline", store: store),
+                        routes: RouteCheck.shop, transport: transport)
+    var problems: [String] = []
+    guard nav.state != nil else { throw NavError(.notFound, "nothing stored in \(dir) for session '\(run.session)'") }
+    try await nav.connect()
+    guard case .offline(let reason) = nav.status else { throw NavError(.internal, "expected the server down, got \(nav.status)") }
+    print("launched offline (\(reason)); opened on stored rev \(nav.confirmedRev): \(path(nav))")
+    let home = nav.stack("Home", HomeRoute.self)
+    let tabs = nav.tabs("Main", MainTab.self)
+    var rng = SplitMix(seed: run.seed)
+    let pushes: [HomeRoute] = [.detail(id: 1), .reviews(id: 1), .category(name: "tea")]
+    for step in 0..<run.count {
+        switch rng.below(3) {
+        case 0:
+            var p = home.path
+            if p.isEmpty || rng.below(2) == 0 { p.append(pushes[rng.below(pushes.count)]) } else { p.removeLast() }
+            home.path = p
+            if home.path != p { problems.append("offline gesture \(step) did not read back") }
+        case 1:
+            let sheet: HomeRoute? = home.sheet == nil ? .settings : nil
+            home.sheet = sheet
+            if home.sheet != sheet { problems.append("offline gesture \(step) did not read back") }
+        default:
+            let tab: MainTab = tabs.selection == .home ? .cart : .home
+            tabs.selection = tab
+            if tabs.selection != tab { problems.append("offline gesture \(step) did not read back") }
+        }
+        try await Task.sleep(for: .milliseconds(run.everyMs))
+    }
+    let meant = nav.state
+    print("made \(run.count) gestures offline, \(nav.pendingCommands) commands pending: \(path(nav))")
+    try await until(seconds: 60) { nav.status == .joined && nav.pendingCommands == 0 }
+    print("joined; now at rev \(nav.confirmedRev): \(path(nav))")
+    if run.expectReset {
+        if nav.lastReset == nil { problems.append("no reset was reported") } else { print("reset reported: \(nav.lastReset!)") }
+        if nav.confirmedRev != 0 { problems.append("commands were replayed onto the new session (rev \(nav.confirmedRev))") }
+    } else {
+        if nav.lastReset != nil { problems.append("a reset was reported: \(nav.lastReset!)") }
+        if blankIDs(meant) != blankIDs(nav.state) { problems.append("the state the gestures made changed once confirmed") }
+        if let e = nav.lastError { problems.append("\(e)") }
+    }
+    if let check = run.check {
+        let reader = Navigator(.init(session: run.session, urls: [check], name: "checker", store: nil), transport: transport)
+        try await reader.connect()
+        try await until(seconds: 10) { reader.confirmedRev >= nav.confirmedRev }
+        if reader.state != nav.state || nav.state != nav.confirmedState { problems.append("the server's state differs from the navigator's") }
+        await reader.close()
+    }
+    await nav.close()
+    for p in problems { print("problem: \(p)") }
+    print(problems.isEmpty ? "ok" : "\(problems.count) problem(s)")
+    return problems.isEmpty
+}
+
+@MainActor
+func path(_ nav: Navigator) -> String { nav.tree?.activePath.map(\.route).joined(separator: " > ") ?? "(nothing)" }
 
 /// p50, p99 and max of a list of milliseconds.
 func summary(_ values: [Double]) -> String {

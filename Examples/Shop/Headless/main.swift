@@ -12,10 +12,14 @@ import ShopModel
 //   shop-headless [ws://127.0.0.1:7420/ws] [--session demo]
 //   shop-headless URL --gestures N [--every-ms 20] [--navigators 1] [--seed 1] [--check URL]
 //       random gestures through the bindings, measured (Gestures.swift)
+//   shop-headless URL --gestures N --store DIR [--offline [--expect-reset]]
+//       the first navigator keeps its session in DIR; --offline: launched with the
+//       server down, it opens on what DIR kept and navigates until the server is up
 
 let usage = """
     usage: shop-headless [URL...] [--session NAME]
            shop-headless URL... --gestures N [--every-ms MS] [--navigators K] [--seed S] [--check URL] [--session NAME]
+                         [--store DIR [--offline [--expect-reset]]]
 
     """
 var urls: [WebSocketURL] = []
@@ -35,6 +39,9 @@ while let a = arguments.popFirst() {
     case "--every-ms": gestures?.everyMs = number(a)
     case "--navigators": gestures?.navigators = max(1, number(a))
     case "--seed": gestures?.seed = UInt64(number(a))
+    case "--store": gestures?.store = arguments.popFirst()
+    case "--offline": gestures?.offline = true
+    case "--expect-reset": gestures?.expectReset = true
     case "--check":
         guard let u = arguments.popFirst().flatMap(WebSocketURL.init) else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
         gestures?.check = u
