@@ -184,10 +184,16 @@ if options.wsEcho {
         server.logger.info("also reachable at: \(reachable.map { "\(web)://\($0.contains(":") ? "[\($0)]" : $0):\(server.port)/" }.joined(separator: " "))")
     }
     if let demo = options.hub.demoSession, !options.lan {
-        server.logger.info("try it: open \(server.httpURL)?session=\(demo) in a browser, or run: navclient \(server.webSocketURL) --session \(demo)")
+        let cacert = selfSigned.map { " --cacert \($0.1)" } ?? ""
+        server.logger.info("try it: open \(server.httpURL)?session=\(demo) in a browser\(selfSigned == nil ? "" : " (it will ask you to accept the certificate)"), or run: navclient \(server.webSocketURL) --session \(demo)\(cacert)")
     }
 }
 server.run()
+// The certificate made for this run goes with it.
+if let (_, file) = selfSigned {
+    unlink(file)
+    rmdir(String(file[..<(file.lastIndex(of: "/") ?? file.endIndex)]))
+}
 server.logger.info("stopped")
 exit(0)
 

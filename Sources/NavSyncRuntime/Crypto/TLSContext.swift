@@ -1,4 +1,5 @@
 import CSSL
+@preconcurrency import Glibc
 
 public struct TLSError: Error, CustomStringConvertible {
     public var description: String
@@ -35,6 +36,8 @@ public final class TLSContext: @unchecked Sendable {
     /// A server's context from PEM files: the certificate (a chain allowed, leaf first)
     /// and its private key, checked to match.
     public static func server(certificate: String, key: String) throws(TLSError) -> TLSContext {
+        try OpenSSL.readable(certificate, "the certificate")
+        try OpenSSL.readable(key, "the private key")
         let context = try TLSContext(server: true, files: (certificate, key))
         guard SSL_CTX_use_certificate_chain_file(context.ctx, certificate) == 1 else {
             throw TLSError("cannot load the certificate \(certificate)")
@@ -74,6 +77,8 @@ public final class TLSContext: @unchecked Sendable {
     public static func client(caFile: String? = nil, certificate: String? = nil, key: String? = nil) throws(TLSError) -> TLSContext {
         let context = try TLSContext(server: false)
         if let certificate, let key {
+            try OpenSSL.readable(certificate, "the client certificate")
+            try OpenSSL.readable(key, "the client key")
             guard SSL_CTX_use_certificate_chain_file(context.ctx, certificate) == 1 else {
                 throw TLSError("cannot load the client certificate \(certificate)")
             }
@@ -83,6 +88,7 @@ public final class TLSContext: @unchecked Sendable {
         }
         SSL_CTX_set_verify(context.ctx, SSL_VERIFY_PEER, nil)
         if let caFile {
+            try OpenSSL.readable(caFile, "the CA file")
             guard SSL_CTX_load_verify_locations(context.ctx, caFile, nil) == 1 else {
                 throw TLSError("cannot load the CA file \(caFile)")
             }
@@ -94,6 +100,15 @@ public final class TLSContext: @unchecked Sendable {
 }
 
 enum OpenSSL {
+    /// A file OpenSSL is about to read, checked first: OpenSSL itself only says
+    /// "error 2147483650; system lib" for a file that is missing or unreadable.
+    static func readable(_ path: String, _ what: String) throws(TLSError) {
+        guard access(path, R_OK) != 0 else { return }
+        let why = String(cString: strerror(errno))
+        ERR_clear_error()
+        throw TLSError("cannot read \(what) \(path): \(why)")
+    }
+
     /// OpenSSL's queued errors as text (": reason; reason"), the queue emptied.
     static func errors() -> String {
         var reasons: [String] = []

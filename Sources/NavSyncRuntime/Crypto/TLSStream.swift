@@ -4,6 +4,11 @@ import CSSL
 /// from one memory BIO and writes to another, never to the socket (no blocking, no
 /// thread). The caller feeds what the socket read (`receive`), hands plaintext to
 /// `write`, and sends what `takeOutput` gives: handshake messages, records, alerts.
+///
+/// OpenSSL's error queue belongs to the thread, and every connection of a loop shares
+/// it: `SSL_get_error` reads it first, so an error one connection left there (a write
+/// after its own close_notify: "protocol is shutdown") made another connection's next
+/// read fail. Each call here starts with the queue empty and leaves it empty.
 final class TLSStream {
     private let ssl: OpaquePointer
     private let input: OpaquePointer
@@ -71,6 +76,7 @@ final class TLSStream {
         }
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
+            ERR_clear_error()
             let n = chunk.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
             if n > 0 {
                 plain.append(contentsOf: chunk[0..<Int(n)])
@@ -78,7 +84,9 @@ final class TLSStream {
             }
             switch SSL_get_error(ssl, n) {
             case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return
-            case SSL_ERROR_ZERO_RETURN: throw .closed
+            case SSL_ERROR_ZERO_RETURN:
+                ERR_clear_error()
+                throw .closed
             default: throw .failed(Self.reason(ssl: ssl, rc: n))
             }
         }
@@ -87,6 +95,7 @@ final class TLSStream {
     /// Drives the handshake; throws when it failed.
     @discardableResult
     private func step() throws(Failure) -> Bool {
+        ERR_clear_error()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
             isEstablished = true
@@ -101,24 +110,36 @@ final class TLSStream {
         throw .failed(Self.reason(ssl: ssl, rc: rc))
     }
 
+    /// Why a call failed, from this connection's errors (the queue is drained).
     private static func reason(ssl: OpaquePointer, rc: Int32) -> String {
         let verify = SSL_get_verify_result(ssl)
+        let code = SSL_get_error(ssl, rc)
         let queued = OpenSSL.errors()
         if verify != X509_V_OK {
             return "certificate verify failed: " + String(cString: X509_verify_cert_error_string(verify))
         }
-        return queued.isEmpty ? "handshake failed (error \(SSL_get_error(ssl, rc)))" : String(queued.dropFirst(2))
+        return queued.isEmpty ? "handshake failed (error \(code))" : String(queued.dropFirst(2))
     }
 
     /// Plaintext out: sealed into records in the output (the handshake must be done).
+    /// Nothing is sealed once this side sent its close_notify (OpenSSL would refuse it
+    /// with an error in the thread's queue).
     func write(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count > 0 else { return }
+        guard bytes.count > 0, isEstablished, !isShutDown else { return }
+        ERR_clear_error()
         _ = SSL_write(ssl, bytes.baseAddress, Int32(bytes.count))   // a memory BIO takes it all
+        ERR_clear_error()
     }
 
-    /// Ends TLS politely: a close_notify alert in the output.
+    /// This side sent its close_notify.
+    private(set) var isShutDown = false
+
+    /// Ends TLS politely: a close_notify alert in the output, after every record
+    /// written before it.
     func shutdown() {
-        guard isEstablished else { return }
+        guard isEstablished, !isShutDown else { return }
+        isShutDown = true
+        ERR_clear_error()
         _ = SSL_shutdown(ssl)
         ERR_clear_error()
     }

@@ -185,6 +185,9 @@ public final class Connection {
         guard closeReason == nil else { return }
         closeReason = reason
         if let tls {
+            // What is queued (an HTTP answer to `Connection: close`) is sealed first:
+            // after close_notify, OpenSSL seals nothing more.
+            if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
             tls.shutdown()   // close_notify, after what is queued
             if tls.hasOutput { server.needsFlush(self) }
         }
