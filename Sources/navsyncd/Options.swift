@@ -117,17 +117,20 @@ struct Options {
                               ES256 public key or certificate (PEM). Claims: sub, role,
                               sessions, exp (required), nbf, aud. Alone it makes a token
                               required, as --auth does; with --auth either kind is taken.
-                              Re-read on SIGHUP. See docs/auth.md.
+                              Re-read on SIGHUP. See docs/deploy.md#tokens.
       --jwt-audience AUD      a JWT must name AUD in its aud claim
       --allow-origin ORIGIN   a browser origin that may connect and POST, besides the
                               server's own (repeatable). The server's own: http://HOST:PORT
                               of --host, and any http://ADDR:PORT where ADDR is localhost
                               or an IP address of this machine; never a DNS name.
       --trusted-proxy ADDR[/BITS]  a reverse proxy (nginx, Caddy) in front (repeatable):
-                              from it, Forwarded / X-Forwarded-For, -Proto and -Host
-                              are believed, so limits, logs and the origin check see
-                              the client; from anyone else they are ignored. See
-                              docs/deploy.md.
+                              from it, the --forwarded-header family is believed, so
+                              limits, logs and the origin check see the client; from
+                              anyone else it is ignored. See docs/deploy.md.
+      --forwarded-header x-forwarded-for|forwarded  which headers the proxies set: the
+                              X-Forwarded-For / -Proto / -Host family (default, what
+                              the nginx recipe sets) or RFC 7239's Forwarded; the other
+                              is ignored, since a client may send it through a proxy
       --max-connections N     open connections in all (default 16384, at most the open-files
                               limit; navsyncd warns when that limit is lower)
       --backlog N             connections the kernel queues before navsyncd accepts them
@@ -260,6 +263,11 @@ struct Options {
                     return .usageError("--trusted-proxy needs an address or a network, like 127.0.0.1 or 10.0.0.0/8")
                 }
                 o.server.trustedProxies.proxies.append(range)
+            case "--forwarded-header":
+                guard let v = args.popFirst(), let h = ProxyTrust.Header(rawValue: v.lowercased()) else {
+                    return .usageError("--forwarded-header needs x-forwarded-for or forwarded")
+                }
+                o.server.trustedProxies.header = h
             case "--allow-origin":
                 guard let v = args.popFirst(), v.hasPrefix("http://") || v.hasPrefix("https://") else {
                     return .usageError("--allow-origin needs an origin like http://192.168.1.20:7420")

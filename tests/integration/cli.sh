@@ -4,6 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 check "--help exits 0 and lists the flags" bash -c "'$NAVSYNCD' --help | grep -q -- '--max-message BYTES'"
+check "every doc --help points to exists" bash -c "cd '$ROOT' && for f in \$('$NAVSYNCD' --help | grep -o 'docs/[a-z-]*\.md' | sort -u); do [ -f \"\$f\" ] || { echo \"missing \$f\"; exit 1; }; done"
 check "an unknown flag exits 2"            bash -c "'$NAVSYNCD' --frobnicate; [ \$? -eq 2 ]"
 check "a bad port exits 2"                 bash -c "'$NAVSYNCD' --port 70000; [ \$? -eq 2 ]"
 check "--socket-send-buffer below 4096 exits 2, naming the flag" bash -c "'$NAVSYNCD' --socket-send-buffer 100 2>&1 | grep -q -- '--socket-send-buffer'; [ \${PIPESTATUS[0]} -eq 2 ]"

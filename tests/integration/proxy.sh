@@ -96,7 +96,22 @@ async def main():
     code = await refused(direct, source="127.0.0.7", origin=f"https://localhost:{public}",
                          additional_headers={"X-Forwarded-Proto": "https", "X-Forwarded-Host": f"localhost:{public}"})
     check("...and so is a forged public origin (403)", code == 403, code)
-    for ws in (a, b, c):
+    # Through nginx, a client's own Forwarded / X-Forwarded-For: five connections from
+    # one address (127.0.0.8), each claiming another one. The first is that address;
+    # the others are refused by its limit of one, whatever they claim.
+    spoofed = []
+    first, _ = await join(PUBLIC, origin=f"https://localhost:{public}", source="127.0.0.8",
+                          additional_headers={"Forwarded": "for=198.51.100.1", "X-Forwarded-For": "198.51.100.1"})
+    for n in range(2, 6):
+        spoofed.append(await refused(PUBLIC, origin=f"https://localhost:{public}", source="127.0.0.8",
+                                     additional_headers={"Forwarded": f"for=198.51.100.{n}", "X-Forwarded-For": f"198.51.100.{n}"}))
+    check("spoofed Forwarded / X-Forwarded-For through nginx do not pass the per-address limit (4 of 4 refused, 503)",
+          spoofed == [503] * 4, spoofed)
+    code = await refused(PUBLIC, origin="https://evil.example", source="127.0.0.9",
+                         additional_headers={"Forwarded": "for=127.0.0.9;host=evil.example;proto=https",
+                                             "X-Forwarded-Host": "evil.example"})
+    check("Forwarded: host=evil.example;proto=https through nginx does not make that origin allowed (403)", code == 403, code)
+    for ws in (a, b, c, first):
         await ws.close()
 
 
@@ -126,6 +141,7 @@ finally:
 finish("proxy_page")
 PY
 check "navsyncd's log names the clients behind the proxy" bash -c "grep -q 'forwards for 127.0.0.3' '$OUT/proxy.log' && grep -q 'forwards for 127.0.0.4' '$OUT/proxy.log' && ! grep -q 'forwards for 203.0.113' '$OUT/proxy.log'"
+check "...and never an address a client claimed through nginx" bash -c "grep -q 'forwards for 127.0.0.8' '$OUT/proxy.log' && ! grep -q '198.51.100' '$OUT/proxy.log'"
 kill $nginx_pid 2>/dev/null || true
 stop_navsyncd
 finish

@@ -1,16 +1,31 @@
 import NavSync
 /// Who a request is really from, behind reverse proxies (`--trusted-proxy`).
 ///
-/// Only a connection from a trusted proxy is believed: its `Forwarded` (RFC 7239) or,
-/// without one, its `X-Forwarded-For`, `X-Forwarded-Proto` and `X-Forwarded-Host`.
+/// Only a connection from a trusted proxy is believed, and only in the one header
+/// family the operator names (`--forwarded-header`): `X-Forwarded-For` with
+/// `X-Forwarded-Proto` and `X-Forwarded-Host` (the default: what nginx's recipe sets),
+/// or `Forwarded` (RFC 7239). The other family is ignored whatever it says: a proxy
+/// passes on headers it does not set, so a client could write them itself (nginx hands
+/// a client's own `Forwarded` through untouched).
 /// Of a list of hops, the client is the right-most address that is not a trusted proxy
 /// (each proxy appends the address it received the request from, so everything left of
 /// the first untrusted one could be forged by that client). The scheme and host are
 /// those of the same hop: what the client asked for.
 public struct ProxyTrust: Sendable, Equatable {
     public var proxies: [IPRange]
+    /// The header family the proxies set.
+    public var header: Header
 
-    public init(_ proxies: [IPRange] = []) { self.proxies = proxies }
+    /// `--forwarded-header`.
+    public enum Header: String, Sendable, Equatable, CaseIterable {
+        case xForwardedFor = "x-forwarded-for"
+        case forwarded
+    }
+
+    public init(_ proxies: [IPRange] = [], header: Header = .xForwardedFor) {
+        self.proxies = proxies
+        self.header = header
+    }
 
     public var isEmpty: Bool { proxies.isEmpty }
 
@@ -35,9 +50,8 @@ public struct ProxyTrust: Sendable, Equatable {
         func values(_ name: String) -> [String] {
             headers.filter { $0.0.lowercased() == name }.flatMap { $0.1.split(separator: ",").map { $0.trimmingSpaces } }
         }
-        let forwarded = values("forwarded")
-        if !forwarded.isEmpty {
-            let hops = forwarded.map(Self.forwardedElement)
+        if header == .forwarded {
+            let hops = values("forwarded").map(Self.forwardedElement)
             guard let i = pick(hops.map(\.for)) else { return Client(address: peer) }
             return Client(address: hops[i].for!, scheme: hops[i].proto, host: hops[i].host)
         }

@@ -21,6 +21,8 @@ public enum JWT {
         case expired
         case notYetValid
         case audience
+        /// `--jwt-audience` is set and the token names no audience at all.
+        case noAudience(wanted: String)
         case claim(String)
 
         public var description: String {
@@ -31,6 +33,7 @@ public enum JWT {
             case .expired: "token expired"
             case .notYetValid: "token not valid yet (nbf)"
             case .audience: "the token is for another audience (aud)"
+            case .noAudience(let wanted): "the token has no aud claim; this server takes tokens for audience '\(wanted)'"
             case .claim(let why): "token refused: \(why)"
             }
         }
@@ -91,8 +94,8 @@ public enum JWT {
         }
         if case .failure(let e) = seconds("iat") { return .failure(e) }
         if let wanted = settings.audience {
-            let aud = claims["aud"]
-            let listed = aud?.stringValue.map { [$0] } ?? aud?.arrayValue?.compactMap(\.stringValue) ?? []
+            guard let aud = claims["aud"], !aud.isNull else { return .failure(.noAudience(wanted: wanted)) }
+            let listed = aud.stringValue.map { [$0] } ?? aud.arrayValue?.compactMap(\.stringValue) ?? []
             guard listed.contains(wanted) else { return .failure(.audience) }
         }
         guard let roleName = claims["role"]?.stringValue, let role = Hub.Role(rawValue: roleName) else {

@@ -39,12 +39,29 @@ struct ForwardedTests {
         #expect(trust.client(peer: "127.0.0.1", headers: []).address == "127.0.0.1")
     }
 
-    @Test func forwardedWinsAndItsHopsSayWhatTheClientAskedFor() {
+    /// With `--forwarded-header forwarded`, RFC 7239's header alone is read: its hops
+    /// say what the client asked for; `X-Forwarded-*` is ignored.
+    @Test func forwardedHopsSayWhatTheClientAskedFor() {
+        var trust = self.trust
+        trust.header = .forwarded
         let h = [("X-Forwarded-For", "6.6.6.6"),
                  ("Forwarded", #"for=192.0.2.60;proto=http;by=203.0.113.43, for="[2001:db8:cafe::17]:4711";proto=HTTPS;host="nav.example""#),
                  ("Forwarded", "for=10.0.0.5;proto=http")]
         #expect(trust.client(peer: "127.0.0.1", headers: h) == .init(address: "2001:db8:cafe::17", scheme: "https", host: "nav.example"))
         #expect(trust.client(peer: "127.0.0.1", headers: [("Forwarded", "for=unknown")]).address == "127.0.0.1")
         #expect(trust.client(peer: "10.9.9.9", headers: [("Forwarded", "For=\"192.0.2.1\"")]).address == "192.0.2.1", "names are case-insensitive")
+        #expect(trust.client(peer: "127.0.0.1", headers: [("X-Forwarded-For", "203.0.113.7"), ("X-Forwarded-Host", "evil.example")])
+                == .init(address: "127.0.0.1"), "the other family is ignored")
+    }
+
+    /// By default (the family nginx's recipe sets) a `Forwarded` header is ignored,
+    /// whatever it claims: nginx hands a client's own through untouched.
+    @Test func aForwardedHeaderIsIgnoredUnlessNamed() {
+        #expect(trust.header == .xForwardedFor)
+        let spoofed = [("Forwarded", "for=198.51.100.1;host=evil.example;proto=https"), ("X-Forwarded-For", "203.0.113.7"),
+                       ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "nav.example")]
+        #expect(trust.client(peer: "127.0.0.1", headers: spoofed) == .init(address: "203.0.113.7", scheme: "https", host: "nav.example"))
+        #expect(trust.client(peer: "127.0.0.1", headers: [("Forwarded", "for=198.51.100.1")]) == .init(address: "127.0.0.1"))
+        #expect(ProxyTrust.Header(rawValue: "forwarded") == .forwarded && ProxyTrust.Header(rawValue: "x-forwarded-for") == .xForwardedFor)
     }
 }
