@@ -7,7 +7,7 @@ export type JSONValue = null | boolean | number | string | JSONValue[] | { [key:
 export type ErrorCode =
   | "bad_json" | "bad_request" | "unknown_session" | "unknown_route" | "bad_params" | "invalid_op"
   | "not_found" | "conflict" | "busy" | "forbidden" | "rate_limited" | "too_large" | "full" | "gone"
-  | "id_reused" | "guarded" | "redirect_loop" | "unconfirmed" | "internal" | "closed" | "offline" | "refused" | "deleted" | "lost" | "missing";
+  | "id_reused" | "guarded" | "redirect_loop" | "unconfirmed" | "unavailable" | "internal" | "closed" | "offline" | "refused" | "deleted" | "lost" | "missing";
 
 export class NavsyncError extends Error {
   code: ErrorCode;

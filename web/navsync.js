@@ -658,9 +658,11 @@ class Session extends Emitter {
       return this.emit("error", error);
     }
     const p = m.id !== undefined && this.pending.get(m.id);
-    // Cluster mode with --redis-wait: Redis has it, too few replicas confirmed it yet.
-    // The same id again is safe and is answered once they do (30 tries, a second apart).
-    if (p && m.code === "unconfirmed" && (p.unconfirmed = (p.unconfirmed || 0) + 1) <= 30) {
+    // Cluster mode: with --redis-wait Redis has it and too few replicas confirmed it yet
+    // (unconfirmed), or the node cannot reach Redis, a failover under way (unavailable:
+    // nothing applied). The same id again is safe and is answered once the store is
+    // back (30 tries, a second apart).
+    if (p && (m.code === "unconfirmed" || m.code === "unavailable") && (p.unconfirmed = (p.unconfirmed || 0) + 1) <= 30) {
       setTimeout(() => { if (this.pending.get(m.id) === p) this.client.send(p.message); }, 1000);
       return;
     }

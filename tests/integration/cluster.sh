@@ -35,8 +35,8 @@ stop_navsyncd
 # A node whose Redis is not there yet starts, says so, and serves once Redis is up.
 PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 start_navsyncd early --cluster "redis://127.0.0.1:$PORT" --node early
-check "a node started before Redis answers commands with internal, naming the store (not unknown_session)" bash -c \
-    "sleep 0.5; [ \"\$(curl -s -o '$OUT/cl.json' -w '%{http_code}' -X POST -d '{\"id\":1,\"ops\":[{\"op\":\"pop\"}]}' '${HTTP_URL}api/sessions/demo/commands')\" = 500 ] &&
+check "a node started before Redis answers commands with unavailable (503), naming the store (not unknown_session)" bash -c \
+    "sleep 0.5; [ \"\$(curl -s -o '$OUT/cl.json' -w '%{http_code}' -X POST -d '{\"id\":1,\"ops\":[{\"op\":\"pop\"}]}' '${HTTP_URL}api/sessions/demo/commands')\" = 503 ] &&
      grep -q 'store unavailable: cannot connect to 127.0.0.1:$PORT' '$OUT/cl.json'"
 check "...its /readyz is 503 with the reason, its /healthz 200" bash -c \
     "[ \"\$(curl -s -o '$OUT/ready.json' -w '%{http_code}' '${HTTP_URL}readyz')\" = 503 ] && grep -q '\"ready\":false' '$OUT/ready.json' &&

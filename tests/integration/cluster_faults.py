@@ -420,7 +420,7 @@ async def scenario_client_kill(nodes, r):
 
 async def scenario_redis_down(nodes, r, rd):
     """Redis down for 5 s (SIGKILL, then restarted with its AOF, appendfsync always):
-    commands fail with internal "store unavailable", reads go on, nothing acknowledged
+    commands fail with unavailable "store unavailable", reads go on, nothing acknowledged
     is lost, and everything resumes."""
     seen = {}
     async def fault():
@@ -433,8 +433,8 @@ async def scenario_redis_down(nodes, r, rd):
         rd.start()
     await load("Redis down 5 s", nodes, r, fault, count=600)
     status, body = seen["post"]
-    check("Redis down: a command fails with internal \"store unavailable\" (500)",
-          status == 500 and body.get("code") == "internal" and "store unavailable" in body.get("message", ""), str(seen["post"]))
+    check("Redis down: a command fails with unavailable \"store unavailable\" (503)",
+          status == 503 and body.get("code") == "unavailable" and "store unavailable" in body.get("message", ""), str(seen["post"]))
     check("Redis down: reads answer from the replica", seen["get"][0] == 200, str(seen["get"]))
     logs = "".join(open(f"{OUT}/cluster-{n.name}.log").read() for n in nodes)
     check("Redis down: the nodes log losing Redis and finding it again", "Redis unreachable" in logs and "reachable again" in logs)

@@ -162,7 +162,7 @@ def scenario_acl():
         check("...while /healthz (the process) is 200", wrong.http("GET", "/healthz")[0] == 200)
         status, body = wrong.command(1)
         check("...and a command fails naming the store, not unknown_session",
-              status == 500 and body["code"] == "internal" and "store unavailable" in body["message"]
+              status == 503 and body["code"] == "unavailable" and "store unavailable" in body["message"]
               and "refused the password" in body["message"], f"{status} {body}")
         missing = Node("acl-missing", f"redis://127.0.0.1:{port}")
         status, body = missing.not_ready()

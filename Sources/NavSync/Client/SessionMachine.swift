@@ -358,7 +358,7 @@ public struct SessionMachine: Sendable {
                 // safe, and is answered once they do.
                 // A speculative client's commands are on screen already: one the rate limit
                 // held back (a queue resent after an outage) goes again too.
-                let retried = e.code == .unconfirmed || (options.speculative && e.code == .rateLimited)
+                let retried = e.code == .unconfirmed || e.code == .unavailable || (options.speculative && e.code == .rateLimited)
                 if retried, unconfirmed[id, default: 0] < Self.unconfirmedRetries {
                     unconfirmed[id, default: 0] += 1
                     resendAtTick.insert(id)

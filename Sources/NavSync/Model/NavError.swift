@@ -25,6 +25,10 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     /// confirmed it in time. It may or may not survive a failover; resending it under
     /// the same id is safe (HTTP 503).
     case unconfirmed
+    /// Cluster mode: the node cannot reach its store (Redis down, a failover under way,
+    /// a refused password): nothing was applied, and the same command under the same id
+    /// may be sent again (HTTP 503). Clients resend it like `unconfirmed`.
+    case unavailable
     case `internal`
 }
 

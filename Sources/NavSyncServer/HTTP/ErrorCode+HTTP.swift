@@ -11,7 +11,7 @@ extension ErrorCode {
         case .tooLarge: return 413
         case .unknownRoute, .badParams, .invalidOp, .notFound: return 422
         case .rateLimited: return 429
-        case .full, .unconfirmed: return 503
+        case .full, .unconfirmed, .unavailable: return 503
         case .internal: return 500
         }
     }

@@ -7,7 +7,7 @@ extension Hub {
                                  role: Role, reply: Reply) {
         guard cluster.storeUp else {
             commandOutcomes[ErrorCode.internal.rawValue, default: 0] += 1
-            return answer(reply, .error(NavError(.internal, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); nothing was applied, try again")))
+            return answer(reply, .error(NavError(.unavailable, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); nothing was applied, try again")))
         }
         cluster.replicas[name, default: Replica()].queue.append(Pending(object: object, client: client, name: senderName, role: role,
                                                                 reply: reply, arrived: time.nanos))

@@ -27,7 +27,7 @@ extension Hub {
                 let waiting = cluster.replicas[name]!.queue
                 cluster.replicas[name]!.queue = []
                 cluster.replicas[name]!.reading = false
-                for p in waiting { fail(p, NavError(.internal, "store unavailable: \(reason); nothing was applied, try again")) }
+                for p in waiting { fail(p, NavError(.unavailable, "store unavailable: \(reason); nothing was applied, try again")) }
                 answerParkedReads(name)
             }
         case .created(let name, let made):
@@ -97,7 +97,7 @@ extension Hub {
             dropSession(name, because: "it is gone from Redis")
         case .unavailable(let reason):
             cluster.replicas[name] = r
-            for p in f.commands { fail(p, NavError(.internal, "store unavailable: \(reason); nothing was applied, try again")) }
+            for p in f.commands { fail(p, NavError(.unavailable, "store unavailable: \(reason); nothing was applied, try again")) }
         case .unknown(let reason):
             // They may be in Redis: no answer at all. A WebSocket client is closed with
             // 1013 and resends the same ids, which find their records if they are stored.
@@ -186,7 +186,7 @@ extension Hub {
         case .failed(let reason):
             out.append(.log(.warn, "cluster: reading session '\(name)' failed: \(reason); tried again in a second"))
             cluster.failedReads.insert(name)
-            refuseJoins(name, NavError(.internal, "store unavailable: \(reason)"))
+            refuseJoins(name, NavError(.unavailable, "store unavailable: \(reason)"))
             answerParkedReads(name)
         case .entries(let epoch, let entries):
             guard let s = sessions[name], s.sequencer.epoch == epoch else {

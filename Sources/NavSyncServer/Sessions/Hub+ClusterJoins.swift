@@ -49,7 +49,7 @@ extension Hub {
     /// A join of a session this node does not hold (yet): made or read first.
     mutating func parkJoin(_ j: ClientMessage.Join, _ c: Int, _ id: JSON?, flow: Flow) {
         cluster.parkedJoins[j.session, default: []].append((c, j, id))
-        guard cluster.storeUp else { return refuseJoins(j.session, NavError(.internal, "store unavailable: \(cluster.storeDown ?? "not connected to Redis")")) }
+        guard cluster.storeUp else { return refuseJoins(j.session, NavError(.unavailable, "store unavailable: \(cluster.storeDown ?? "not connected to Redis")")) }
         requestCreate(j.session, flow: flow)
     }
 }

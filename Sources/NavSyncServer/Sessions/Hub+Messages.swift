@@ -80,7 +80,7 @@ extension Hub {
         // Redis has no such session either.
         if isClustered, let name = message.readSession {
             guard sessions[name] != nil || cluster.storeUp else {
-                return emit(.send(to: c, .error(NavError(.internal, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); try again")), id: request.id))
+                return emit(.send(to: c, .error(NavError(.unavailable, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); try again")), id: request.id))
             }
             return parkForRead(name, Parked(connection: c, message: message, id: request.id, now: now))
         }

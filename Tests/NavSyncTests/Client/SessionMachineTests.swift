@@ -77,6 +77,19 @@ struct SessionMachineTests {
         #expect(answered && m.unacknowledged == 0)
     }
 
+    /// `unavailable` (a cluster node cut off from Redis: nothing applied) is resent
+    /// under the same id like `unconfirmed`; `internal` is not.
+    @Test func anUnavailableStoreIsRetriedLikeUnconfirmed() {
+        var m = joinedMachine()
+        let (id, first) = m.command([["op": "pop"]])
+        let down = NavError(.unavailable, "store unavailable: Redis at r:6379 is not answering; nothing was applied, try again")
+        #expect(!m.received(Self.bytes(.error(down), id: .int(id))).contains { if case .answered = $0 { true } else { false } })
+        #expect(Self.sent(m.tick()) == Self.sent(first))
+        let (other, _) = m.command([["op": "pop"]])
+        let failed = m.received(Self.bytes(.error(NavError(.internal, "boom")), id: .int(other)))
+        #expect(failed.contains { if case .answered(other, .failure(let e)) = $0 { e.code == .internal } else { false } })
+    }
+
     @Test func aSilentServerIsPingedThenDropped() {
         var m = joinedMachine()
         for _ in 0..<4 { #expect(m.tick().isEmpty) }

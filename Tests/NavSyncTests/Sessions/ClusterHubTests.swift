@@ -245,7 +245,7 @@ struct ClusterHubTests {
         node.handle(.cluster(.disconnected("connection refused")))
         node.handle(.connected(2, grant: nil))
         node.handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]]).encoded()))
-        #expect(node.errors == ["internal"] && node.requests.filter { if case .append = $0 { true } else { false } }.isEmpty)
+        #expect(node.errors == ["unavailable"] && node.requests.filter { if case .append = $0 { true } else { false } }.isEmpty)
         let get = node.hub.handle(.text(2, JSON.object(["type": "get", "session": "demo", "id": "g"]).encoded()), now: 0)
         #expect(get.contains { if case .send(2, .snapshot, _) = $0 { true } else { false } })
     }
@@ -256,8 +256,8 @@ struct ClusterHubTests {
         node.handle(.connected(2, grant: nil))
         node.handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "pop"]]]).encoded()))
         let join = node.hub.handle(.text(2, JSON.object(["type": "join", "session": "demo", "id": "j"]).encoded()), now: 0)
-        #expect(node.errors == ["internal"])
-        #expect(join.contains { if case .send(2, .error(let e), _) = $0 { e.code == .internal && e.message.contains("refused the password") } else { false } })
+        #expect(node.errors == ["unavailable"])
+        #expect(join.contains { if case .send(2, .error(let e), _) = $0 { e.code == .unavailable && e.message.contains("refused the password") } else { false } })
     }
 
     @Test func aSessionTheNodeDoesNotHoldIsReadFromRedisBeforeItIsUnknown() {

@@ -369,9 +369,11 @@ class Session:
             if entry and not entry[1].done():
                 entry[1].set_result(Ack.from_message(m))
         elif kind == "error":
-            if m.get("code") == "unconfirmed" and m.get("id") in self._pending:
-                # Cluster mode with --redis-wait: Redis has it, too few replicas confirmed
-                # it yet. The same id again is safe and is answered once they do.
+            if m.get("code") in ("unconfirmed", "unavailable") and m.get("id") in self._pending:
+                # Cluster mode: with --redis-wait Redis has it and too few replicas
+                # confirmed it yet (`unconfirmed`), or the node cannot reach Redis, a
+                # failover under way (`unavailable`: nothing applied). The same id again
+                # is safe, and is answered once the store is back.
                 tries = self._unconfirmed[m["id"]] = self._unconfirmed.get(m["id"], 0) + 1
                 if tries <= 30:
                     asyncio.get_running_loop().create_task(self._resend(m["id"], after=1.0))

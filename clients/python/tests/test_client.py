@@ -265,3 +265,24 @@ def test_an_unconfirmed_command_is_sent_again_under_its_id_until_the_replicas_co
         assert ack.rev == 1 and ack.duplicate
         await s.close()
     run(main())
+
+
+def test_a_store_unavailable_command_is_sent_again_under_its_id():
+    """Cluster mode during a failover: the node cannot reach Redis (`unavailable`,
+    nothing applied); the same id goes again a second later instead of raising."""
+    async def main():
+        server = FakeServer()
+        s, sock = await joined(server)
+        pending = asyncio.create_task(s.set_root("main"))
+        sent = await sock.next_sent("command")
+        sock.say(type="error", id=sent["id"], code="unavailable",
+                 message="store unavailable: Redis at 127.0.0.1:6379 is not answering; nothing was applied, try again")
+        await asyncio.sleep(0.2)
+        assert not pending.done(), "unavailable is not the command's answer"
+        again = await asyncio.wait_for(sock.next_sent("command"), 3)
+        assert again["id"] == sent["id"] and again["ops"] == sent["ops"]
+        sock.say(type="ack", id=again["id"], session="s", rev=1, results=["applied"])
+        ack = await pending
+        assert ack.rev == 1
+        await s.close()
+    run(main())
