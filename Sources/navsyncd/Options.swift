@@ -99,9 +99,10 @@ struct Options {
       --redis-password-file FILE
                               the password of the URL's user (redis://USER@HOST…), kept
                               out of ps; one trailing newline ignored; re-read on SIGHUP
-      --redis-wait N          acknowledge a command only once N Redis replicas have it
-                              (WAIT; default 0). One whose replicas do not confirm in time
-                              is answered `unconfirmed` (HTTP 503): resend it by id
+      --redis-wait N          acknowledge a command only once N Redis replicas have it, and
+                              every other replica online too (WAIT; default 0): any of
+                              them may be promoted. One whose replicas do not confirm in
+                              time is answered `unconfirmed` (HTTP 503): resend it by id
       --redis-wait-timeout MS how long WAIT waits (default 1000)
       --tls-cert FILE         serve HTTPS and wss:// on the port (TLS 1.2 and 1.3), with this
                               certificate (PEM, a chain allowed); needs --tls-key. Re-read

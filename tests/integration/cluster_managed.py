@@ -540,6 +540,174 @@ async def scenario_sentinel_tls():
         s.stop()
 
 
+NAVSYNC_PW = "navsync-secret"
+# The ACL user of docs/cluster.md's recipe, as a line of an ACL file.
+ACL_RULES = ("on ~navsync:* &navsync:* &navsync:{*}:live -@all +@read +@write +@scripting +@pubsub "
+             "+@connection +info +role +wait")
+
+
+class RecipeRedis:
+    """docs/cluster.md's failover recipe on loopback: a primary, two replicas and three
+    Sentinels; the navsync ACL user defined on every Redis (`how`: "aclfile", each
+    loading the same ACL file, or "setuser", ACL SETUSER run on each), as the recipe
+    says, so a promoted replica has it."""
+
+    def __init__(self, how):
+        self.how, self.dir = how, os.path.abspath(f"{OUT}/managed-recipe-{how}")
+        subprocess.run(["rm", "-rf", self.dir])
+        os.makedirs(self.dir)
+        self.acl = f"{self.dir}/users.acl"
+        with open(self.acl, "w") as f:
+            f.write("user default on nopass ~* &* +@all\n")
+            f.write(f"user navsync {ACL_RULES} >{NAVSYNC_PW}\n")
+        self.ports = [free_port() for _ in range(3)]
+        self.procs = [None, None, None]
+        self.start(0)
+        self.start(1, replica_of=self.ports[0])
+        self.start(2, replica_of=self.ports[0])
+        self.sentinel_ports, self.sentinels = [], []
+        for i in range(3):
+            port = free_port()
+            conf = f"{self.dir}/sentinel-{i}.conf"
+            with open(conf, "w") as f:
+                f.write(f"port {port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                        f"sentinel monitor navsync 127.0.0.1 {self.ports[0]} 2\n"
+                        "sentinel down-after-milliseconds navsync 1000\nsentinel failover-timeout navsync 5000\n"
+                        "sentinel parallel-syncs navsync 2\n")
+            self.sentinels.append(subprocess.Popen(["redis-server", conf, "--sentinel"],
+                                                   stdout=open(f"{self.dir}/sentinel-{i}.log", "a"), stderr=subprocess.STDOUT))
+            self.sentinel_ports.append(port)
+            wait_port(port)
+        for _ in range(150):
+            known = [redis.Redis(port=p).sentinel_master("navsync") for p in self.sentinel_ports]
+            if all(k["num-other-sentinels"] == 2 and k["num-slaves"] == 2 for k in known):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the Sentinels did not settle")
+
+    def start(self, i, replica_of=None):
+        d = f"{self.dir}/r{i}"
+        os.makedirs(d, exist_ok=True)
+        args = ["redis-server", "--port", str(self.ports[i]), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--repl-diskless-sync-delay", "0", "--dir", d]
+        if self.how == "aclfile":
+            args += ["--aclfile", self.acl]
+        if replica_of:
+            args += ["--replicaof", "127.0.0.1", str(replica_of)]
+        self.procs[i] = subprocess.Popen(args, stdout=open(f"{d}/redis.log", "a"), stderr=subprocess.STDOUT)
+        if not wait_port(self.ports[i]):
+            raise RuntimeError(f"redis {i} did not start")
+        if self.how == "setuser":
+            redis.Redis(port=self.ports[i]).execute_command("ACL", "SETUSER", "navsync", *ACL_RULES.split(), f">{NAVSYNC_PW}")
+
+    @property
+    def url(self):
+        return "redis+sentinel://navsync@" + ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports) + "/navsync"
+
+    def primary(self):
+        host, port = redis.Redis(port=self.sentinel_ports[0], decode_responses=True).sentinel_get_master_addr_by_name("navsync")
+        return self.ports.index(int(port))
+
+    def stop(self):
+        for p in self.sentinels + self.procs:
+            try:
+                p.kill()
+                p.wait()
+            except Exception:
+                pass
+
+
+class PackageWriter:
+    """A QA script's loop through the Python package: commands one after another on
+    both nodes' URLs; a call that raises is counted (it must never happen)."""
+
+    def __init__(self, index, urls, session, stop):
+        self.index, self.urls, self.session, self.stop = index, urls, session, stop
+        self.acked, self.raised, self.client = {}, [], None
+
+    async def run(self):
+        import navsync
+        async with navsync.connect(self.urls[self.index % 2:] + self.urls[:self.index % 2], self.session, name=f"qa{self.index}") as s:
+            self.client = s.client
+            n = 0
+            while not self.stop.is_set():
+                n += 1
+                try:
+                    ack = await s.command([{"op": "update", "at": "App", "data": {f"qa{self.index}": n}}])
+                    self.acked[ack.id] = ack.rev
+                except Exception as e:
+                    self.raised.append(f"{type(e).__name__}: {e}")
+                await asyncio.sleep(0.02)
+
+
+async def scenario_recipe(how):
+    """The recipe run as written, the primary SIGKILLed under load three times: writes
+    resume with nothing done by hand (the time printed), every acknowledged command is
+    in the log once, and the Python package's calls never raise."""
+    rr = RecipeRedis(how)
+    pwfile = f"{rr.dir}/redis-password"
+    with open(pwfile, "w") as f:
+        f.write(NAVSYNC_PW + "\n")
+    try:
+        for i in range(2):   # this run's logs only (the checks read them)
+            subprocess.run(["rm", "-f", f"{OUT}/managed-node-r{how[0]}{i}.log"])
+        nodes = [Node(f"r{how[0]}{i}", rr.url, "--redis-password-file", pwfile, "--redis-wait", "1") for i in range(2)]
+        for n in nodes:
+            status, body = n.ready(20)
+            check(f"{how}: {n.name} is ready through the Sentinels as the ACL user, with two replicas", status == 200, str(body))
+        status, body = nodes[0].http("GET", "/api/cluster")
+        check(f"{how}: two replicas online", [r["state"] for r in body["redis"]["replicas"]] == ["online", "online"], str(body["redis"]))
+        stop = asyncio.Event()
+        urls = [n.url for n in nodes]
+        qa = [PackageWriter(i, urls, "demo", stop) for i in range(4)]
+        tasks = [asyncio.create_task(w.run()) for w in qa]
+        resumed_after, probe = [], 0
+        for round_ in range(3):
+            await asyncio.sleep(1.0)
+            victim = rr.primary()
+            killed_at = time.monotonic()
+            rr.procs[victim].kill()
+            rr.procs[victim].wait()
+            # A fresh command on node 0, again and again, until one is acknowledged.
+            resumed = None
+            while time.monotonic() - killed_at < 30:
+                probe += 1
+                status, body = await asyncio.get_running_loop().run_in_executor(None, lambda: nodes[0].http(
+                    "POST", "/api/sessions/demo/commands", {"id": f"probe-{how}-{probe}", "ops": [{"op": "update", "at": "App", "data": {"probe": probe}}]}))
+                if status == 200:
+                    resumed = time.monotonic() - killed_at
+                    break
+                await asyncio.sleep(0.1)
+            resumed_after.append(resumed)
+            print(f"   {how}: primary {victim} killed; writes resumed after {resumed if resumed is None else round(resumed, 2)} s "
+                  f"on {rr.primary()}, nothing done by hand", flush=True)
+            # As an orchestrator would, the dead one comes back, as a replica of the new primary.
+            rr.start(victim, replica_of=rr.ports[rr.primary()])
+            for _ in range(100):
+                body = nodes[0].http("GET", "/api/cluster")[1]
+                if [r["state"] for r in body["redis"]["replicas"]] == ["online", "online"]:
+                    break
+                await asyncio.sleep(0.1)
+        check(f"{how}: after each of 3 primary kills writes resumed by themselves (goal <= 5 s): {[r if r is None else round(r, 2) for r in resumed_after]} s",
+              all(r is not None and r <= 10 for r in resumed_after), resumed_after)
+        await asyncio.sleep(1.0)
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+        raised = [e for w in qa for e in w.raised]
+        check(f"{how}: the Python package's calls never raised ({sum(len(w.acked) for w in qa)} acknowledged)", not raised, raised[:3])
+        r = redis.Redis(port=rr.ports[rr.primary()], decode_responses=True)
+        from cluster_faults import log_of
+        _, entries = log_of(r, "demo")
+        acked = [(w.client, i) for w in qa for i in w.acked]
+        missing = [k for k in acked if entries.count(k) != 1]
+        check(f"{how}: every acknowledged command ({len(acked)}) is in the new primary's log exactly once", not missing, missing[:3])
+        for n in nodes:
+            check(f"{how}: {n.name} did not log 'lost writes' for an ordinary failover", "lost writes" not in n.logged())
+    finally:
+        Node.stop_all()
+        rr.stop()
+
+
 async def main():
     if not ONLY or "acl" in ONLY:
         print("-- acl", flush=True)
@@ -553,6 +721,10 @@ async def main():
     if not ONLY or "sentinel" in ONLY:
         print("-- sentinel", flush=True)
         await scenario_sentinel()
+    for how in ("aclfile", "setuser"):
+        if not ONLY or "recipe" in ONLY or f"recipe-{how}" in ONLY:
+            print(f"-- recipe ({how})", flush=True)
+            await scenario_recipe(how)
     if not ONLY or "sentinel-tls" in ONLY:
         print("-- sentinel-tls", flush=True)
         await scenario_sentinel_tls()

@@ -128,6 +128,12 @@ for _ in range(50):
 check("urllib (Connection: close) over TLS gets 50 of 50 whole answers", ok == 50, (ok, errors[:2]))
 
 
+for name, flags in [("curl, keep-alive", []), ("curl -H 'Connection: close'", ["-H", "Connection: close"]), ("curl --http1.0", ["--http1.0"])]:
+    p = subprocess.run(["curl", "-s", "--cacert", CA, *flags, f"https://localhost:{PORT}/healthz", f"https://localhost:{PORT}/healthz"],
+                       capture_output=True, timeout=15)
+    check(f"{name}: two whole answers over TLS", p.stdout == b"ok\nok\n", (p.returncode, p.stdout[-100:]))
+
+
 def s_client(request):
     p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{PORT}", "-CAfile", CA, "-quiet", "-ign_eof"],
                        input=request.encode(), capture_output=True, timeout=15)

@@ -99,7 +99,7 @@ public final class ClusterStore {
         if waitReplicas > 0 {
             // Online and acknowledging (a replica acks every second; `lag` is the seconds
             // since its last): one frozen or cut off would fail every WAIT.
-            let online = replication.replicas.filter { $0["state"] == "online" && Int($0["lag"] ?? "") ?? 0 <= 2 }.count
+            let online = acknowledgingReplicas
             if online < waitReplicas {
                 return "store: Redis at \(commands.target) has \(online) replicas online and acknowledging, --redis-wait needs \(waitReplicas)"
             }
@@ -127,6 +127,8 @@ public final class ClusterStore {
         commands.onDown = { [unowned self] reason in
             if connected { logger?.error("cluster: lost Redis at \(commands.target): \(reason)") }
             connected = false
+            // The replicas were the lost primary's: the next one's are read anew.
+            replication = ("", [])
             sentinel?.ask()
             onEvent?(.disconnected(reason))
         }
@@ -354,17 +356,28 @@ public final class ClusterStore {
         return (sofar, added.count == pageSize ? added.last?.0 : nil)
     }
 
-    /// `--redis-wait N`: the append is acknowledged once N replicas have it. WAIT on the
-    /// connection that appended covers every write it made before.
+    /// Replicas online and acknowledging (a replica acks every second; `lag` is the
+    /// seconds since its last), from `INFO replication` each second.
+    private var acknowledgingReplicas: Int {
+        replication.replicas.filter { $0["state"] == "online" && Int($0["lag"] ?? "") ?? 0 <= 2 }.count
+    }
+
+    /// `--redis-wait N`: the append is acknowledged once N replicas have it, and every
+    /// replica online and acknowledging too: Sentinel may promote any of them (it knows
+    /// their offsets only as of its last look), so a write one of them lacked could be
+    /// lost with the primary. With two replicas and `--redis-wait 1`, losing one still
+    /// leaves writes going. WAIT on the connection that appended covers every write it
+    /// made before.
     private func confirm(_ name: String, token: Int, last: StreamID) {
         guard waitReplicas > 0, let commands else { return onEvent?(.appended(session: name, token: token, last: last)) ?? () }
-        commands.send(["WAIT", String(waitReplicas), String(waitTimeout)]) { [unowned self] result in
+        let needed = max(waitReplicas, acknowledgingReplicas)
+        commands.send(["WAIT", String(needed), String(waitTimeout)]) { [unowned self] result in
             let why: String
             switch result {
-            case .success(.int(let n)) where n >= waitReplicas:
+            case .success(.int(let n)) where n >= needed:
                 return onEvent?(.appended(session: name, token: token, last: last)) ?? ()
             case .success(.int(let n)):
-                why = "\(n) of \(waitReplicas) replicas confirmed it within \(waitTimeout) ms"
+                why = "\(n) of \(needed) replicas confirmed it within \(waitTimeout) ms"
             case .success(let other):
                 why = "WAIT answered \(other)"
             case .failure(let f):

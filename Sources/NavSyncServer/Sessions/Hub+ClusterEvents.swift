@@ -211,8 +211,15 @@ extension Hub {
                 cluster.replicas[name]!.last = at
                 // Members get the state at the end, not patches from the snapshot on.
                 guard apply(entries, to: name, broadcasting: previous == nil) else { return }
-                if let previous, previous.sequencer.epoch != epoch || previous.sequencer.rev > sessions[name]!.sequencer.rev {
-                    out.append(.log(.warn, "cluster: session '\(name)' now has epoch \(epoch) at revision \(sessions[name]!.sequencer.rev) (it was \(previous.sequencer.epoch) at \(previous.sequencer.rev)): Redis lost writes or restarted empty; members resync"))
+                // A new primary is another Redis process, so every failover brings a new
+                // epoch; only revisions this node had and Redis no longer has are a loss.
+                if let previous {
+                    let now = sessions[name]!.sequencer.rev
+                    if previous.sequencer.rev > now {
+                        out.append(.log(.warn, "cluster: session '\(name)' went back from revision \(previous.sequencer.rev) to \(now) (epoch \(previous.sequencer.epoch) -> \(epoch)): Redis lost writes or restarted empty; members resync"))
+                    } else if previous.sequencer.epoch != epoch {
+                        out.append(.log(.info, "cluster: session '\(name)' goes on at revision \(now) under epoch \(epoch) (a new Redis primary; nothing lost); members resync"))
+                    }
                 }
                 if previous != nil {
                     let s = sessions[name]!
