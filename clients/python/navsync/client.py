@@ -67,9 +67,25 @@ class Sent:
     `NavError`); `ref(n)` names the n-th entry it makes (`"~ID.n"`), usable in the
     next commands before the answer comes (docs/protocol.md, "References")."""
 
-    def __init__(self, id: Any, future: "asyncio.Future[Ack]") -> None:
+    def __init__(self, id: Any, future: "asyncio.Future[Ack]", session: "Session | None" = None) -> None:
         self.id = id
         self._future = future
+        self._session = session
+
+    async def result(self, timeout: float | None = None) -> Ack:
+        """The `Ack`, waiting at most `timeout` seconds (None: as long as it takes);
+        past it, `NavError` `timeout` naming the server, and the command is no longer
+        resent (it may or may not have been applied: send it again under the same id
+        to find out)."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._future), timeout)
+        except asyncio.TimeoutError:
+            url = "the server"
+            if self._session is not None:
+                self._session._pending.pop(self.id, None)
+                url = self._session.url
+            raise NavError("timeout", f"no answer from {url} within {timeout:g} s to command {self.id!r}; it may or may "
+                           f"not have been applied (send it again with id={self.id!r} to find out)") from None
 
     def ref(self, n: int = 0) -> str:
         """`"~ID.n"`: the n-th entry (0-based, in allocation order) this command makes."""
@@ -181,7 +197,7 @@ class Session:
     def __init__(self, urls: str | Iterable[str], session: str, *, create: bool = False, flow: str | None = None,
                  token: str | None = None, name: str | None = None, role: str | None = None,
                  connector: Connector | None = None, backoff: tuple[float, float] = (0.1, 5.0),
-                 cafile: str | None = None) -> None:
+                 cafile: str | None = None, timeout: float = 10.0, recreate: bool = False) -> None:
         if connector is None:
             connector = _trusting(cafile) if cafile else _websocket
         self.urls = [_normal_url(u) for u in ([urls] if isinstance(urls, str) else list(urls))]
@@ -215,6 +231,13 @@ class Session:
         self._fatal: NavError | None = None
         self._heartbeat = 30.0
         self._outbox: list[dict[str, Any]] = []
+        #: How long a call waits for its answer by default (seconds); each call may say.
+        self.timeout = timeout
+        #: Send `create` again on a reconnect (by default only the first join does: a
+        #: session made anew is reported, not silently made again).
+        self.recreate = recreate
+        #: The server of the current (or last) connection.
+        self.url = self.urls[0]
         self._sends: list[asyncio.Task[None]] = []
 
     # ---- connecting ----
@@ -257,6 +280,7 @@ class Session:
         delay = self._backoff[0]
         for attempt in itertools.count():
             url = self.urls[attempt % len(self.urls)]
+            self.url = url
             try:
                 self._ws = await asyncio.wait_for(self._connector(url), timeout=10)
             except (OSError, asyncio.TimeoutError, WebSocketException) as e:
@@ -320,7 +344,7 @@ class Session:
         self.client = welcome.get("client", self.client)
         self._heartbeat = float(welcome.get("heartbeat", 30))
         join: dict[str, Any] = {"type": "join", "session": self.session, "id": "join"}
-        if self.create:
+        if self.create and (self.epoch is None or self.recreate):
             join["create"] = True
         if self.flow is not None:
             join["flow"] = self.flow
@@ -333,11 +357,24 @@ class Session:
                 break
             if m.get("type") == "error" and m.get("id") == "join":
                 raise NavError.from_message(m)
+        made_anew = self.epoch is not None and m["epoch"] != self.epoch
         self.epoch = m["epoch"]
         self.flow_document = m.get("flow", self.flow_document)
+        if made_anew:
+            # The session was made anew while we were away: commands that waited were
+            # made for the one that is gone, so they fail rather than land on this one.
+            reset = NavError("reset", f"session '{self.session}' was made anew (another epoch) on {self.url} while "
+                             "this client was away; the command was not sent to the new one")
+            for _, future in list(self._pending.values()):
+                if not future.done():
+                    future.set_exception(reset)
+            self._pending.clear()
         self.presence = {x["client"]: x for x in m.get("members", [])}
         if "state" in m:
             self._set_state(m["state"], m["rev"])
+            if made_anew:
+                for q in self._listeners:
+                    q.put_nowait(Change(rev=m["rev"], by="", ops=[], state=m["state"], reset=True))
         else:
             for p in m.get("patches", []):
                 self._apply(p)
@@ -450,11 +487,14 @@ class Session:
     # ---- commands ----
 
     async def command(self, ops: list[dict[str, Any]], *, base: int | None = None, on_conflict: str | None = None,
-                      label: str | None = None, id: Any = None) -> Ack:
+                      label: str | None = None, id: Any = None, timeout: float | None = None) -> Ack:
         """Sends one command (its ops applied atomically) and returns its `Ack`, or
         raises `NavError` with the server's code. Kept and sent again after a
-        reconnect until answered; the same `id` is never applied twice."""
-        return await self.submit(ops, base=base, on_conflict=on_conflict, label=label, id=id)
+        reconnect until answered; the same `id` is never applied twice. With no answer
+        within `timeout` seconds (the session's `timeout` by default) it raises
+        `NavError` `timeout`, naming the server."""
+        sent = self.submit(ops, base=base, on_conflict=on_conflict, label=label, id=id)
+        return await sent.result(self.timeout if timeout is None else timeout)
 
     def submit(self, ops: list[dict[str, Any]], *, base: int | None = None, on_conflict: str | None = None,
                label: str | None = None, id: Any = None) -> "Sent":
@@ -471,6 +511,9 @@ class Session:
             raise self._fatal
         if self._closed:
             raise NavError("closed", "the navsync session was closed")
+        if self._task is None:
+            raise NavError("not_connected", "this Session is not connected: use it as `async with navsync.connect(...) as s:` "
+                           "(or `await s.start()`) before sending")
         cid = id if id is not None else self._prefix + str(next(self._ids))
         message: dict[str, Any] = {"type": "command", "session": self.session, "id": cid, "ops": list(ops)}
         if base is not None:
@@ -483,7 +526,7 @@ class Session:
         future: asyncio.Future[Ack] = loop.create_future()
         self._pending[cid] = (message, future)
         self._sends.append(loop.create_task(self._send_quietly(message)))
-        return Sent(cid, future)
+        return Sent(cid, future, self)
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
         with contextlib.suppress(OSError, WebSocketException):
@@ -547,6 +590,8 @@ class Session:
             return self.state
         if self._fatal is not None:
             raise self._fatal
+        if self._closed:
+            raise NavError("closed", "the navsync session was closed")
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiters.append((predicate, future))
         try:
@@ -556,7 +601,11 @@ class Session:
                                f"at revision {self.rev}: {json.dumps(self.state)}") from None
 
     async def changes(self) -> AsyncIterator[Change]:
-        """Each applied patch from now on, in revision order (`async for c in s.changes()`)."""
+        """Each applied patch from now on, in revision order (`async for c in s.changes()`);
+        a session made anew comes as a `Change` with `reset`. It ends when the session
+        closes."""
+        if self._closed:
+            return
         q: asyncio.Queue[Change | None] = asyncio.Queue()
         self._listeners.append(q)
         try:

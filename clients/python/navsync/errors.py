@@ -59,8 +59,11 @@ class Ack:
 @dataclass(frozen=True)
 class Change:
     """One applied patch: its revision, who sent it, its JSON Patch ops, and the state
-    after it."""
+    after it. With `reset`, the session was made anew while this client was away
+    (another epoch): `state` is the new session's, `ops` is empty, and commands that
+    were waiting failed with `reset`."""
     rev: int
     by: str
     ops: list[dict[str, Any]]
     state: dict[str, Any]
+    reset: bool = False

@@ -286,3 +286,70 @@ def test_a_store_unavailable_command_is_sent_again_under_its_id():
         assert ack.rev == 1
         await s.close()
     run(main())
+
+
+def test_a_session_not_connected_fails_at_once():
+    async def main():
+        s = navsync.connect("ws://x/ws", "s")
+        with pytest.raises(navsync.NavError) as e:
+            await s.push("detail", id=1)
+        assert e.value.code == "not_connected" and "async with" in e.value.message
+    run(main())
+
+
+def test_a_command_nobody_answers_fails_within_its_deadline_naming_the_server():
+    async def main():
+        server = FakeServer()
+        s, sock = await joined(server, timeout=0.2)
+        with pytest.raises(navsync.NavError) as e:
+            await s.set_root("main")      # the server says nothing
+        assert e.value.code == "timeout" and "ws://x/ws" in e.value.message
+        with pytest.raises(navsync.NavError) as e:
+            await s.command([{"op": "pop"}], timeout=0.05)   # a deadline of its own
+        assert e.value.code == "timeout"
+        await s.close()
+    run(main())
+
+
+def test_wait_for_and_changes_end_at_once_on_close():
+    async def main():
+        server = FakeServer()
+        s, sock = await joined(server)
+        waiting = asyncio.create_task(s.wait_for(lambda st: False, timeout=30))
+        await asyncio.sleep(0.01)
+        await s.close()
+        with pytest.raises(navsync.NavError) as e:
+            await asyncio.wait_for(waiting, 1)
+        assert e.value.code == "closed"
+        with pytest.raises(navsync.NavError):
+            await asyncio.wait_for(s.wait_for(lambda st: False, timeout=30), 1)
+        got = [c async for c in s.changes()]
+        assert got == []
+    run(main())
+
+
+def test_a_session_made_anew_is_reported_and_not_made_again():
+    """A reconnect finds another epoch: the commands that waited fail with `reset`,
+    changes() yields a reset item, and the rejoin did not send `create`."""
+    async def main():
+        server = FakeServer()
+        s, sock = await joined(server, create=True)
+        first_join = next(m for m in sock.sent if m["type"] == "join")
+        assert first_join.get("create") is True
+        changes = s.changes().__aiter__()
+        next_change = asyncio.create_task(changes.__anext__())
+        pending = asyncio.create_task(s.set_root("main"))
+        await sock.next_sent("command")
+        sock.drop()
+        await until(lambda: len(server.sockets) == 2, "a reconnect")
+        again = server.sockets[-1]
+        join = await again.next_sent("join")
+        assert "create" not in join, join
+        again.say(type="joined", session="s", epoch="ep-new", rev=0, flow={}, members=[], state=STATE)
+        with pytest.raises(navsync.NavError) as e:
+            await asyncio.wait_for(pending, 2)
+        assert e.value.code == "reset"
+        change = await asyncio.wait_for(next_change, 2)
+        assert change.reset and change.rev == 0 and change.ops == []
+        await s.close()
+    run(main())

@@ -132,3 +132,36 @@ def test_a_command_names_the_entries_another_unanswered_one_makes(navsyncd):
                 await s.pop(from_=f"~{opened.id}.3")
             assert refused.value.code == "not_found" and f"~{opened.id}.3" in refused.value.message
     asyncio.run(run())
+
+
+def test_the_fixture_survives_5000_requests_and_500_connects(navsyncd):
+    """The server's log goes to a file, never a pipe nobody reads: a busy test does not
+    stall it (it did after about 420 requests)."""
+    for i in range(5000):
+        with urllib.request.urlopen(f"{navsyncd.http.rstrip('/')}/healthz", timeout=5) as r:
+            assert r.status == 200
+    async def connects():
+        import websockets
+        for i in range(500):
+            async with websockets.connect(navsyncd.url) as ws:
+                await ws.send(json.dumps({"type": "join", "session": "demo"}))
+                while json.loads(await asyncio.wait_for(ws.recv(), 5))["type"] != "joined":
+                    pass
+    asyncio.run(connects())
+    with urllib.request.urlopen(f"{navsyncd.http.rstrip('/')}/healthz", timeout=5) as r:
+        assert r.status == 200
+    assert os.path.getsize(navsyncd.log) > 0
+
+
+def test_a_server_killed_mid_call_fails_within_the_deadline_naming_it(navsyncd):
+    async def run():
+        async with navsync.connect(navsyncd.url, "demo", timeout=2.0) as s:
+            await s.open("/product/1")
+            navsyncd.stop("KILL")
+            started = time.monotonic()
+            with pytest.raises(navsync.NavError) as e:
+                await s.pop()
+            took = time.monotonic() - started
+            assert e.value.code == "timeout" and navsyncd.url in e.value.message, e.value
+            assert took < 4, took
+    asyncio.run(run())
