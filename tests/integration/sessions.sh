@@ -19,7 +19,7 @@ check "GET /api/flows names the flows"   bash -c "curl -sf '${HTTP_URL}api/flows
 check "GET /api/flows/shop has its guards" bash -c "curl -sf '${HTTP_URL}api/flows/shop' | '$PY' -c 'import json,sys; f=json.load(sys.stdin); assert f[\"guards\"][\"cartFull\"][\"else\"] == \"deny\" and f[\"guards\"][\"signedIn\"][\"else\"][\"redirect\"].startswith(\"/login\")'"
 check "GET /api/flows/nope is 404"       test "$(code "${HTTP_URL}api/flows/nope")" = 404
 check "POST a guarded command is 409 naming the guard" bash -c "curl -s -w '\n%{http_code}' -X POST -d '{\"id\":\"g-1\",\"ops\":[{\"op\":\"open\",\"url\":\"/checkout\"}]}' '$api/demo/commands' | tr '\n' ' ' | grep -q '\"code\":\"guarded\".*\"guard\":\"cartFull\".*409'"
-check "POST a redirected command acks with its redirects" bash -c "curl -sf -X POST -d '{\"id\":\"g-2\",\"ops\":[{\"op\":\"open\",\"url\":\"/orders/7\"}]}' '$api/demo/commands' | grep -q '\"results\":\[\"redirected\"\],\"redirects\":\[{\"op\":0,\"guard\":\"signedIn\",\"link\":\"/login?next=order'"
+check "POST a redirected command acks with its redirects" bash -c "curl -sf -X POST -d '{\"id\":\"g-2\",\"ops\":[{\"op\":\"open\",\"url\":\"/orders/7\"}]}' '$api/demo/commands' | grep -q '\"results\":\[\"redirected\"\],\"redirects\":\[{\"op\":0,\"guard\":\"signedIn\",\"link\":\"/login?next=%2Forders%2F7'"
 check "GET /api/sessions/demo has state" bash -c "curl -sf '$api/demo' | grep -q '\"state\":{\"root\"'"
 check "GET unknown session is 404"       test "$(code "$api/nope")" = 404
 check "POST a command gives its ack"     bash -c "curl -sf -X POST -d '{\"id\":\"curl-1\",\"ops\":[{\"op\":\"reset\"},{\"op\":\"open\",\"url\":\"/product/5\"}]}' '$api/demo/commands' | grep -q '\"type\":\"ack\"'"

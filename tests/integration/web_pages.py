@@ -151,7 +151,7 @@ try:
     check("server errors show briefly, not as browser alerts", wait(a, lambda d: "not_found" in d.find_element(By.ID, "toast").text))
 
     # The demo's guards: a refusal names the guard and route; a redirect says where it went.
-    for url, wanted in (("/checkout", "guarded: checkout needs cartFull"), ("/orders/7", "redirected: guard signedIn → /login?next=order")):
+    for url, wanted in (("/checkout", "guarded: checkout needs cartFull"), ("/orders/7", "redirected: guard signedIn → /login?next=%2Forders%2F7")):
         a.find_element(By.ID, "url").clear()
         a.find_element(By.ID, "url").send_keys(url)
         a.find_element(By.CSS_SELECTOR, "#open button").click()

@@ -8,7 +8,7 @@ extension Flow {
     public static let demo: Flow = {
         do {
             return try Flow("shop", root: "App", file: "(built-in demo)") {
-                FlowGuard("signedIn", when: ["path": "/user", "exists": true], else: .redirect("/login?next={route}"))
+                FlowGuard("signedIn", when: ["path": "/user", "exists": true], else: .redirect("/login?next={url}"))
                 FlowGuard("cartFull", when: ["path": "/cart/0", "exists": true], else: .deny)
                 CoordinatorType("App", .root, initial: "onboarding") {
                     Route("onboarding", title: "Welcome")

@@ -263,7 +263,10 @@ private struct FlowLoader {
             let g = flow.guards[name]!
             guard case .redirect(let template) = g.otherwise else { continue }
             let p = top.key("guards").key(name).key("else").key("redirect")
-            let sample = template.replacing("{route}", with: "route").replacing("{entry}", with: "e1")
+            if case .failure(let bad) = Guard.placeholders(in: template) {
+                throw fail(p, "\"\(template)\" has \(bad.text), which is no placeholder: use {route}, {entry}, {url} or {param.NAME}")
+            }
+            let sample = g.link(route: "route", entry: EntryID(1), params: [:], url: "/sample") ?? template
             guard let address = ParsedURL(sample), let link = flow.links.first(where: { $0.matches(address) }) else {
                 throw fail(p, "\"\(template)\" matches no link of the flow (links: \(flow.links.isEmpty ? "none" : flow.links.map(\.pattern).joined(separator: ", ")))")
             }

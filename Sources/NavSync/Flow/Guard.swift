@@ -16,15 +16,78 @@ public struct Guard: Sendable, Equatable {
     public enum Otherwise: Sendable, Equatable {
         /// The command fails with `guarded`.
         case deny
-        /// The flow's link at this URL is opened instead; `{route}` and `{entry}` are
-        /// replaced by the guarded route's name and entry id.
+        /// The flow's link at this URL is opened instead, its placeholders filled in
+        /// (`Placeholder`): where the user was going, for the sign-in screen to return to.
         case redirect(String)
     }
 
-    /// The URL a redirect opens for a guarded entry.
-    public func link(route: String, entry: EntryID) -> String? {
+    /// What a redirect's link may name, each percent-escaped into it (docs/flows.md,
+    /// "Guards and redirects").
+    public enum Placeholder: Sendable, Equatable {
+        /// `{route}`: the guarded route's name.
+        case route
+        /// `{entry}`: the guarded entry's id.
+        case entry
+        /// `{url}`: the deep link the refused op was opening (`/orders/7`), or the
+        /// guarded route and its params as one (`/order?id=7`) when it was not an `open`.
+        case url
+        /// `{param.NAME}`: one param of the guarded entry (empty when it has none).
+        case param(String)
+
+        init?(_ name: Substring) {
+            switch name {
+            case "route": self = .route
+            case "entry": self = .entry
+            case "url": self = .url
+            default:
+                guard name.hasPrefix("param."), name.count > 6 else { return nil }
+                self = .param(String(name.dropFirst(6)))
+            }
+        }
+    }
+
+    /// The placeholders of a redirect template, or the first `{…}` that is none (for
+    /// the error at load).
+    public static func placeholders(in template: String) -> Result<[Placeholder], GuardTemplateError> {
+        var found: [Placeholder] = []
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{") {
+            guard let close = rest[open...].firstIndex(of: "}") else {
+                return .failure(GuardTemplateError(text: String(rest[open...])))
+            }
+            let name = rest[rest.index(after: open)..<close]
+            guard let p = Placeholder(name) else { return .failure(GuardTemplateError(text: "{\(name)}")) }
+            found.append(p)
+            rest = rest[rest.index(after: close)...]
+        }
+        return .success(found)
+    }
+
+    /// The URL a redirect opens for a guarded entry; `url`: the deep link the op was
+    /// opening, if it was an `open`.
+    public func link(route: String, entry: EntryID, params: JSONObject = [:], url: String? = nil) -> String? {
         guard case .redirect(let template) = otherwise else { return nil }
-        return template.replacing("{route}", with: Self.escape(route)).replacing("{entry}", with: Self.escape(entry.description))
+        var out = ""
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}"),
+              let p = Placeholder(rest[rest.index(after: open)..<close]) {
+            out += rest[..<open]
+            switch p {
+            case .route: out += Self.escape(route)
+            case .entry: out += Self.escape(entry.description)
+            case .url: out += Self.escape(url ?? Self.address(route: route, params: params))
+            case .param(let name): out += params[name].map { Self.escape($0.stringValue ?? $0.encodedString()) } ?? ""
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        return out + rest
+    }
+
+    /// A route and its params written as a path (`/order?id=7`), for `{url}` when the
+    /// guarded op was not a deep link.
+    static func address(route: String, params: JSONObject) -> String {
+        let query = params.sorted { $0.key < $1.key }.map { "\(escape($0.key))=\(escape($0.value.stringValue ?? $0.value.encodedString()))" }
+        return "/" + escape(route) + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
     }
 
     /// Percent-escapes all but RFC 3986's unreserved characters.
@@ -44,6 +107,11 @@ public struct Guard: Sendable, Equatable {
         }
         return out
     }
+}
+
+/// A `{…}` in a redirect template that names no placeholder.
+public struct GuardTemplateError: Error, Sendable, Equatable {
+    public var text: String
 }
 
 /// A condition over the session's data: a test of the value a JSON Pointer names, or

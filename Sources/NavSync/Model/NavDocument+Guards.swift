@@ -5,6 +5,8 @@ extension NavDocument {
         public var `guard`: Guard
         public var entry: EntryID
         public var route: String
+        /// The guarded entry's params (what a redirect's `{param.NAME}` and `{url}` read).
+        public var params: JSONObject = [:]
     }
 
     /// The first entry on the active path, root first, with a guard that fails: its
@@ -28,9 +30,9 @@ extension NavDocument {
         while let i = c.visibleIndex {
             let e = c.entries[i]
             let spec = flow.spec(c.type)
-            for g in spec.guards where !g.condition.holds(in: data) { return GuardFailure(guard: g, entry: e.id, route: e.route) }
+            for g in spec.guards where !g.condition.holds(in: data) { return GuardFailure(guard: g, entry: e.id, route: e.route, params: e.params) }
             if let route = spec.route(e.route) {
-                for g in route.guards where !g.condition.holds(in: data) { return GuardFailure(guard: g, entry: e.id, route: e.route) }
+                for g in route.guards where !g.condition.holds(in: data) { return GuardFailure(guard: g, entry: e.id, route: e.route, params: e.params) }
             }
             guard let child = e.coordinator else { break }
             c = child

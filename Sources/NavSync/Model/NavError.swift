@@ -44,12 +44,28 @@ public struct NavError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// (A class: one reference in every error, not three strings. Every command's
     /// outcome carries room for an error, so its size is paid on every command.)
+    /// For `redirect_loop`: the guard that failed again (or last), and the redirects
+    /// taken before, in order (`chain`, on the wire as [{guard, route, link}]).
     public final class Guarded: Sendable, Equatable {
         public let `guard`: String
         public let route: String
         public let entry: String
-        public init(guard: String, route: String, entry: String) { self.guard = `guard`; self.route = route; self.entry = entry }
-        public static func == (a: Guarded, b: Guarded) -> Bool { a.guard == b.guard && a.route == b.route && a.entry == b.entry }
+        public let chain: [RedirectStep]
+        public init(guard: String, route: String, entry: String, chain: [RedirectStep] = []) {
+            self.guard = `guard`; self.route = route; self.entry = entry; self.chain = chain
+        }
+        public static func == (a: Guarded, b: Guarded) -> Bool {
+            a.guard == b.guard && a.route == b.route && a.entry == b.entry && a.chain == b.chain
+        }
+    }
+
+    /// One redirect of a chain: the guard, the route it protected, the link it opened.
+    public struct RedirectStep: Sendable, Equatable {
+        public var `guard`: String
+        public var route: String
+        public var link: String
+        public init(guard: String, route: String, link: String) { self.guard = `guard`; self.route = route; self.link = link }
+        public var json: JSON { ["guard": .string(`guard`), "route": .string(route), "link": .string(link)] }
     }
 
     public init(_ code: ErrorCode, _ message: String, op: Int? = nil, rev: Int? = nil, guarded: Guarded? = nil) {

@@ -63,7 +63,11 @@ extension ServerMessage {
             let code = try f.string("code")
             var guarded: NavError.Guarded?
             if let g = o["guard"]?.stringValue {
-                guarded = .init(guard: g, route: o["route"]?.stringValue ?? "", entry: o["entry"]?.stringValue ?? "")
+                let chain = (o["chain"]?.arrayValue ?? []).compactMap { step -> NavError.RedirectStep? in
+                    guard let g = step["guard"]?.stringValue, let r = step["route"]?.stringValue, let l = step["link"]?.stringValue else { return nil }
+                    return .init(guard: g, route: r, link: l)
+                }
+                guarded = .init(guard: g, route: o["route"]?.stringValue ?? "", entry: o["entry"]?.stringValue ?? "", chain: chain)
             }
             message = .error(NavError(ErrorCode(rawValue: code) ?? .internal, try f.string("message"),
                                       op: try f.optionalInt("op"), rev: try f.optionalInt("rev"), guarded: guarded))

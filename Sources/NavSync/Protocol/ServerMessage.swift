@@ -280,7 +280,10 @@ public enum ServerMessage: Sendable, Equatable {
             o["code"] = .string(e.code.rawValue); o["message"] = .string(e.message)
             if let op = e.op { o["op"] = .int(Int64(op)) }
             if let rev = e.rev { o["rev"] = .int(Int64(rev)) }
-            if let g = e.guarded { o["guard"] = .string(g.guard); o["route"] = .string(g.route); o["entry"] = .string(g.entry) }
+            if let g = e.guarded {
+                o["guard"] = .string(g.guard); o["route"] = .string(g.route); o["entry"] = .string(g.entry)
+                if !g.chain.isEmpty { o["chain"] = .array(g.chain.map(\.json)) }
+            }
         case .synced(let s, let rev):
             type("synced"); o["session"] = .string(s); o["rev"] = .int(Int64(rev))
         case .snapshot(let s, let rev, let state):

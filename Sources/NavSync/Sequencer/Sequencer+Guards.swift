@@ -9,23 +9,29 @@ extension Sequencer {
     /// path before it (a data change that signed out); otherwise the op is undone, with
     /// the id counter left where it was, so `{entry}` never names an id used again.
     /// Then the guard's link opens in the same revision and is checked the same way.
-    static func enforceGuards(op index: Int, before: NavDocument, _ working: inout NavDocument,
+    /// `url`: the deep link the op was opening, when it is an `open` (a redirect's `{url}`).
+    static func enforceGuards(op index: Int, url: String? = nil, before: NavDocument, _ working: inout NavDocument,
                               _ ctx: inout CommandContext, redirects: inout [Redirect]) throws(NavError) -> OpResult? {
         var before = before
         var taken: [String] = []
         var chain: [String] = []
+        var steps: [NavError.RedirectStep] = []
         while let failure = working.firstGuardFailure() {
             let g = failure.guard
-            guard let link = g.link(route: failure.route, entry: failure.entry) else {
+            guard let link = g.link(route: failure.route, entry: failure.entry, params: failure.params, url: url) else {
                 throw NavError(.guarded, "guard '\(g.name)' denies route '\(failure.route)' (\(failure.entry)): \(g.condition.json.encodedString()) does not hold for the session's data",
                                guarded: .init(guard: g.name, route: failure.route, entry: failure.entry.description))
             }
             chain.append("\(g.name) on '\(failure.route)' -> \(link)")
+            steps.append(.init(guard: g.name, route: failure.route, link: link))
+            let loop = NavError.Guarded(guard: g.name, route: failure.route, entry: failure.entry.description, chain: steps)
             if taken.contains(g.name) {
-                throw NavError(.redirectLoop, "redirects go round in a circle: \(chain.joined(separator: ", then ")) (guard '\(g.name)' failed again)")
+                throw NavError(.redirectLoop, "redirects go round in a circle: \(chain.joined(separator: ", then ")) (guard '\(g.name)' failed again)",
+                               guarded: loop)
             }
             if taken.count == Guard.redirectLimit {
-                throw NavError(.redirectLoop, "more than \(Guard.redirectLimit) redirects in one op: \(chain.joined(separator: ", then "))")
+                throw NavError(.redirectLoop, "more than \(Guard.redirectLimit) redirects in one op: \(chain.joined(separator: ", then "))",
+                               guarded: loop)
             }
             taken.append(g.name)
             if !before.isOnActivePath(failure.entry) {

@@ -237,7 +237,8 @@ public struct Sequencer: Sendable {
                 }
                 if guarded, result == .applied {
                     if let before {
-                        result = try Self.enforceGuards(op: index, before: before, &working, &ctx, redirects: &redirects) ?? result
+                        let url = json["op"] == "open" ? json["url"]?.stringValue : nil
+                        result = try Self.enforceGuards(op: index, url: url, before: before, &working, &ctx, redirects: &redirects) ?? result
                     } else if working.firstGuardFailure() != nil {
                         var fresh = CommandContext(conflicts: ctx.conflicts, firstID: ctx.firstID, refused: ctx.refused)
                         return submitOnCopy(command, ops: ops, lone: lone, client: client, sender: sender, trusted: trusted, careful: true, &fresh, journalAs: journalAs)

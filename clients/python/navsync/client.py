@@ -20,21 +20,23 @@ import itertools
 import json
 import random
 import ssl
-from typing import Any, AsyncIterator, Awaitable, Callable, Generator, Iterable
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Callable, Generator, Generic, Iterable, TypeVar
 
 import jsonpatch
 import websockets
 from websockets.exceptions import WebSocketException
+from websockets.typing import Subprotocol
 
 from .errors import Ack, Change, NavError
 
-__all__ = ["Session", "connect", "Batch", "Sent"]
+__all__ = ["Session", "connect", "Batch", "Sent", "Helpers", "CommandOptions"]
 
 Connector = Callable[[str], Awaitable[Any]]
 
 
 async def _websocket(url: str) -> Any:
-    return await websockets.connect(url, subprotocols=["navsync.v1"], max_size=None, ping_interval=None)
+    return await websockets.connect(url, subprotocols=[Subprotocol("navsync.v1")], max_size=None, ping_interval=None)
 
 
 def _trusting(cafile: str) -> Connector:
@@ -43,7 +45,7 @@ def _trusting(cafile: str) -> Connector:
     context = ssl.create_default_context(cafile=cafile)
 
     async def connect(url: str) -> Any:
-        return await websockets.connect(url, subprotocols=["navsync.v1"], max_size=None, ping_interval=None,
+        return await websockets.connect(url, subprotocols=[Subprotocol("navsync.v1")], max_size=None, ping_interval=None,
                                         ssl=context if url.startswith("wss://") else None)
     return connect
 
@@ -98,22 +100,153 @@ class Sent:
         return self._future.__await__()
 
 
-class Batch:
+def _op(name: str, **fields: Any) -> dict[str, Any]:
+    """An operation: the fields given, leaving out those not set (None, and empty params)."""
+    return {"op": name, **{k: v for k, v in fields.items() if v is not None and not (k == "params" and not v)}}
+
+
+def _params(params: dict[str, Any] | None, more: dict[str, Any]) -> dict[str, Any]:
+    """A route's params: the dict given (any names, `at` and `label` included) and the
+    keyword arguments besides."""
+    return {**(params or {}), **more}
+
+
+@dataclass(frozen=True)
+class CommandOptions:
+    """What a helper's command carries besides its operation: its id (the idempotency
+    key; one is made when None), a history label, the base revision, onConflict
+    (`rebase` or `reject`) and how long to wait for the answer (seconds)."""
+    id: Any = None
+    label: str | None = None
+    base: int | None = None
+    on_conflict: str | None = None
+    timeout: float | None = None
+
+    @property
+    def given(self) -> bool:
+        return self != CommandOptions()
+
+
+R = TypeVar("R")
+
+
+class Helpers(Generic[R]):
+    """One method per operation of docs/protocol.md. Route params come as a dict (any
+    names) and/or as keyword arguments; the command's own options as `command_id`,
+    `command_label`, `base`, `on_conflict` and `timeout` (keyword only), so a param may
+    be called anything: `push("detail", {"id": 7, "at": "x"}, command_id="c-1")`.
+    A `Session` returns awaitables of the `Ack`, the sync API the `Ack`, a batch nothing
+    (the batch is one command)."""
+
+    def _one(self, op: dict[str, Any], options: CommandOptions) -> R:
+        raise NotImplementedError
+
+    def push(self, route: str, params: dict[str, Any] | None = None, /, *, at: str | None = None,
+             hints: dict[str, Any] | None = None, command_id: Any = None, command_label: str | None = None,
+             base: int | None = None, on_conflict: str | None = None, timeout: float | None = None, **more: Any) -> R:
+        """Pushes `route` with its params (the route's declared presentation: a sheet
+        route is presented)."""
+        return self._one(_op("push", route=route, params=_params(params, more), hints=hints, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def present(self, route: str, /, style: str = "sheet", params: dict[str, Any] | None = None, *, at: str | None = None,
+                hints: dict[str, Any] | None = None, command_id: Any = None, command_label: str | None = None,
+                base: int | None = None, on_conflict: str | None = None, timeout: float | None = None, **more: Any) -> R:
+        """Presents `route` modally (`style`: `sheet` or `cover`)."""
+        return self._one(_op("present", route=route, params=_params(params, more), style=style, hints=hints, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def pop(self, count: int = 1, *, from_: str | None = None, at: str | None = None, command_id: Any = None,
+            command_label: str | None = None, base: int | None = None, on_conflict: str | None = None,
+            timeout: float | None = None) -> R:
+        """Pops `count` screens, or (`from_`, an entry id or "~CMD.N") that screen and
+        everything above it: two devices pressing Back on it at once pop it once."""
+        return self._one(_op("pop", count=None if from_ is not None or count == 1 else count, at=at, **{"from": from_}),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def pop_to_root(self, *, at: str | None = None, command_id: Any = None, command_label: str | None = None,
+                    base: int | None = None, on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Keeps only the stack's root screen."""
+        return self._one(_op("popToRoot", at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def set_root(self, route: str, params: dict[str, Any] | None = None, /, *, at: str | None = None,
+                 hints: dict[str, Any] | None = None, command_id: Any = None, command_label: str | None = None,
+                 base: int | None = None, on_conflict: str | None = None, timeout: float | None = None, **more: Any) -> R:
+        """Switches a root coordinator to `route` (on a stack: a new root, the stack cleared)."""
+        return self._one(_op("setRoot", route=route, params=_params(params, more), hints=hints, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def set_stack(self, routes: Iterable[str | dict[str, Any]], *, at: str | None = None, command_id: Any = None,
+                  command_label: str | None = None, base: int | None = None, on_conflict: str | None = None,
+                  timeout: float | None = None) -> R:
+        """Replaces the whole stack (route names or {route, params, presentation})."""
+        return self._one(_op("setStack", routes=list(routes), at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def dismiss(self, all: bool = False, *, at: str | None = None, command_id: Any = None, command_label: str | None = None,
+                base: int | None = None, on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Dismisses the topmost sheet or cover (`all`: the lowest, and everything above)."""
+        return self._one(_op("dismiss", all=True if all else None, at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def select(self, route: str | None = None, *, index: int | None = None, entry: str | None = None,
+               at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+               on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Selects a tab: by route, by `index` or by `entry` id."""
+        return self._one(_op("select", route=route, index=index, entry=entry, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def open(self, url: str, *, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+             on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Opens a deep link of the flow (`/product/42`)."""
+        return self._one(_op("open", url=url), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def alert(self, title: str, message: str | None = None, buttons: list[dict[str, Any]] | None = None, *,
+              command_id: Any = None, command_label: str | None = None, base: int | None = None,
+              on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Shows an alert ({id, label, role?} buttons; one OK button by default)."""
+        return self._one(_op("alert", title=title, message=message, buttons=buttons),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def respond(self, alert: str, button: str, *, command_id: Any = None, command_label: str | None = None,
+                base: int | None = None, on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Answers the alert `alert` with `button`."""
+        return self._one(_op("respond", alert=alert, button=button), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def update(self, data: dict[str, Any], *, entry: str | None = None, scope: str | None = None, at: str | None = None,
+               command_id: Any = None, command_label: str | None = None, base: int | None = None,
+               on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Merges `data` into a screen's data (the deepest one's by default), or with
+        `scope="session"` into the session's data, what the flow's guards read."""
+        return self._one(_op("update", data=data, entry=entry, scope=scope, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def restore(self, rev: int | None = None, *, label: str | None = None, command_id: Any = None,
+                command_label: str | None = None, base: int | None = None, on_conflict: str | None = None,
+                timeout: float | None = None) -> R:
+        """Makes the state that of revision `rev` again (or of the newest revision with
+        history label `label`)."""
+        return self._one(_op("restore", rev=rev, label=None if rev is not None else label),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def reset(self, *, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+              on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """The whole session back to its flow's initial state (admins)."""
+        return self._one(_op("reset"), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+
+class Batch(Helpers[None]):
     """Operations collected by the helpers, sent as one atomic command
-    (`async with session.batch() as b: b.push(...); b.select(...)`)."""
+    (`async with session.batch() as b: b.push(...); b.select(...)`). The command's
+    options go to `batch(...)`, not to each helper."""
 
     def __init__(self, session: "Session", **options: Any) -> None:
-        self._session, self._options, self.ops = session, options, []
+        self._session, self._options = session, options
+        self.ops: list[dict[str, Any]] = []
         self.ack: Ack | None = None
 
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        build = getattr(_Ops, name, None)
-        if build is None:
-            raise AttributeError(name)
-
-        def add(*args: Any, **kwargs: Any) -> None:
-            self.ops.append(build(*args, **kwargs))
-        return add
+    def _one(self, op: dict[str, Any], options: CommandOptions) -> None:
+        if options.given:
+            raise TypeError("a batch is one command: give its options to batch(...), not to each operation")
+        self.ops.append(op)
 
     async def __aenter__(self) -> "Batch":
         return self
@@ -123,74 +256,7 @@ class Batch:
             self.ack = await self._session.command(self.ops, **self._options)
 
 
-def _op(name: str, **fields: Any) -> dict[str, Any]:
-    """An operation: the fields given, leaving out those not set (None, and empty params)."""
-    return {"op": name, **{k: v for k, v in fields.items() if v is not None and not (k == "params" and not v)}}
-
-
-class _Ops:
-    """The operations of docs/protocol.md as JSON objects, one builder each."""
-
-    @staticmethod
-    def push(route: str, *, at: str | None = None, hints: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
-        return _op("push", route=route, params=params, hints=hints, at=at)
-
-    @staticmethod
-    def present(route: str, style: str = "sheet", *, at: str | None = None, **params: Any) -> dict[str, Any]:
-        return _op("present", route=route, params=params, style=style, at=at)
-
-    @staticmethod
-    def pop(count: int = 1, *, from_: str | None = None, at: str | None = None) -> dict[str, Any]:
-        return _op("pop", count=None if from_ is not None or count == 1 else count, at=at, **{"from": from_})
-
-    @staticmethod
-    def pop_to_root(*, at: str | None = None) -> dict[str, Any]:
-        return _op("popToRoot", at=at)
-
-    @staticmethod
-    def set_root(route: str, *, at: str | None = None, **params: Any) -> dict[str, Any]:
-        return _op("setRoot", route=route, params=params, at=at)
-
-    @staticmethod
-    def set_stack(routes: Iterable[str | dict[str, Any]], *, at: str | None = None) -> dict[str, Any]:
-        return _op("setStack", routes=list(routes), at=at)
-
-    @staticmethod
-    def dismiss(all: bool = False, *, at: str | None = None) -> dict[str, Any]:
-        return _op("dismiss", all=True if all else None, at=at)
-
-    @staticmethod
-    def select(route: str | None = None, *, index: int | None = None, entry: str | None = None,
-               at: str | None = None) -> dict[str, Any]:
-        return _op("select", route=route, index=index, entry=entry, at=at)
-
-    @staticmethod
-    def open(url: str) -> dict[str, Any]:
-        return _op("open", url=url)
-
-    @staticmethod
-    def alert(title: str, message: str | None = None, buttons: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        return _op("alert", title=title, message=message, buttons=buttons)
-
-    @staticmethod
-    def respond(alert: str, button: str) -> dict[str, Any]:
-        return _op("respond", alert=alert, button=button)
-
-    @staticmethod
-    def update(data: dict[str, Any], *, entry: str | None = None, scope: str | None = None,
-               at: str | None = None) -> dict[str, Any]:
-        return _op("update", data=data, entry=entry, scope=scope, at=at)
-
-    @staticmethod
-    def restore(rev: int | None = None, *, label: str | None = None) -> dict[str, Any]:
-        return _op("restore", rev=rev, label=None if rev is not None else label)
-
-    @staticmethod
-    def reset() -> dict[str, Any]:
-        return _op("reset")
-
-
-class Session:
+class Session(Helpers[Awaitable[Ack]]):
     """One session, mirrored. Made by `navsync.connect`; use it as an async context
     manager (it connects on entry and closes on exit)."""
 
@@ -327,10 +393,12 @@ class Session:
         """The next message; on silence longer than the heartbeat a ping, and with no
         answer to it the connection is given up."""
         try:
-            return json.loads(await asyncio.wait_for(self._ws.recv(), timeout=self._heartbeat))
+            message: dict[str, Any] = json.loads(await asyncio.wait_for(self._ws.recv(), timeout=self._heartbeat))
+            return message
         except asyncio.TimeoutError:
             await self._send({"type": "ping"})
-            return json.loads(await asyncio.wait_for(self._ws.recv(), timeout=self._heartbeat))
+            message = json.loads(await asyncio.wait_for(self._ws.recv(), timeout=self._heartbeat))
+            return message
 
     async def _serve(self) -> None:
         hello: dict[str, Any] = {"type": "hello"}
@@ -473,13 +541,13 @@ class Session:
                 q.put_nowait(change)
 
     def _fail_all(self, error: NavError) -> None:
-        for _, future in self._pending.values():
-            if not future.done():
-                future.set_exception(error)
+        for _, answer in self._pending.values():
+            if not answer.done():
+                answer.set_exception(error)
         self._pending.clear()
-        for _, future in self._waiters:
-            if not future.done():
-                future.set_exception(error)
+        for _, waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_exception(error)
         self._waiters.clear()
         for q in self._listeners:
             q.put_nowait(None)
@@ -537,49 +605,9 @@ class Session:
         """Helpers called on the batch are sent as one atomic command when the block ends."""
         return Batch(self, **options)
 
-    async def push(self, route: str, *, at: str | None = None, hints: dict[str, Any] | None = None, **params: Any) -> Ack:
-        return await self.command([_Ops.push(route, at=at, hints=hints, **params)])
-
-    async def present(self, route: str, style: str = "sheet", *, at: str | None = None, **params: Any) -> Ack:
-        return await self.command([_Ops.present(route, style, at=at, **params)])
-
-    async def pop(self, count: int = 1, *, from_: str | None = None, at: str | None = None) -> Ack:
-        return await self.command([_Ops.pop(count, from_=from_, at=at)])
-
-    async def pop_to_root(self, *, at: str | None = None) -> Ack:
-        return await self.command([_Ops.pop_to_root(at=at)])
-
-    async def set_root(self, route: str, *, at: str | None = None, **params: Any) -> Ack:
-        return await self.command([_Ops.set_root(route, at=at, **params)])
-
-    async def set_stack(self, routes: Iterable[str | dict[str, Any]], *, at: str | None = None) -> Ack:
-        return await self.command([_Ops.set_stack(routes, at=at)])
-
-    async def dismiss(self, all: bool = False, *, at: str | None = None) -> Ack:
-        return await self.command([_Ops.dismiss(all, at=at)])
-
-    async def select(self, route: str | None = None, *, index: int | None = None, entry: str | None = None,
-                     at: str | None = None) -> Ack:
-        return await self.command([_Ops.select(route, index=index, entry=entry, at=at)])
-
-    async def open(self, url: str) -> Ack:  # type: ignore[override]
-        return await self.command([_Ops.open(url)])
-
-    async def alert(self, title: str, message: str | None = None, buttons: list[dict[str, Any]] | None = None) -> Ack:
-        return await self.command([_Ops.alert(title, message, buttons)])
-
-    async def respond(self, alert: str, button: str) -> Ack:
-        return await self.command([_Ops.respond(alert, button)])
-
-    async def update(self, data: dict[str, Any], *, entry: str | None = None, scope: str | None = None,
-                     at: str | None = None) -> Ack:
-        return await self.command([_Ops.update(data, entry=entry, scope=scope, at=at)])
-
-    async def restore(self, rev: int | None = None, *, label: str | None = None) -> Ack:
-        return await self.command([_Ops.restore(rev, label=label)])
-
-    async def reset(self) -> Ack:
-        return await self.command([_Ops.reset()])
+    def _one(self, op: dict[str, Any], options: CommandOptions) -> Awaitable[Ack]:
+        return self.command([op], id=options.id, label=options.label, base=options.base,
+                            on_conflict=options.on_conflict, timeout=options.timeout)
 
     # ---- reading and waiting ----
 

@@ -11,13 +11,13 @@ import asyncio
 import threading
 from typing import Any, Callable, Iterable, Iterator
 
-from .client import Session, active_path
+from .client import Batch, CommandOptions, Helpers, Session, active_path
 from .errors import Ack, Change
 
 __all__ = ["connect", "SyncSession"]
 
 
-class SyncSession:
+class SyncSession(Helpers[Ack]):
     """A `Session` driven from ordinary code: the same methods, each blocking until the
     server answers (or, for `wait_for`, until the condition holds)."""
 
@@ -70,17 +70,30 @@ class SyncSession:
     def active_path(self) -> list[dict[str, Any]]:
         return active_path(self._async.state)
 
-    def command(self, ops: list[dict[str, Any]], **options: Any) -> Ack:
-        return self._call(self._async.command(ops, **options))
+    def command(self, ops: list[dict[str, Any]], *, base: int | None = None, on_conflict: str | None = None,
+                label: str | None = None, id: Any = None, timeout: float | None = None) -> Ack:
+        """One command of these ops, atomically: its `Ack`, or `NavError` (a class
+        per code) with the server's fields; `timeout` (seconds) defaults to the session's."""
+        result: Ack = self._call(self._async.command(ops, base=base, on_conflict=on_conflict, label=label, id=id, timeout=timeout))
+        return result
+
+    def _one(self, op: dict[str, Any], options: CommandOptions) -> Ack:
+        return self.command([op], id=options.id, label=options.label, base=options.base, on_conflict=options.on_conflict,
+                            timeout=options.timeout)
 
     def wait_for(self, predicate: Callable[[dict[str, Any]], Any], timeout: float = 5.0) -> dict[str, Any]:
-        return self._call(self._async.wait_for(predicate, timeout))
+        """The state once `predicate(state)` holds (checked on every change); raises
+        `TimeoutError` showing the last state, or `NavError` `closed` once closed."""
+        state: dict[str, Any] = self._call(self._async.wait_for(predicate, timeout))
+        return state
 
     def report(self, rev: int | None = None, focus: str | None = None) -> None:
         self._call(self._async.report(rev, focus))
 
     def request(self, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
-        return self._call(self._async.request(message, timeout))
+        """Any other request (`history`, `sessions`…): its reply."""
+        reply: dict[str, Any] = self._call(self._async.request(message, timeout))
+        return reply
 
     def changes(self, timeout: float = 5.0) -> Iterator[Change]:
         """Each applied patch from now on; stops when none comes within `timeout` s."""
@@ -106,22 +119,26 @@ class SyncSession:
     def batch(self, **options: Any) -> "_SyncBatch":
         return _SyncBatch(self, options)
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        # The operation helpers (push, pop, open, update, …): the async ones, waited for.
-        method = getattr(self._async, name, None)
-        if method is None or name.startswith("_") or not asyncio.iscoroutinefunction(method):
-            raise AttributeError(name)
-        return lambda *args, **kwargs: self._call(method(*args, **kwargs))
+    def refresh_token(self, token: str) -> dict[str, Any]:
+        """Replaces the connection's token without reconnecting (see `Session.refresh_token`)."""
+        reply: dict[str, Any] = self._call(self._async.refresh_token(token))
+        return reply
 
 
-class _SyncBatch:
+class _SyncBatch(Helpers[None]):
+    """`with s.batch() as b: b.push(...); b.select(...)`: one atomic command at the end."""
+
     def __init__(self, session: SyncSession, options: dict[str, Any]) -> None:
-        self._batch = session._async.batch(**options)
+        self._batch: Batch = session._async.batch(**options)
         self._session = session
         self.ack: Ack | None = None
 
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        return getattr(self._batch, name)
+    def _one(self, op: dict[str, Any], options: CommandOptions) -> None:
+        self._batch._one(op, options)
+
+    @property
+    def ops(self) -> list[dict[str, Any]]:
+        return self._batch.ops
 
     def __enter__(self) -> "_SyncBatch":
         return self

@@ -353,3 +353,18 @@ def test_a_session_made_anew_is_reported_and_not_made_again():
         assert change.reset and change.rev == 0 and change.ops == []
         await s.close()
     run(main())
+
+
+def test_errors_are_classes_per_code_carrying_the_servers_fields():
+    e = navsync.NavError.from_message({"type": "error", "code": "guarded", "message": "no", "op": 0,
+                                        "guard": "signedIn", "route": "order", "entry": "e7"})
+    assert isinstance(e, navsync.Guarded) and isinstance(e, navsync.NavError)
+    assert (e.code, e.guard, e.route, e.entry, e.op) == ("guarded", "signedIn", "order", "e7", 0)
+    loop = navsync.NavError.from_message({"type": "error", "code": "redirect_loop", "message": "round",
+                                           "chain": [{"guard": "a", "route": "x", "link": "/b"}]})
+    assert isinstance(loop, navsync.RedirectLoop) and loop.chain == [{"guard": "a", "route": "x", "link": "/b"}]
+    assert isinstance(navsync.NavError("conflict", "x", rev=3), navsync.Conflict)
+    assert type(navsync.NavError("something_new", "x")) is navsync.NavError
+    import pickle
+    again = pickle.loads(pickle.dumps(e))
+    assert isinstance(again, navsync.Guarded) and again.guard == "signedIn"

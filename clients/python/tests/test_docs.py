@@ -21,6 +21,14 @@ def test_the_sync_example_and_the_pytest_example(navsyncd, navsync_session):
     scope = {}
     exec(compile(blocks()[1], "docs/python.md", "exec"), scope)
     assert scope["show"](navsyncd.url)[-1] == "detail"
-    exec(compile(blocks()[2], "docs/python.md", "exec"), scope)
+    exec(compile(blocks()[3], "docs/python.md", "exec"), scope)
     scope["test_a_deep_link_lands_on_the_product"](navsync_session)
-    assert len(blocks()) == 3
+    assert len(blocks()) == 4
+
+
+def test_the_guarded_flow_ends_on_order_7(navsyncd, capsys):
+    """The README's orders example through the package: redirected to sign-in, which
+    knows where the user was going, and back there once signed in."""
+    script = blocks()[2].replace("7420", str(navsyncd.port))
+    exec(compile(script, "docs/python.md", "exec"), {"__name__": "docs"})
+    assert capsys.readouterr().out.strip() == "['main', 'profile', 'order']"
