@@ -3,11 +3,11 @@
 
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
 
-/** Error codes of docs/protocol.md, and the module's own: closed, offline, refused, deleted, lost. */
+/** Error codes of docs/protocol.md, and the module's own: closed, offline, refused, deleted, lost, missing, timeout, reset. */
 export type ErrorCode =
   | "bad_json" | "bad_request" | "unknown_session" | "unknown_route" | "bad_params" | "invalid_op"
   | "not_found" | "conflict" | "busy" | "forbidden" | "rate_limited" | "too_large" | "full" | "gone"
-  | "id_reused" | "guarded" | "redirect_loop" | "unconfirmed" | "unavailable" | "internal" | "closed" | "offline" | "refused" | "deleted" | "lost" | "missing";
+  | "id_reused" | "guarded" | "redirect_loop" | "unconfirmed" | "unavailable" | "internal" | "closed" | "offline" | "refused" | "deleted" | "lost" | "missing" | "timeout" | "reset";
 
 export class NavsyncError extends Error {
   code: ErrorCode;
@@ -15,11 +15,31 @@ export class NavsyncError extends Error {
   op?: number;
   /** The session's current revision, for `conflict`. */
   rev?: number;
-  /** For `guarded`: the flow's guard that refused, and the route and entry it protects. */
+  /** For `guarded` and `redirect_loop`: the flow's guard that refused, and the route and entry it protects. */
   guard?: string;
   route?: string;
   entry?: string;
+  /** For `redirect_loop`: each redirect taken, the one that failed again last. */
+  chain?: { guard: string; route: string; link: string }[];
 }
+/** `guarded`. */
+export class GuardedError extends NavsyncError { guard: string; route: string; entry: string }
+/** `redirect_loop`. */
+export class RedirectLoopError extends GuardedError { chain: { guard: string; route: string; link: string }[] }
+/** `conflict` (`rev`: the current revision). */
+export class ConflictError extends NavsyncError { rev: number }
+/** `unknown_route`, `bad_params`, `invalid_op`, `not_found`, `bad_request`, `bad_json`. */
+export class InvalidCommandError extends NavsyncError {}
+/** `forbidden`. */
+export class ForbiddenError extends NavsyncError {}
+/** `unavailable`, `unconfirmed` (after every resend), `rate_limited`. */
+export class UnavailableError extends NavsyncError {}
+/** `timeout`: no answer within the call's deadline. */
+export class DeadlineError extends NavsyncError {}
+/** `reset`: the session was made anew while this client was away. */
+export class ResetError extends NavsyncError {}
+/** `closed`, `deleted`, `lost`, `missing`, `refused`, `offline`. */
+export class ClosedError extends NavsyncError {}
 
 export interface ConnectOptions {
   token?: string;
@@ -32,6 +52,8 @@ export interface ConnectOptions {
   backoff?: { min?: number; max?: number };
   /** Where the client identity is kept between page loads; `null` for nowhere. */
   storage?: Pick<Storage, "getItem" | "setItem"> | null;
+  /** How long a command waits for its answer, in ms (10000; 0: for ever), then rejects with `timeout`. */
+  timeout?: number;
 }
 
 export interface ClientStatus {
@@ -114,7 +136,11 @@ export interface Sent extends Promise<Ack> {
   ref(n?: number): string;
 }
 
-export interface CommandOptions { base?: number; onConflict?: "rebase" | "reject"; label?: string; id?: string | number }
+export interface CommandOptions {
+  base?: number; onConflict?: "rebase" | "reject"; label?: string; id?: string | number;
+  /** This command's deadline in ms (default: the client's `timeout`). */
+  timeout?: number;
+}
 export interface OpOptions extends CommandOptions { at?: string; hints?: { [key: string]: JSONValue } }
 
 export interface Patch { type: "patch"; session: string; rev: number; base: number; by: string; cmd: string | number; ops: object[] }
@@ -129,6 +155,8 @@ export interface Session {
   on(event: "patch", handler: (patch: Patch) => void): () => void;
   on(event: "presence", handler: (presence: object) => void): () => void;
   on(event: "resync", handler: (why: { reason: string; rev?: number; epoch?: string }) => void): () => void;
+  /** The session was made anew while this client was away: waiting commands rejected with `reset`. */
+  on(event: "reset", handler: (what: { session: string; epoch: string; rev: number }) => void): () => void;
   on(event: "error", handler: (error: NavsyncError) => void): () => void;
   on(event: "change", handler: (snapshot: Snapshot) => void): () => void;
 

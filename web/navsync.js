@@ -16,23 +16,60 @@
 
 /** An error the server answered (`code` as in docs/protocol.md), or one of this
  *  module's own: `closed` (the client was closed), `refused` (the server refused the
- *  connection for good: a bad token, a forbidden origin), `deleted`, `lost`. */
+ *  connection for good: a bad token, a forbidden origin), `deleted`, `lost`, `timeout`
+ *  (no answer within the call's deadline), `reset` (the session was made anew while
+ *  away). `new NavsyncError({code, …})` makes the class for its code (GuardedError,
+ *  ConflictError, DeadlineError…, each a NavsyncError), so `e instanceof GuardedError`
+ *  tells one kind and `e instanceof NavsyncError` every kind. */
 export class NavsyncError extends Error {
-  constructor({ code, message, op, rev, guard, route, entry }) {
+  constructor(fields) {
+    const kind = ERROR_CLASSES[fields.code];
+    if (new.target === NavsyncError && kind) return new kind(fields);
+    const { code, message, op, rev, guard, route, entry, chain } = fields;
     super(message || code);
-    this.name = "NavsyncError";
+    this.name = new.target.name;
     this.code = code;
     if (op !== undefined) this.op = op;
     if (rev !== undefined) this.rev = rev;
-    // `guarded`: the flow's guard that refused, and the route and entry it protects.
+    // `guarded` and `redirect_loop`: the flow's guard, and the route and entry it protects.
     if (guard !== undefined) { this.guard = guard; this.route = route; this.entry = entry; }
+    // `redirect_loop`: each redirect taken, {guard, route, link}, the one that failed again last.
+    if (chain !== undefined) this.chain = chain;
   }
 }
+/** `guarded`: a guard of the flow refused the command (`guard`, `route`, `entry`). */
+export class GuardedError extends NavsyncError {}
+/** `redirect_loop`: redirects went round in a circle (`chain`). */
+export class RedirectLoopError extends GuardedError {}
+/** `conflict`: with onConflict reject, the command's coordinators changed after its base (`rev`). */
+export class ConflictError extends NavsyncError {}
+/** `unknown_route`, `bad_params`, `invalid_op`, `not_found`, `bad_request`: the command does not fit. */
+export class InvalidCommandError extends NavsyncError {}
+/** `forbidden`: the token's role or sessions do not allow it. */
+export class ForbiddenError extends NavsyncError {}
+/** `unavailable` / `unconfirmed` after every resend, `rate_limited`: try again later. */
+export class UnavailableError extends NavsyncError {}
+/** `timeout`: no answer within the call's deadline (the server is named). */
+export class DeadlineError extends NavsyncError {}
+/** `reset`: the session was made anew while this client was away; the command was not sent to it. */
+export class ResetError extends NavsyncError {}
+/** `closed`, `deleted`, `lost`, `missing`, `refused`, `offline`: no session to send to. */
+export class ClosedError extends NavsyncError {}
+const ERROR_CLASSES = {
+  guarded: GuardedError, redirect_loop: RedirectLoopError, conflict: ConflictError,
+  unknown_route: InvalidCommandError, bad_params: InvalidCommandError, invalid_op: InvalidCommandError,
+  not_found: InvalidCommandError, bad_request: InvalidCommandError, bad_json: InvalidCommandError,
+  forbidden: ForbiddenError, unavailable: UnavailableError, unconfirmed: UnavailableError, rate_limited: UnavailableError,
+  timeout: DeadlineError, reset: ResetError,
+  closed: ClosedError, deleted: ClosedError, lost: ClosedError, missing: ClosedError, refused: ClosedError, offline: ClosedError,
+};
 
 /** Connects to one server, or to the first that answers of a list (a cluster, a
  *  standby). Options: `token`, `name`, `role`, `client` (an identity to resume),
  *  `backoff` {`min`, `max`} in ms, `storage` (where the identity is kept between page
- *  loads; `sessionStorage` by default, `null` for nowhere). */
+ *  loads; `sessionStorage` by default, `null` for nowhere), `timeout` (ms a command
+ *  waits for its answer before it rejects with `timeout`; 10000 by default, 0 for
+ *  ever; each command may say its own). */
 export function connect(urls, options = {}) {
   return new Client(urls, options);
 }
@@ -395,8 +432,19 @@ class Session extends Emitter {
     }
     const message = { type: "command", session: this.name, id: options.id ?? commandPrefix + "-" + (++commandCounter), ops };
     for (const key of ["base", "onConflict", "label"]) if (options[key] !== undefined) message[key] = options[key];
+    const timeout = options.timeout ?? this.client.options.timeout ?? 10000;
     const promise = new Promise((resolve, reject) => {
-      this.pending.set(message.id, { message, resolve, reject });
+      let timer = null;
+      const done = (f) => (v) => { if (timer) clearTimeout(timer); f(v); };
+      this.pending.set(message.id, { message, resolve: done(resolve), reject: done(reject) });
+      if (timeout > 0) {
+        timer = setTimeout(() => {
+          if (!this.pending.has(message.id)) return;
+          this.pending.delete(message.id);
+          reject(new NavsyncError({ code: "timeout", message: "no answer from " + (this.client.status.url || "the server") + " within " + timeout
+            + " ms to command " + message.id + "; it may or may not have been applied (send it again with the same id to find out)" }));
+        }, timeout);
+      }
       if (this.snapshot.status === "live") this.client.send(message);
     });
     promise.id = message.id;
@@ -604,6 +652,14 @@ class Session extends Emitter {
     this.joining = false;
     const s = this.snapshot;
     let state = s.state, rev = s.rev;
+    if (s.epoch && m.epoch !== s.epoch) {
+      // Made anew while we were away: commands that waited were made for the session
+      // that is gone, so they fail rather than land on this one.
+      const error = new NavsyncError({ code: "reset", message: "session " + this.name + " was made anew (another epoch) while this client was away; the command was not sent to the new one" });
+      for (const p of this.pending.values()) p.reject(error);
+      this.pending.clear();
+      this.emit("reset", { session: this.name, epoch: m.epoch, rev: m.rev });
+    }
     if (m.state !== undefined) {
       if (s.epoch && m.epoch !== s.epoch) this.emit("resync", { reason: "epoch", epoch: m.epoch });
       state = m.state; rev = m.rev;

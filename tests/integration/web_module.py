@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -144,15 +145,24 @@ try:
     check("a session that does not exist is 'missing' and its commands reject", r.get("ok") == ["missing", "missing"], r)
 
     # ---- the demo's guards (docs/flows.md) ----
-    r = js(a, "try { await s.open('/checkout'); return 'opened'; } catch (e) { return [e.name, e.code, e.guard, e.route]; }")
-    check("a guarded command rejects with a NavsyncError guarded naming guard and route", r.get("ok") == ["NavsyncError", "guarded", "cartFull", "checkout"], r)
-    r = js(a, UNTIL + "const ack = await s.open('/orders/7'); await until(() => s.getSnapshot().rev === ack.rev);"
-              "return [ack.results, ack.redirects, s.getSnapshot().state.root.current.route];")
-    check("a redirected command resolves with its redirects, and the mirror shows where it went",
-          r.get("ok", [None])[0] == ["redirected"] and r["ok"][1][0]["guard"] == "signedIn" and r["ok"][1][0]["link"].startswith("/login?next=%2Forders%2F7") and r["ok"][2] == "login", r)
-    r = js(a, UNTIL + "const ack = await s.updateSession({ user: 'ann' }); await until(() => s.getSnapshot().rev === ack.rev);"
-              "await s.open('/orders/7'); return s.getSnapshot().state.data;")
-    check("updateSession merges into the session's data, and the guarded link then opens", r.get("ok") == {"user": "ann"}, r)
+    r = js(a, "try { await s.open('/checkout'); return 'opened'; } catch (e) { return [e.name, e.code, e.guard, e.route, e instanceof nav.GuardedError, e instanceof nav.NavsyncError]; }")
+    check("a guarded command rejects with a GuardedError (a NavsyncError) naming guard and route",
+          r.get("ok") == ["GuardedError", "guarded", "cartFull", "checkout", True, True], r)
+    # docs/javascript.md's guarded flow, as written: back on order 7 once signed in.
+    flow = re.search(r"## A guarded flow.*?```js\n(.*?)```", open(os.path.join(os.path.dirname(__file__), "../../docs/javascript.md")).read(), re.S).group(1)
+    r = js(a, UNTIL + flow + "\nconst order = s.getSnapshot().state.root.current.coordinator;"
+              "const profile = order.tabs.find(t => t.id === order.selected).coordinator.stack;"
+              "return [ack.results, ack.redirects, login.route, login.params.next, profile[profile.length - 1].route, profile[profile.length - 1].params, s.getSnapshot().state.data];")
+    check("docs/javascript.md's guarded flow: redirected to sign-in, which knows the way back, and on order 7 once signed in",
+          r.get("ok", [None])[0] == ["redirected"] and r["ok"][1][0]["guard"] == "signedIn"
+          and r["ok"][1][0]["link"] == "/login?next=%2Forders%2F7" and r["ok"][2:6] == ["login", "/orders/7", "order", {"id": 7}]
+          and r["ok"][6] == {"user": "ann"}, r)
+    # A command nobody answers rejects within its deadline, naming the server.
+    r = js(a, "const c = nav.connect('ws://127.0.0.1:1/ws', { storage: null, backoff: { min: 50, max: 100 } }); const x = c.session('z');"
+              "const t = Date.now(); try { await x.push('detail', { id: 1 }, { timeout: 300 }); return 'answered'; }"
+              "catch (e) { return [e.code, e.name, e instanceof nav.DeadlineError, e.message.includes('ws://127.0.0.1:1/ws'), Date.now() - t < 3000]; } finally { c.close(); }")
+    check("a command with no answer rejects with timeout (DeadlineError) within its deadline, naming the server",
+          r.get("ok") == ["timeout", "DeadlineError", True, True, True], r)
     js(a, "await s.open('/product/42');")
 
     # ---- applyPatch against the public RFC 6902 suite (tests/vectors/json-patch-tests) ----

@@ -12,6 +12,8 @@ import ShopModel
 //   shop-headless [ws://127.0.0.1:7420/ws] [--session demo]
 //   shop-headless URL --gestures N [--every-ms 20] [--navigators 1] [--seed 1] [--check URL]
 //       random gestures through the bindings, measured (Gestures.swift)
+//   shop-headless URL --orders     the README's orders example: redirected to sign-in,
+//                                   signed in, back on /orders/7
 //   shop-headless URL --gestures N --store DIR [--offline [--expect-reset]]
 //       the first navigator keeps its session in DIR; --offline: launched with the
 //       server down, it opens on what DIR kept and navigates until the server is up
@@ -25,6 +27,7 @@ let usage = """
 var urls: [WebSocketURL] = []
 var session = "demo"
 var gestures: GestureRun?
+var ordersOnly = false
 var arguments = CommandLine.arguments.dropFirst()
 @MainActor func number(_ flag: String) -> Int {
     guard let text = arguments.popFirst(), let n = Int(text), n >= 0 else {
@@ -45,12 +48,42 @@ while let a = arguments.popFirst() {
     case "--check":
         guard let u = arguments.popFirst().flatMap(WebSocketURL.init) else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
         gestures?.check = u
+    case "--orders": ordersOnly = true
     case "-h", "--help": print(usage, terminator: ""); exit(0)
     default:
         guard let u = WebSocketURL(a) else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
         urls.append(u)
     }
 }
+/// The README's orders example through the navigator: /orders/7 signed out lands on the
+/// sign-in screen, whose `next` says where the user was going; signed in, the app opens it.
+@MainActor
+func orders() async throws {
+    let transport = LibuvTransport()
+    defer { transport.shutdown(waitingUpTo: 2) }
+    let nav = Navigator(.init(session: session, urls: urls.isEmpty ? [.default] : urls, name: "shop-headless", create: true, store: nil),
+                        routes: RouteCheck.shop, transport: transport)
+    try await nav.connect()
+    let ack = try await nav.open("/orders/7")
+    guard let login = nav.tree?.root.visible, login.route(as: AppRoute.self) != nil, case .login(_, let next?) = login.route(as: AppRoute.self)! else {
+        throw NavError(.internal, "expected the sign-in screen with next, got \(nav.tree?.activePath.map(\.route) ?? [])")
+    }
+    print("open /orders/7: \(ack.results.map(\.rawValue)) to \(ack.redirects.map(\.link)); sign-in's next: \(next)")
+    try await nav.updateSession(["user": "ann"])
+    try await nav.open(next)
+    let path = nav.tree?.activePath.map { $0.params.isEmpty ? $0.route : "\($0.route)\(JSON.object($0.params).encodedString())" } ?? []
+    print("signed in: \(path.joined(separator: " > "))")
+    await nav.close()
+}
+
+if ordersOnly {
+    do { try await orders() } catch {
+        FileHandle.standardError.write(Data("shop-headless: \(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
+}
+
 if var g = gestures {
     g.urls = urls.isEmpty ? [.default] : urls
     g.session = session
