@@ -7,7 +7,7 @@
 
 check "pip install ./clients/python" bash -c "'$ROOT/.venv/bin/pip' install -q '$ROOT/clients/python' >'$OUT/pip-navsync.log' 2>&1"
 check "import navsync from outside the checkout" bash -c "cd /tmp && '$PY' -c 'import navsync, navsync.sync, navsync.pytest_plugin; assert navsync.__version__'"
-check "mypy --strict is clean over the package" bash -c "cd '$ROOT/clients/python' && '$PY' -m mypy --strict navsync >'$OUT/mypy-package.log' 2>&1 || { cat '$OUT/mypy-package.log'; exit 1; }"
+check "mypy --strict is clean over clients/python (the package and its tests)" bash -c "cd '$ROOT/clients/python' && '$PY' -m mypy --strict navsync tests >'$OUT/mypy-package.log' 2>&1 || { cat '$OUT/mypy-package.log'; exit 1; }"
 examples="$OUT/python-doc-examples"; rm -rf "$examples"; mkdir -p "$examples"
 awk -v dir="$examples" '/^```python/ { n++; inb = 1; next } inb && /^```/ { inb = 0; next } inb { print > (dir "/example" n ".py") }' "$ROOT/docs/python.md"
 check "...and over docs/python.md's examples (as a user's code would import it)" bash -c "cd /tmp && '$PY' -m mypy --strict '$examples' >'$OUT/mypy-examples.log' 2>&1 || { cat '$OUT/mypy-examples.log'; exit 1; }"

@@ -21,7 +21,7 @@ import json
 import random
 import ssl
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Generator, Generic, Iterable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Generator, Generic, Iterable, TypeVar
 
 import jsonpatch
 import websockets
@@ -256,7 +256,7 @@ class Batch(Helpers[None]):
             self.ack = await self._session.command(self.ops, **self._options)
 
 
-class Session(Helpers[Awaitable[Ack]]):
+class Session(Helpers[Coroutine[Any, Any, Ack]]):
     """One session, mirrored. Made by `navsync.connect`; use it as an async context
     manager (it connects on entry and closes on exit)."""
 
@@ -605,7 +605,7 @@ class Session(Helpers[Awaitable[Ack]]):
         """Helpers called on the batch are sent as one atomic command when the block ends."""
         return Batch(self, **options)
 
-    def _one(self, op: dict[str, Any], options: CommandOptions) -> Awaitable[Ack]:
+    def _one(self, op: dict[str, Any], options: CommandOptions) -> Coroutine[Any, Any, Ack]:
         return self.command([op], id=options.id, label=options.label, base=options.base,
                             on_conflict=options.on_conflict, timeout=options.timeout)
 

@@ -2,6 +2,7 @@
 resend after a reconnect, waiting, several URLs. No server, no sockets."""
 import asyncio
 import json
+from typing import Any, Callable, Coroutine
 
 import pytest
 
@@ -13,28 +14,30 @@ STATE = {"root": {"type": "App", "kind": "stack", "stack": [{"id": "e1", "route"
 class FakeSocket:
     """One connection: what the client sent, and what the test makes the server say."""
 
-    def __init__(self):
-        self.sent, self.inbox, self.closed = [], asyncio.Queue(), False
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.closed = False
 
-    async def send(self, text):
+    async def send(self, text: str) -> None:
         self.sent.append(json.loads(text))
 
-    async def recv(self):
+    async def recv(self) -> str:
         m = await self.inbox.get()
         if m is None:
             raise OSError("connection lost")
         return json.dumps(m)
 
-    async def close(self):
+    async def close(self) -> None:
         self.closed = True
 
-    def say(self, **m):
+    def say(self, **m: Any) -> None:
         self.inbox.put_nowait(m)
 
-    def drop(self):
+    def drop(self) -> None:
         self.inbox.put_nowait(None)
 
-    async def next_sent(self, kind):
+    async def next_sent(self, kind: str) -> dict[str, Any]:
         for _ in range(200):
             for m in self.sent:
                 if m["type"] == kind and not m.get("_seen"):
@@ -47,10 +50,12 @@ class FakeSocket:
 class FakeServer:
     """Hands out sockets; each one answers hello and join as a server would."""
 
-    def __init__(self, dead=(), heartbeat=30):
-        self.sockets, self.dead, self.urls, self.heartbeat = [], set(dead), [], heartbeat
+    def __init__(self, dead: tuple[str, ...] = (), heartbeat: float = 30) -> None:
+        self.sockets: list[FakeSocket] = []
+        self.urls: list[str] = []
+        self.dead, self.heartbeat = set(dead), heartbeat
 
-    async def connect(self, url):
+    async def connect(self, url: str) -> FakeSocket:
         self.urls.append(url)
         if url in self.dead:
             raise OSError("connection refused")
@@ -60,7 +65,7 @@ class FakeServer:
         return s
 
 
-async def until(condition, what="the condition"):
+async def until(condition: Callable[[], Any], what: str = "the condition") -> None:
     """Waits (a second at most) for something the client does on its own task."""
     for _ in range(200):
         if condition():
@@ -69,11 +74,11 @@ async def until(condition, what="the condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def patch(rev, ops, by="c9", cmd=1):
+def patch(rev: int, ops: list[dict[str, Any]], by: str = "c9", cmd: Any = 1) -> dict[str, Any]:
     return {"type": "patch", "session": "s", "rev": rev, "base": rev - 1, "by": by, "cmd": cmd, "ops": ops}
 
 
-async def joined(server, url="ws://x/ws", **kw):
+async def joined(server: FakeServer, url: str = "ws://x/ws", **kw: Any) -> tuple[navsync.Session, FakeSocket]:
     s = navsync.connect(url, "s", connector=server.connect, backoff=(0.001, 0.01), **kw)
     task = asyncio.create_task(s.start())
     await asyncio.sleep(0.01)
@@ -84,12 +89,12 @@ async def joined(server, url="ws://x/ws", **kw):
     return s, sock
 
 
-def run(coroutine):
+def run(coroutine: Coroutine[Any, Any, None]) -> None:
     asyncio.run(asyncio.wait_for(coroutine, 10))
 
 
-def test_the_mirror_follows_patches_and_asks_for_the_state_on_a_gap():
-    async def main():
+def test_the_mirror_follows_patches_and_asks_for_the_state_on_a_gap() -> None:
+    async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server)
         assert s.rev == 0 and s.active_path()[-1]["route"] == "list" and s.client == "c1"
@@ -106,8 +111,8 @@ def test_the_mirror_follows_patches_and_asks_for_the_state_on_a_gap():
     run(main())
 
 
-def test_commands_resolve_with_their_ack_or_raise_the_servers_error():
-    async def main():
+def test_commands_resolve_with_their_ack_or_raise_the_servers_error() -> None:
+    async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server)
         pushed = asyncio.create_task(s.push("detail", id=7))
@@ -124,7 +129,7 @@ def test_commands_resolve_with_their_ack_or_raise_the_servers_error():
             await refused
         assert e.value.code == "guarded" and e.value.op == 0 and e.value.guard == "cartFull" and e.value.extra["route"] == "checkout"
         # A batch is one command of several ops.
-        async def batch():
+        async def batch() -> navsync.Ack | None:
             async with s.batch(label="two") as b:
                 b.set_root("main")
                 b.select("cart")
@@ -133,13 +138,14 @@ def test_commands_resolve_with_their_ack_or_raise_the_servers_error():
         sent = await sock.next_sent("command")
         assert [o["op"] for o in sent["ops"]] == ["setRoot", "select"] and sent["label"] == "two"
         sock.say(type="ack", id=sent["id"], session="s", rev=2, results=["applied", "applied"])
-        assert (await done).results == ["applied", "applied"]
+        batch_ack = await done
+        assert batch_ack is not None and batch_ack.results == ["applied", "applied"]
         await s.close()
     run(main())
 
 
-def test_an_unanswered_command_is_sent_again_after_a_reconnect_under_the_same_id():
-    async def main():
+def test_an_unanswered_command_is_sent_again_after_a_reconnect_under_the_same_id() -> None:
+    async def main() -> None:
         server = FakeServer()
         s, first = await joined(server)
         pending = asyncio.create_task(s.update({"n": 1}, scope="session"))
@@ -158,13 +164,13 @@ def test_an_unanswered_command_is_sent_again_after_a_reconnect_under_the_same_id
         assert again["id"] == sent["id"] and again["ops"] == sent["ops"]
         second.say(type="ack", id=again["id"], session="s", rev=1, results=["applied"], duplicate=True)
         ack = await pending
-        assert ack.duplicate and ack.rev == 1 and s.state["data"] == {"n": 1}
+        assert ack.duplicate and ack.rev == 1 and s.state is not None and s.state["data"] == {"n": 1}
         await s.close()
     run(main())
 
 
-def test_silence_is_pinged_and_an_unanswered_ping_reconnects():
-    async def main():
+def test_silence_is_pinged_and_an_unanswered_ping_reconnects() -> None:
+    async def main() -> None:
         server = FakeServer(heartbeat=0.05)      # a heartbeat of 50 ms
         s = navsync.connect("ws://x/ws", "s", connector=server.connect, backoff=(0.001, 0.01))
         task = asyncio.create_task(s.start())
@@ -182,9 +188,9 @@ def test_silence_is_pinged_and_an_unanswered_ping_reconnects():
     run(main())
 
 
-def test_several_urls_are_tried_in_turn():
-    async def main():
-        server = FakeServer(dead={"ws://dead:1/ws"})
+def test_several_urls_are_tried_in_turn() -> None:
+    async def main() -> None:
+        server = FakeServer(dead=("ws://dead:1/ws",))
         s = navsync.connect(["dead:1", "http://alive:2/"], "s", connector=server.connect, backoff=(0.001, 0.01))
         task = asyncio.create_task(s.start())
         await until(lambda: server.sockets, "a connection")
@@ -196,8 +202,8 @@ def test_several_urls_are_tried_in_turn():
     run(main())
 
 
-def test_waiting_times_out_showing_the_state_and_a_refused_join_raises():
-    async def main():
+def test_waiting_times_out_showing_the_state_and_a_refused_join_raises() -> None:
+    async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server)
         with pytest.raises(TimeoutError) as e:
@@ -219,8 +225,8 @@ def test_waiting_times_out_showing_the_state_and_a_refused_join_raises():
     run(main())
 
 
-def test_the_helpers_write_the_protocols_operations():
-    b = navsync.Batch(None)
+def test_the_helpers_write_the_protocols_operations() -> None:
+    b = navsync.Batch(None)  # type: ignore[arg-type]  # the helpers only build operations here
     b.push("detail", id=1, at="Home")
     b.present("settings", style="cover")
     b.pop(2)
@@ -248,8 +254,8 @@ def test_the_helpers_write_the_protocols_operations():
     assert navsync.active_path(None) == []
 
 
-def test_an_unconfirmed_command_is_sent_again_under_its_id_until_the_replicas_confirm_it():
-    async def main():
+def test_an_unconfirmed_command_is_sent_again_under_its_id_until_the_replicas_confirm_it() -> None:
+    async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server)
         pending = asyncio.create_task(s.set_root("main"))
@@ -267,10 +273,10 @@ def test_an_unconfirmed_command_is_sent_again_under_its_id_until_the_replicas_co
     run(main())
 
 
-def test_a_store_unavailable_command_is_sent_again_under_its_id():
+def test_a_store_unavailable_command_is_sent_again_under_its_id() -> None:
     """Cluster mode during a failover: the node cannot reach Redis (`unavailable`,
     nothing applied); the same id goes again a second later instead of raising."""
-    async def main():
+    async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server)
         pending = asyncio.create_task(s.set_root("main"))
@@ -288,8 +294,8 @@ def test_a_store_unavailable_command_is_sent_again_under_its_id():
     run(main())
 
 
-def test_a_session_not_connected_fails_at_once():
-    async def main():
+def test_a_session_not_connected_fails_at_once() -> None:
+    async def main() -> None:
         s = navsync.connect("ws://x/ws", "s")
         with pytest.raises(navsync.NavError) as e:
             await s.push("detail", id=1)
@@ -297,8 +303,8 @@ def test_a_session_not_connected_fails_at_once():
     run(main())
 
 
-def test_a_command_nobody_answers_fails_within_its_deadline_naming_the_server():
-    async def main():
+def test_a_command_nobody_answers_fails_within_its_deadline_naming_the_server() -> None:
+    async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server, timeout=0.2)
         with pytest.raises(navsync.NavError) as e:
@@ -311,8 +317,8 @@ def test_a_command_nobody_answers_fails_within_its_deadline_naming_the_server():
     run(main())
 
 
-def test_wait_for_and_changes_end_at_once_on_close():
-    async def main():
+def test_wait_for_and_changes_end_at_once_on_close() -> None:
+    async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server)
         waiting = asyncio.create_task(s.wait_for(lambda st: False, timeout=30))
@@ -328,16 +334,19 @@ def test_wait_for_and_changes_end_at_once_on_close():
     run(main())
 
 
-def test_a_session_made_anew_is_reported_and_not_made_again():
+def test_a_session_made_anew_is_reported_and_not_made_again() -> None:
     """A reconnect finds another epoch: the commands that waited fail with `reset`,
     changes() yields a reset item, and the rejoin did not send `create`."""
-    async def main():
+    async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server, create=True)
         first_join = next(m for m in sock.sent if m["type"] == "join")
         assert first_join.get("create") is True
-        changes = s.changes().__aiter__()
-        next_change = asyncio.create_task(changes.__anext__())
+        changes = s.changes()
+
+        async def first_change() -> navsync.Change:
+            return await changes.__anext__()
+        next_change = asyncio.create_task(first_change())
         pending = asyncio.create_task(s.set_root("main"))
         await sock.next_sent("command")
         sock.drop()
@@ -355,7 +364,7 @@ def test_a_session_made_anew_is_reported_and_not_made_again():
     run(main())
 
 
-def test_errors_are_classes_per_code_carrying_the_servers_fields():
+def test_errors_are_classes_per_code_carrying_the_servers_fields() -> None:
     e = navsync.NavError.from_message({"type": "error", "code": "guarded", "message": "no", "op": 0,
                                         "guard": "signedIn", "route": "order", "entry": "e7"})
     assert isinstance(e, navsync.Guarded) and isinstance(e, navsync.NavError)

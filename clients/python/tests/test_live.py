@@ -5,19 +5,22 @@ import os
 import subprocess
 import time
 import urllib.request
+from typing import Any
 
 import pytest
 
 import navsync
+from navsync.pytest_plugin import Navsyncd
+from navsync.sync import SyncSession
 
 
-def navclient(server, *words):
+def navclient(server: Navsyncd, *words: str) -> "subprocess.CompletedProcess[str]":
     """navclient from the same build as navsyncd (or $NAVCLIENT)."""
     binary = os.environ.get("NAVCLIENT") or os.path.join(os.path.dirname(server.binary), "navclient")
     return subprocess.run([binary, "exec", server.url, *words], capture_output=True, text=True, timeout=30)
 
 
-def test_two_sessions_mirror_each_other(navsyncd):
+def test_two_sessions_mirror_each_other(navsyncd: Navsyncd) -> None:
     name = "mirror"
     with navsync.sync.connect(navsyncd.url, name, create=True, name="a") as a, \
             navsync.sync.connect(navsyncd.url, name, name="b") as b:
@@ -31,13 +34,13 @@ def test_two_sessions_mirror_each_other(navsyncd):
         # Presence: each sees the other, and what revision it reported showing.
         b.report(focus=navsync.active_path(b.state)[-1]["id"])
         for _ in range(100):   # presence goes out every 50 ms
-            if a.presence.get(b.client, {}).get("rev") == 2:
+            if a.presence.get(b.client or "", {}).get("rev") == 2:
                 break
             time.sleep(0.02)
-        assert a.presence[b.client]["rev"] == 2 and a.presence[b.client]["name"] == "b"
+        assert b.client is not None and a.presence[b.client]["rev"] == 2 and a.presence[b.client]["name"] == "b"
 
 
-def test_wait_for_sees_a_change_made_by_navclient(navsyncd, navsync_session):
+def test_wait_for_sees_a_change_made_by_navclient(navsyncd: Navsyncd, navsync_session: SyncSession) -> None:
     s = navsync_session
     done = navclient(navsyncd, "--session", s.session, "setRoot main", "select cart")
     assert done.returncode == 0, done.stderr
@@ -46,7 +49,7 @@ def test_wait_for_sees_a_change_made_by_navclient(navsyncd, navsync_session):
     assert s.rev == 2 and changes == []
 
 
-def test_bad_input_raises_navsync_errors_with_the_servers_code(navsync_session):
+def test_bad_input_raises_navsync_errors_with_the_servers_code(navsync_session: SyncSession) -> None:
     s = navsync_session
     with pytest.raises(navsync.NavError) as e:
         s.push("nowhere")
@@ -62,14 +65,14 @@ def test_bad_input_raises_navsync_errors_with_the_servers_code(navsync_session):
     assert navsync.active_path(s.state)[-1]["route"] == "login"
 
 
-def test_one_dead_url_is_passed_over(navsyncd):
+def test_one_dead_url_is_passed_over(navsyncd: Navsyncd) -> None:
     with navsync.sync.connect(["127.0.0.1:1", navsyncd.url], "demo") as s:
-        assert s.rev == 0 and s.state["root"]["type"] == "App"
+        assert s.rev == 0 and s.state is not None and s.state["root"]["type"] == "App"
 
 
 @pytest.mark.navsyncd_args("--data", "{tmp_path}/data")
-def test_a_restart_with_data_mid_command_loses_and_doubles_nothing(navsyncd):
-    async def main():
+def test_a_restart_with_data_mid_command_loses_and_doubles_nothing(navsyncd: Navsyncd) -> None:
+    async def main() -> tuple[dict[str, Any], list[navsync.Ack]]:
         async with navsync.connect(navsyncd.url, "durable", create=True) as s:
             await s.set_root("main")
             sends = [asyncio.create_task(s.update({f"k{i}": i}, scope="session")) for i in range(40)]
@@ -77,6 +80,7 @@ def test_a_restart_with_data_mid_command_loses_and_doubles_nothing(navsyncd):
             await asyncio.get_running_loop().run_in_executor(None, navsyncd.restart, "KILL")
             acks = await asyncio.wait_for(asyncio.gather(*sends), 30)
             await s.wait_for(lambda st: len(st.get("data", {})) == 40, timeout=10)
+            assert s.state is not None
             return s.state, acks
     state, acks = asyncio.run(main())
     assert state["data"] == {f"k{i}": i for i in range(40)}, "nothing acknowledged was lost"
@@ -88,7 +92,7 @@ def test_a_restart_with_data_mid_command_loses_and_doubles_nothing(navsyncd):
 
 
 @pytest.fixture
-def hs_key(tmp_path):
+def hs_key(tmp_path: Any) -> str:
     """An HS256 secret for `--jwt-key {tmp_path}/hs.key`."""
     secret = os.urandom(32).hex()
     (tmp_path / "hs.key").write_text(secret + "\n")
@@ -96,12 +100,12 @@ def hs_key(tmp_path):
 
 
 @pytest.mark.navsyncd_args("--tls-self-signed", "--jwt-key", "{tmp_path}/hs.key")
-def test_tls_and_a_jwt_refreshed_on_the_live_connection(hs_key, navsyncd):
+def test_tls_and_a_jwt_refreshed_on_the_live_connection(hs_key: str, navsyncd: Navsyncd) -> None:
     jwt = pytest.importorskip("jwt")
     assert navsyncd.url.startswith("wss://") and navsyncd.cafile
 
-    def token(role, ttl):
-        return jwt.encode({"sub": "qa-bot", "role": role, "exp": int(time.time()) + ttl}, hs_key, algorithm="HS256")
+    def token(role: str, ttl: float) -> str:
+        return str(jwt.encode({"sub": "qa-bot", "role": role, "exp": int(time.time()) + ttl}, hs_key, algorithm="HS256"))
 
     with navsync.sync.connect(navsyncd.url, "demo", token=token("controller", 60), cafile=navsyncd.cafile) as s:
         assert s.open("/product/5").results == ["applied"]
@@ -115,10 +119,10 @@ def test_tls_and_a_jwt_refreshed_on_the_live_connection(hs_key, navsyncd):
         assert forbidden.value.code == "forbidden"   # the viewer token is in force now
 
 
-def test_a_command_names_the_entries_another_unanswered_one_makes(navsyncd):
+def test_a_command_names_the_entries_another_unanswered_one_makes(navsyncd: Navsyncd) -> None:
     """`submit` sends without waiting; `Sent.ref(n)` names what it makes ("~ID.n"), and
     `Ack.created` lists the ids the server gave."""
-    async def run():
+    async def run() -> None:
         async with navsync.connect(navsyncd.url, "refs-py", create=True) as s:
             await s.set_root("main")
             opened = s.submit([{"op": "push", "route": "detail", "params": {"id": 1}}])
@@ -134,13 +138,13 @@ def test_a_command_names_the_entries_another_unanswered_one_makes(navsyncd):
     asyncio.run(run())
 
 
-def test_the_fixture_survives_5000_requests_and_500_connects(navsyncd):
+def test_the_fixture_survives_5000_requests_and_500_connects(navsyncd: Navsyncd) -> None:
     """The server's log goes to a file, never a pipe nobody reads: a busy test does not
     stall it (it did after about 420 requests)."""
     for i in range(5000):
         with urllib.request.urlopen(f"{navsyncd.http.rstrip('/')}/healthz", timeout=5) as r:
             assert r.status == 200
-    async def connects():
+    async def connects() -> None:
         import websockets
         for i in range(500):
             async with websockets.connect(navsyncd.url) as ws:
@@ -153,8 +157,8 @@ def test_the_fixture_survives_5000_requests_and_500_connects(navsyncd):
     assert os.path.getsize(navsyncd.log) > 0
 
 
-def test_a_server_killed_mid_call_fails_within_the_deadline_naming_it(navsyncd):
-    async def run():
+def test_a_server_killed_mid_call_fails_within_the_deadline_naming_it(navsyncd: Navsyncd) -> None:
+    async def run() -> None:
         async with navsync.connect(navsyncd.url, "demo", timeout=2.0) as s:
             await s.open("/product/1")
             navsyncd.stop("KILL")
