@@ -151,7 +151,7 @@ struct Bench {
         var deliveries = 0
         /// What the members had read when the publishers started (joins excluded).
         var bytesAtStart = 0
-        /// Presence messages members received (DESIGN.md section 14: O(N) for N joins).
+        /// Presence messages members received (docs/protocol.md, "Server messages, unasked": O(N) for N joins).
         var presence = 0
         /// When the first member connected and when the last one had joined.
         var joinStarted: UInt64 = 0

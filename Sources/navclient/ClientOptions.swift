@@ -1,7 +1,7 @@
 import NavSync
 import NavSyncServer
 import NavSyncRuntime
-/// navclient's shared flags (DESIGN.md section 12), parsed as a value.
+/// navclient's shared flags (README.md, "What is built"), parsed as a value.
 public struct ClientOptions: Sendable, Equatable {
     /// The servers: the nodes of a cluster, tried in turn (a lost one moves to the next).
     public var urls = [WebSocketURL.default]

@@ -1,7 +1,7 @@
 import NavSync
 import NavSyncServer
 /// navclient's command language: `OP [route] [key=value ...]`, as a person types it,
-/// turned into protocol operations (DESIGN.md section 4). Pure: the flow types the
+/// turned into protocol operations (docs/protocol.md, "Operations"). Pure: the flow types the
 /// values, the state resolves `back` and `respond`.
 public enum ClientCommand: Sendable, Equatable {
     /// Operations to send as one command.
@@ -15,7 +15,7 @@ public enum ClientCommand: Sendable, Equatable {
     case nothing(String)
     case members
     case get
-    /// `history [N]`: the last N revisions (section 15).
+    /// `history [N]`: the last N revisions (docs/protocol.md, "History").
     case history(Int)
     /// `show REV`: the tree of a past revision.
     case show(Int)

@@ -31,7 +31,7 @@ func errorText(of reply: JSON) -> String? {
     return "\(reply["code"]?.stringValue ?? "error"): \(inNavclientTerms(reply["message"]?.stringValue ?? ""))"
 }
 
-/// `history` and `get` with `rev`, as requests (section 15).
+/// `history` and `get` with `rev`, as requests (docs/protocol.md, "History").
 func historyRequest(_ session: String, limit: Int) -> JSONObject {
     ClientRequest.encode(.history(session: session, before: nil, limit: limit)).objectValue!
 }

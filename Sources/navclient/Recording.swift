@@ -1,4 +1,4 @@
-// navclient log and navclient replay: a session's recording (DESIGN.md section 15) to
+// navclient log and navclient replay: a session's recording (docs/protocol.md, "History") to
 // standard output, and a recording sent again, in order, onto a session of any server.
 import Foundation
 import NavSync

@@ -113,7 +113,7 @@ for w in workloads where only.map({ w.name.hasPrefix($0) }) ?? true {
     print("\(name)        \(figures[0]) \(figures[1])        \(figures[2]) \(figures[3])   \(format1(patchBytes).leftPad(21))")
 }
 
-/// History (DESIGN.md section 15): the state of random revisions of a full history,
+/// History (docs/protocol.md, "History"): the state of random revisions of a full history,
 /// and the memory a held revision costs (RSS with history on, less with it off).
 @MainActor func historyFigures() {
     func rssKiB() -> Int {

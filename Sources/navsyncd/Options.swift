@@ -2,7 +2,7 @@ import NavSync
 import NavSyncServer
 import NavSyncRuntime
 
-/// navsyncd's command line (DESIGN.md section 12) -> a ServerConfiguration.
+/// navsyncd's command line (README.md, "What is built") -> a ServerConfiguration.
 struct Options {
     var server = ServerConfiguration()
     var hub = HubConfiguration()

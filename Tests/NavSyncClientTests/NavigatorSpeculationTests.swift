@@ -5,7 +5,7 @@ import NavSyncServer
 import ShopModel
 import TestSupport
 
-/// The navigator that never waits (docs/swift.md, "Three states"): gestures made within
+/// The navigator that never waits (docs/swift.md, "Three states: confirmed, pending, shown"): gestures made within
 /// one round trip, against the core's hub behind a transport that holds messages in
 /// both directions until a test lets them through (`HubTransport.holding`). No socket,
 /// no clock.

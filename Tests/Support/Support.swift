@@ -109,7 +109,7 @@ package struct Harness {
     }
 }
 
-/// Checks the JSON document against DESIGN.md section 3 and the flow: kinds and their
+/// Checks the JSON document against docs/protocol.md, "The state document" and the flow: kinds and their
 /// keys, presentation only on stack entries (root first), tab only on tab entries,
 /// `selected` names a tab, params fit the route, unique ids, the alert's shape.
 package func checkShape(_ state: NavState, _ flow: Flow, sourceLocation: SourceLocation = #_sourceLocation) {

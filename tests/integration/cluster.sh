@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cluster mode (DESIGN.md section 17): the flags, then Redis and three nodes under
+# Cluster mode (docs/cluster.md, "How it works"): the flags, then Redis and three nodes under
 # faults (cluster_faults.py): writers racing on every node, SIGKILL x10, SIGSTOP,
 # Redis dropping connections, Redis down for 5 s, Redis restarted empty.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,4 @@
-"""Cluster mode under faults (DESIGN.md section 17): Redis and three navsyncd nodes on
+"""Cluster mode under faults (docs/cluster.md, "How it works"): Redis and three navsyncd nodes on
 127.0.0.1, started and hurt by this script. Writers spread over the nodes, each with
 4 commands in flight, resend what was not acknowledged after a failure (same client id,
 same command ids) on the next node of their list; mirrors on every node follow both

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cluster mode on a Redis like the managed ones (docs/cluster.md, "Production"): ACL
+# Cluster mode on a Redis like the managed ones (docs/cluster.md, "Production: a managed Redis, Sentinel, and failover without loss"): ACL
 # users and passwords, TLS, Sentinel failover under load with --redis-wait 1
 # (cluster_managed.py), and faults on the network between a node and Redis, in network
 # namespaces the test makes itself (cluster_netns.py).

@@ -43,7 +43,7 @@ async def main():
             got = []
             while len(got) < len(step["expect"]):
                 m = json.loads(await asyncio.wait_for(ws.recv(), 5))
-                # Presence is gathered and sent on its own clock (DESIGN.md section 14):
+                # Presence is gathered and sent on its own clock (docs/protocol.md, "Server messages, unasked"):
                 # it may fall anywhere between the answers, and the page does not show it.
                 if m["type"] != "presence":
                     got.append((m["type"], m.get("code")))

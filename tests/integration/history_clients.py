@@ -1,4 +1,4 @@
-"""History from outside clients (DESIGN.md section 15): a Python mirror (websockets +
+"""History from outside clients (docs/protocol.md, "History"): a Python mirror (websockets +
 jsonpatch) stays equal to the session while another client restores random past
 revisions between ordinary commands; every restored state equals, byte for byte, what
 `get` with `rev` gave for that revision before; HTTP /history and ?rev agree."""

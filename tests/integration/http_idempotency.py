@@ -1,4 +1,4 @@
-"""Idempotency over HTTP as curl users meet it (DESIGN.md Appendix A): callers without
+"""Idempotency over HTTP as curl users meet it (docs/protocol.md, "Operations: fine points"): callers without
 a header never collide, a resend is marked as a replay, an id reused for another
 command is 409, and Idempotency-Key stands for the body's id. The same rules over
 WebSocket. Usage: http_idempotency.py HTTP_URL WS_URL"""

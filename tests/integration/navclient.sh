@@ -62,7 +62,7 @@ tmux send-keys -t nc 'push nowhere' Enter
 check "an unknown route shows an error, the prompt stays" wait_screen "unknown_route"
 check "the prompt is still there" wait_screen "navsync demo>"
 
-# --- history: the list, a past revision shown, undo (section 15)
+# --- history: the list, a past revision shown, undo (docs/protocol.md, "History")
 tmux send-keys -t nc 'history 3' Enter
 check "history lists the last revisions, who and what" wait_screen "pop"
 tmux send-keys -t nc 'show 1' Enter

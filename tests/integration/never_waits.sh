@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The navigator that never waits (docs/swift.md, "Three states"), on a real network:
+# The navigator that never waits (docs/swift.md, "Three states: confirmed, pending, shown"), on a real network:
 # the headless shop's navigator making random binding gestures 20 ms apart through
 # ../shared/bench/delayproxy.py (150 ms each way), then across a 3 s outage, then two
 # navigators at once. Each run checks that every gesture read back as written in the

@@ -1,4 +1,4 @@
-/// What a client keeps of a session between launches (docs/protocol.md, "Offline"):
+/// What a client keeps of a session between launches (docs/protocol.md, "The client's three states"):
 /// the confirmed state with its revision and epoch, the flow, its identity and command
 /// counter (so a command resent after a relaunch is the same command to the server),
 /// and the commands not yet confirmed. An app launched without a network opens on it.

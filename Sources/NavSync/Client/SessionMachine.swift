@@ -1,4 +1,4 @@
-/// One member of one session, as a pure state machine (DESIGN.md sections 5 and 6):
+/// One member of one session, as a pure state machine (docs/protocol.md, "Operations" and "Client messages"):
 /// socket events and server messages in, a mirror of the session plus effects out.
 /// `SessionClient` is its libuv shell; tests drive it as a value.
 ///
@@ -9,7 +9,7 @@
 public struct SessionMachine: Sendable {
     public struct Options: Sendable {
         /// The servers, tried in turn: a lost connection moves to the next one (the nodes
-        /// of a cluster, section 17), and `since`/`epoch` mean the same on every node.
+        /// of a cluster, docs/cluster.md, "How it works"), and `since`/`epoch` mean the same on every node.
         public var urls = [WebSocketURL.default]
         /// The first server (setting it makes it the only one).
         public var url: WebSocketURL {
@@ -118,7 +118,7 @@ public struct SessionMachine: Sendable {
     /// The same as JSON (what a saved session keeps).
     public package(set) var flowJSON: JSON?
     public private(set) var members: [Member] = []
-    /// Members not listed one by one (large sessions, DESIGN.md section 14).
+    /// Members not listed one by one (large sessions, docs/protocol.md, "Server messages, unasked").
     public private(set) var others = 0
     /// This client's identity; kept across reconnects.
     public package(set) var clientID: String?
@@ -194,7 +194,7 @@ public struct SessionMachine: Sendable {
 
     /// A command of operations; its answer comes as `.answered(command: id, …)`.
     /// Commands queue while disconnected and go out (or out again) once joined.
-    /// `label` names the revision in history (section 15: 1 to 64 characters).
+    /// `label` names the revision in history (docs/protocol.md, "History": 1 to 64 characters).
     public mutating func command(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase,
                                  label: String? = nil) -> (id: Int64, effects: [Effect]) {
         let id = nextCommand

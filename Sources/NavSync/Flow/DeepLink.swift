@@ -1,4 +1,4 @@
-/// Deep links (DESIGN.md section 2 and Appendix A, "Links"): a URL is matched against
+/// Deep links (docs/flows.md, "The format" and docs/protocol.md, "Operations: fine points", "Links"): a URL is matched against
 /// the flow's patterns and expands to that link's operations with captures substituted.
 extension Flow {
     /// Expands a deep link into operations, or fails with `not_found` (no pattern

@@ -1,5 +1,5 @@
-/// Checking a whole state document against a flow (the `load` operation, DESIGN.md
-/// section 15): its shape (section 3), every coordinator's type and kind, every
+/// Checking a whole state document against a flow (the `load` operation, docs/protocol.md
+/// docs/protocol.md, "History"): its shape (docs/protocol.md, "The state document"), every coordinator's type and kind, every
 /// entry's route, params, presentation and child coordinator, unique well-formed ids.
 /// Errors are `bad_params` and name the place: `state.root.current.coordinator.tabs[2].params.id`.
 extension Flow {

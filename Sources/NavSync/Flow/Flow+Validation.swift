@@ -17,7 +17,7 @@ public struct FlowError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Flow {
-    /// Loads and checks a flow (DESIGN.md section 2 and Appendix A, "Flows").
+    /// Loads and checks a flow (docs/flows.md, "The format" and docs/protocol.md, "Operations: fine points", "Flows").
     /// `file` only labels errors.
     public static func load(_ json: JSON, file: String? = nil) throws(FlowError) -> Flow {
         var loader = FlowLoader(file: file)
@@ -255,7 +255,7 @@ private struct FlowLoader {
         return list
     }
 
-    /// The checks that need the whole flow (section 18): every redirect matches a link
+    /// The checks that need the whole flow (docs/flows.md, "Guards and redirects"): every redirect matches a link
     /// whose ops do not open a route its own guard protects, and the initial state
     /// passes every guard.
     func checkGuards(_ flow: Flow, _ top: JSONPath) throws(FlowError) {
@@ -333,7 +333,7 @@ private struct FlowLoader {
         for type in specs.keys.sorted() { try visit(type, []) }
     }
 
-    /// A link: its pattern parsed, each op checked against the flow (Appendix A, "Flows").
+    /// A link: its pattern parsed, each op checked against the flow (docs/protocol.md, "Operations: fine points", "Flows").
     func link(_ pattern: String, _ value: JSON, _ p: JSONPath, _ flow: Flow) throws(FlowError) -> Link {
         guard pattern.hasPrefix("/") else { throw fail(p, "a link pattern must start with '/'") }
         let segments: [Link.Segment] = pattern.split(separator: "/").map { part in
@@ -393,7 +393,7 @@ private struct FlowLoader {
         try checkLinkParams(op, p, candidates, captures)
     }
 
-    /// The params a link op opens its routes with (Appendix A, "Links"): each declared
+    /// The params a link op opens its routes with (docs/protocol.md, "Operations: fine points", "Links"): each declared
     /// on the route, each literal of its declared type, and no capture misspelt (one
     /// the path does not capture while a path capture goes unused: `/product/:id` with
     /// `":pid"`). Captures may come from query items too (`/search?q=…`).
@@ -443,7 +443,7 @@ private struct FlowLoader {
 }
 
 extension RouteSpec {
-    /// Checks params against the declaration (Appendix A, "Params"): undeclared names,
+    /// Checks params against the declaration (docs/protocol.md, "Operations: fine points", "Params"): undeclared names,
     /// wrong types and missing required params are `bad_params`; `null` for an optional
     /// param leaves it out.
     public func validate(params: JSONObject) throws(NavError) -> JSONObject {

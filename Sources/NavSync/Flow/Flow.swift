@@ -1,4 +1,4 @@
-/// A flow: the route schema of one app, as data every client can read (DESIGN.md section 2).
+/// A flow: the route schema of one app, as data every client can read (docs/flows.md, "The format").
 ///
 /// A `Flow` is always valid: the only ways to make one are `Flow.load` and the builder,
 /// and both run the checks of `Flow+Validation.swift`.
@@ -71,7 +71,7 @@ public struct Flow: Sendable {
     public var source: JSON { fields.source }
     /// The same, as JSON text (made once, shared by every session of the flow).
     package var encodedSource: [UInt8] { fields.encodedSource }
-    /// Guards by name (section 18).
+    /// Guards by name (docs/flows.md, "Guards and redirects").
     public var guards: [String: Guard] { fields.guards }
     /// Whether any coordinator type or route lists a guard: a flow without pays nothing
     /// for them.
@@ -113,7 +113,7 @@ public final class CoordinatorSpec: Sendable {
     /// one of them changes its entry; nil for a route that opens one.
     let initialLeaves: [Entry?]
     private let routeTable: NameTable<RouteSpec>
-    /// The guards every route of this type is under, in list order (section 18).
+    /// The guards every route of this type is under, in list order (docs/flows.md, "Guards and redirects").
     public let guards: [Guard]
 
     init(name: String, kind: CoordinatorKind, initial: [RouteRef], routes: [String: RouteSpec], routeOrder: [String],
@@ -170,7 +170,7 @@ public final class RouteSpec: Sendable {
     /// Display text with `{param}` placeholders; never part of the state.
     public let title: String?
 
-    /// The route's own guards, in list order (after its coordinator type's; section 18).
+    /// The route's own guards, in list order (after its coordinator type's; docs/flows.md, "Guards and redirects").
     public let guards: [Guard]
 
     /// `paramOrder` with each param's type.
@@ -211,7 +211,7 @@ public struct ParamType: Sendable, Equatable, CustomStringConvertible {
     public var description: String { base.rawValue + (optional ? "?" : "") }
 
     /// Whether `value` is of this type. `int` takes JSON integers only, `number` any
-    /// finite number but not a bool (DESIGN.md Appendix A, "Params").
+    /// finite number but not a bool (docs/protocol.md, "Operations: fine points", "Params").
     public func accepts(_ value: JSON) -> Bool {
         switch (base, value) {
         case (.string, .string), (.int, .int), (.number, .int), (.number, .double), (.bool, .bool): return true

@@ -108,7 +108,7 @@ public struct DeepLink: Sendable {
     }
 }
 
-/// A guard declared in Swift (section 18): a condition over the session's data, and
+/// A guard declared in Swift (docs/flows.md, "Guards and redirects"): a condition over the session's data, and
 /// what happens when it is false.
 ///
 /// ```swift

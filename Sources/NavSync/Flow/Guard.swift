@@ -1,4 +1,4 @@
-/// Guards (DESIGN.md section 18): a rule of the flow that a guarded route must not be
+/// Guards (docs/flows.md, "Guards and redirects"): a rule of the flow that a guarded route must not be
 /// on the active path while a condition over the session's data is false.
 ///
 /// A guard is declared once by name at the top of a flow and listed by coordinator
@@ -189,7 +189,7 @@ public indirect enum Condition: Sendable, Equatable {
 }
 
 extension Condition {
-    /// Reads a condition from a flow (section 18); the error says what is wrong, the
+    /// Reads a condition from a flow (docs/flows.md, "Guards and redirects"); the error says what is wrong, the
     /// caller says where.
     public init(json: JSON) throws(ConditionError) {
         guard let o = json.objectValue else { throw ConditionError(path: [], "a condition must be an object, got \(json.typeName)") }

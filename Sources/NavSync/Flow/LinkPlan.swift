@@ -1,4 +1,4 @@
-/// A deep link worked out when its flow loads (DESIGN.md section 2, "Links").
+/// A deep link worked out when its flow loads (docs/flows.md, "The format", "Links").
 ///
 /// Most links start by replacing the whole tree (`setRoot` or `setStack` at the root),
 /// then pick the tab, stack and sheet that show the screen. After that first operation

@@ -1,7 +1,7 @@
 /// A JSON value: what flows, the state document, patches and protocol messages are made of.
 ///
 /// Integers and reals stay apart, as the wire keeps them apart: a param declared `int`
-/// accepts `3` but refuses `3.0` (DESIGN.md Appendix A, "Params").
+/// accepts `3` but refuses `3.0` (docs/protocol.md, "Operations: fine points", "Params").
 /// Objects keep the order their keys were inserted in, so a flow's routes and links
 /// keep their declaration order, and encoding is deterministic.
 public enum JSON: Sendable, Hashable {
@@ -145,7 +145,7 @@ extension JSON {
     }
 
     /// The same value with every object's keys in sorted order: what "after normalising
-    /// key order" means in DESIGN.md section 13.
+    /// key order" means in docs/architecture.md, "Tests".
     public var normalized: JSON {
         switch self {
         case .array(let a): return .array(a.map(\.normalized))

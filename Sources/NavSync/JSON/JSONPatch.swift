@@ -7,7 +7,7 @@ public struct PatchOperation: Sendable, Equatable {
     public var path: String
     // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
     // that has one, as every `T?` var does, was built twice and one copy destroyed
-    // wherever it was made. See docs/architecture.md, "Copies".)
+    // wherever it was made. See docs/architecture.md, "Copies the optimizer makes".)
     /// `move` / `copy` source.
     public var from: Optional<String>
     /// `add` / `replace` / `test` value.

@@ -1,5 +1,5 @@
 /// An entry (or alert) id: `e1`, `e2`, … from one counter per session, never reused
-/// (DESIGN.md section 3). Ids are ordered by creation.
+/// (docs/protocol.md, "The state document"). Ids are ordered by creation.
 public struct EntryID: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let number: Int
 

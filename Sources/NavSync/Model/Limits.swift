@@ -1,4 +1,4 @@
-/// The limits the model enforces (DESIGN.md section 8 and Appendix A). Each is a
+/// The limits the model enforces (docs/protocol.md, "Transport" and docs/protocol.md, "Operations: fine points"). Each is a
 /// configuration value; the defaults are the protocol's documented ones.
 public struct ModelLimits: Sendable, Equatable {
     /// Operations in one command; more is `too_large`. Bounds the work one message buys.
@@ -14,7 +14,7 @@ public struct ModelLimits: Sendable, Equatable {
     public init() {}
 }
 
-/// What one operation did (DESIGN.md Appendix A, "Results and revisions").
+/// What one operation did (docs/protocol.md, "Operations: fine points", "Results and revisions").
 public enum OpResult: String, Sendable, Equatable {
     /// Changed the document or allocated ids.
     case applied
@@ -22,7 +22,7 @@ public enum OpResult: String, Sendable, Equatable {
     case noop
     /// Named an entry, coordinator or alert that is gone now.
     case superseded
-    /// A guard redirected it (section 18): the ack's `redirects` says where.
+    /// A guard redirected it (docs/flows.md, "Guards and redirects"): the ack's `redirects` says where.
     case redirected
 
     /// `[self]`, one array shared by every ack of a one-op command (most commands):

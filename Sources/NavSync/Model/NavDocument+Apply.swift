@@ -1,6 +1,6 @@
 /// The reducer's entry point: each operation's fields are already decoded; here the
 /// touched coordinators are checked for conflicts, then the target is resolved and the
-/// operation applied (DESIGN.md Appendix A, "Conflicts": validate, check, resolve+apply).
+/// operation applied (docs/protocol.md, "Operations: fine points", "Conflicts": validate, check, resolve+apply).
 
 /// What an operation's `at` names.
 enum AtTarget {
@@ -53,7 +53,7 @@ extension NavDocument {
         }
     }
 
-    /// The coordinators an operation touches (Appendix A, "Conflicts"): `at`'s target
+    /// The coordinators an operation touches (docs/protocol.md, "Operations: fine points", "Conflicts"): `at`'s target
     /// and the coordinator holding a named entry; an operation with neither touches the
     /// whole active path as it stands now. An `at` or id that names nothing touches
     /// nothing. `alert` and `respond` also touch the alert.

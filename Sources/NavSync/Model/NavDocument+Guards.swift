@@ -1,4 +1,4 @@
-/// Guards on the active path (DESIGN.md section 18).
+/// Guards on the active path (docs/flows.md, "Guards and redirects").
 extension NavDocument {
     /// A guard whose condition is false for an entry on the active path.
     public struct GuardFailure: Sendable, Equatable {

@@ -1,4 +1,4 @@
-/// Stack operations (DESIGN.md section 4): one list of entries tagged by presentation,
+/// Stack operations (docs/protocol.md, "Operations"): one list of entries tagged by presentation,
 /// the FlowStacks/Stinsen model. A push after a sheet pushes inside that sheet.
 extension NavDocument {
     mutating func applyStack(_ action: Operation.Action, _ at: AtTarget, _ entry: EntryTarget?,

@@ -1,4 +1,4 @@
-/// Tab operations (DESIGN.md section 4): `selected` always names a tab that exists.
+/// Tab operations (docs/protocol.md, "Operations"): `selected` always names a tab that exists.
 extension NavDocument {
     mutating func applyTabs(_ action: Operation.Action, _ at: AtTarget, _ entry: EntryTarget?,
                             _ ctx: inout CommandContext) throws(NavError) -> OpResult {
@@ -63,7 +63,7 @@ extension NavDocument {
             let p = try target(name, route: item.route, at)
             let owner = state[p]
             // The op's own fields first (its params: bad_params), then what depends on
-            // the state (the index's range: invalid_op), as Appendix A orders errors.
+            // the state (the index's range: invalid_op), as docs/protocol.md, "Operations: fine points" orders errors.
             let params = try params(item, of: p)
             var index = owner.entries.count
             if case .insertTab(_, let i) = action {

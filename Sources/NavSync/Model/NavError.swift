@@ -1,4 +1,4 @@
-/// The error codes of protocol v1 (DESIGN.md section 6), one closed set for every layer.
+/// The error codes of protocol v1 (docs/protocol.md, "Error codes"), one closed set for every layer.
 public enum ErrorCode: String, Sendable, CaseIterable {
     case badJSON = "bad_json"
     case badRequest = "bad_request"
@@ -13,13 +13,13 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case rateLimited = "rate_limited"
     case tooLarge = "too_large"
     case full
-    /// A command id reused with a different command (Appendix A, idempotency).
+    /// A command id reused with a different command (docs/protocol.md, "Operations: fine points", idempotency).
     case idReused = "id_reused"
-    /// A revision older than the history holds (DESIGN.md section 15).
+    /// A revision older than the history holds (docs/protocol.md, "History").
     case gone
-    /// A guard refused the command (section 18).
+    /// A guard refused the command (docs/flows.md, "Guards and redirects").
     case guarded
-    /// Redirects went round in a circle, or past the limit (section 18).
+    /// Redirects went round in a circle, or past the limit (docs/flows.md, "Guards and redirects").
     case redirectLoop = "redirect_loop"
     /// Cluster mode with `--redis-wait`: Redis has the command but too few replicas
     /// confirmed it in time. It may or may not survive a failover; resending it under

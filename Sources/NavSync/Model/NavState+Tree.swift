@@ -1,8 +1,8 @@
 /// Addressing inside the tree: coordinator paths, the active path, finding entries.
 
 /// A coordinator's stable name for conflict bookkeeping: the root, the id of the entry
-/// that opened it, the alert, or the session's data (DESIGN.md Appendix A, "Conflicts";
-/// section 18).
+/// that opened it, the alert, or the session's data (docs/protocol.md, "Operations: fine points", "Conflicts";
+/// docs/flows.md, "Guards and redirects").
 public enum CoordinatorKey: Sendable, Hashable, CustomStringConvertible {
     case root
     case entry(EntryID)

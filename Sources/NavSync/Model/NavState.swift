@@ -1,4 +1,4 @@
-/// The state document of a session (DESIGN.md section 3), as Swift values.
+/// The state document of a session (docs/protocol.md, "The state document"), as Swift values.
 ///
 /// Value types all the way down: a command works on a copy and the copy is kept only if
 /// every operation applies, which is what makes commands atomic.
@@ -6,9 +6,9 @@ public struct NavState: Sendable, Equatable {
     public var root: Coordinator
     // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
     // that has one, as every `T?` var does, was built twice and one copy destroyed
-    // wherever it was made. See docs/architecture.md, "Copies".)
+    // wherever it was made. See docs/architecture.md, "Copies the optimizer makes".)
     public var alert: Optional<Alert>
-    /// The session's data (section 18): one object shared by the whole session, what
+    /// The session's data (docs/flows.md, "Guards and redirects"): one object shared by the whole session, what
     /// guards read; absent until first set (`update` with `"scope": "session"`).
     public var data: Optional<JSONObject>
 

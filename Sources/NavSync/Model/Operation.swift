@@ -1,11 +1,11 @@
-/// One route operation (DESIGN.md section 4): the verbs of Trailblazer, Stinsen and
+/// One route operation (docs/protocol.md, "Operations"): the verbs of Trailblazer, Stinsen and
 /// FlowStacks as one enum, plus the coordinator it is addressed to.
 public struct Operation: Sendable, Equatable {
     // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
     // that has one, as every `T?` var does, was built twice and one copy destroyed
-    // wherever it was made. See docs/architecture.md, "Copies".)
+    // wherever it was made. See docs/architecture.md, "Copies the optimizer makes".)
     /// `"root"`, an entry id, or a coordinator type name; nil lets the route pick the
-    /// coordinator (section 4, "route bubbling").
+    /// coordinator (docs/protocol.md, "Operations", "route bubbling").
     public var at: Optional<String>
     public var action: Action
 
@@ -40,7 +40,7 @@ public struct Operation: Sendable, Equatable {
         case removeTab(entry: String)
         /// RFC 7386 merge patch into an entry's `data`; nil entry: the deepest screen.
         case update(entry: String?, data: JSONObject)
-        /// The same into the session's data (`"scope": "session"`, section 18).
+        /// The same into the session's data (`"scope": "session"`, docs/flows.md, "Guards and redirects").
         case updateSession(data: JSONObject)
         case open(url: String)
         case alert(AlertSpec)

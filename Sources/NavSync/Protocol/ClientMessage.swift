@@ -1,4 +1,4 @@
-/// Messages a client sends (DESIGN.md section 6), decoded from one text frame.
+/// Messages a client sends (docs/protocol.md, "Client messages"), decoded from one text frame.
 public enum ClientMessage: Sendable, Equatable {
     case hello(Hello)
     case join(Join)
@@ -9,7 +9,7 @@ public enum ClientMessage: Sendable, Equatable {
     case sync(session: String, since: Int, epoch: String)
     case status(session: String, rev: Int, focus: String?)
     case get(session: String)
-    /// `get` with `rev`: the state of a revision history holds (section 15).
+    /// `get` with `rev`: the state of a revision history holds (docs/protocol.md, "History").
     case getRevision(session: String, rev: Int)
     /// A page of history, newest first, below `before`.
     case history(session: String, before: Int?, limit: Int)

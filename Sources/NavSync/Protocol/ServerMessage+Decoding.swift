@@ -1,7 +1,7 @@
 /// The client side of protocol v1: what the server sends, decoded back into values
 /// (the inverse of `ServerMessage.json(id:)`). Used by `SessionMachine`, navclient and
 /// the tests. A message of a type this version does not know is `nil`, not an error:
-/// servers may add types (DESIGN.md section 6).
+/// servers may add types (docs/protocol.md, "Client messages").
 extension ServerMessage {
     /// The message and its request id.
     public struct Received: Sendable, Equatable {

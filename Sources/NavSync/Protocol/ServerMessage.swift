@@ -1,4 +1,4 @@
-/// Messages the server sends (DESIGN.md section 6), as values; `json(id:)` gives the
+/// Messages the server sends (docs/protocol.md, "Client messages"), as values; `json(id:)` gives the
 /// wire object. A broadcast `patch` is encoded once and its bytes shared.
 public enum ServerMessage: Sendable, Equatable {
     case welcome(Welcome)
@@ -11,7 +11,7 @@ public enum ServerMessage: Sendable, Equatable {
     case snapshot(session: String, rev: Int, state: JSON)
     /// The state of a past revision (`get` with `rev`): a `snapshot` with `historic`.
     case historic(session: String, rev: Int, state: JSON)
-    /// A page of history (section 15): the current revision, the oldest held, and
+    /// A page of history (docs/protocol.md, "History"): the current revision, the oldest held, and
     /// entries newest first.
     case history(session: String, rev: Int, earliest: Int, entries: [HistoryEntry])
     case sessions([SessionSummary])
@@ -214,8 +214,8 @@ public enum ServerMessage: Sendable, Equatable {
         case patches([Patch])
     }
 
-    /// What changed in who is there since the last `presence` of the session (DESIGN.md
-    /// section 14): gathered per interval, so N joins cost O(N) messages in all. Past
+    /// What changed in who is there since the last `presence` of the session (docs/protocol.md
+    /// docs/protocol.md, "Server messages, unasked"): gathered per interval, so N joins cost O(N) messages in all. Past
     /// `presenceDetail` members only the listed ones appear; `others` counts the rest.
     public struct Presence: Sendable, Equatable {
         public var joined: [Member]

@@ -1,18 +1,18 @@
-/// A command as the sequencer takes it (DESIGN.md section 5): operations applied in
+/// A command as the sequencer takes it (docs/protocol.md, "Operations"): operations applied in
 /// order, atomically, as one revision.
 public struct Command: Sendable, Equatable {
     public var id: CommandID
     /// Operations as JSON; each is decoded when its turn comes, so an error names the
-    /// first operation at fault in order (Appendix A: validate, check, apply per op).
+    /// first operation at fault in order (docs/protocol.md, "Operations: fine points": validate, check, apply per op).
     public var ops: [JSON]
     // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
     // that has one, as every `T?` var does, was built twice and one copy destroyed
-    // wherever it was made. See docs/architecture.md, "Copies".)
+    // wherever it was made. See docs/architecture.md, "Copies the optimizer makes".)
     /// The revision the sender had seen.
     public var base: Optional<Int>
     public var onConflict: ConflictPolicy
     /// A name for the revision this command makes ("checkout start"), 1-64 characters,
-    /// shown by history (DESIGN.md section 15).
+    /// shown by history (docs/protocol.md, "History").
     public var label: Optional<String>
 
     public init(id: CommandID, ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase, label: String? = nil) {
@@ -61,7 +61,7 @@ public struct Command: Sendable, Equatable {
 }
 
 extension Command {
-    /// What makes two sends of one id the same command (Appendix A): `ops`, `base` and
+    /// What makes two sends of one id the same command (docs/protocol.md, "Operations: fine points"): `ops`, `base` and
     /// `onConflict`, with defaults filled in and object keys in any order. A 64-bit
     /// FNV-1a of the canonical encoding.
     public var fingerprint: UInt64 {
@@ -135,7 +135,7 @@ public struct Ack: Sendable, Equatable {
     /// A resend of a command acknowledged before: this is its original ack, and
     /// nothing ran again (`"duplicate": true` on the wire).
     public var duplicate = false
-    /// The redirects guards made, in order (section 18); empty for most commands.
+    /// The redirects guards made, in order (docs/flows.md, "Guards and redirects"); empty for most commands.
     public var redirects: [Redirect] = []
     /// The ids of the entries and alerts the command's ops allocated, in allocation
     /// order (docs/protocol.md, "References to one's own entries"): what `"~CMD.N"`

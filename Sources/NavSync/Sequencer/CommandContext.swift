@@ -7,7 +7,7 @@ public struct CommandContext: Sendable, ~Copyable {
     /// Set for `onConflict: "reject"` with a `base`; nil otherwise.
     public var conflicts: ConflictGuard?
     /// Ids from this number on were allocated by this command: coordinators they open
-    /// never conflict (Appendix A: "created earlier in the same command do not count").
+    /// never conflict (docs/protocol.md, "Operations: fine points": "created earlier in the same command do not count").
     public let firstID: Int
     /// Coordinators an applied operation targeted: they change at this revision. A key
     /// may be listed more than once (a list, not a set: most commands change one).
@@ -45,7 +45,7 @@ public struct CommandContext: Sendable, ~Copyable {
             !(skipped?.contains(n) ?? false) && !(undone?.contains { $0.contains(n) } ?? false)
         }.map(EntryID.init)
     }
-    /// Operations the sender may not run, with why (DESIGN.md section 10). Checked on
+    /// Operations the sender may not run, with why (docs/protocol.md, "Who may do what (--auth FILE)"). Checked on
     /// every operation that runs, including those a deep link expands to.
     public let refused: [OpName: String]
 

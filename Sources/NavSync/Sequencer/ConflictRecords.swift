@@ -1,4 +1,4 @@
-/// When each gone id left the tree (DESIGN.md section 5): the revision of the newest
+/// When each gone id left the tree (docs/protocol.md, "Operations"): the revision of the newest
 /// `capacity` removals, for `onConflict: "reject"` and `superseded`. Older records are
 /// forgotten oldest first, and `horizon` says up to which revision: an id without a
 /// record that is gone left at or before it.
@@ -152,7 +152,7 @@ struct IDRevisions: Sendable, Equatable {
     }
 }
 
-/// The revision at which each live coordinator last changed (Appendix A, "Conflicts"):
+/// The revision at which each live coordinator last changed (docs/protocol.md, "Operations: fine points", "Conflicts"):
 /// the root's, the alert's, and each coordinator opened by an entry, by the entry's id
 /// (`IDRevisions`: a deep link creates and removes a handful of coordinators, and a
 /// hash table's inserts and deletes were 3% of it).

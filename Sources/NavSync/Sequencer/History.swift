@@ -1,4 +1,4 @@
-/// One revision of a session's history (DESIGN.md section 15): who made it, when, with
+/// One revision of a session's history (docs/protocol.md, "History"): who made it, when, with
 /// which command, and the patch it made. A record of the past: read-only.
 ///
 /// Its fields are in one shared box: recording a revision hands the entry on a few
@@ -18,7 +18,7 @@ public struct HistoryEntry: Sendable, Equatable {
         var results: [OpResult]
         // (Spelled `Optional<…>`, with no initial value: a value type with a stored
         // property that has one, as every `T?` var does, was built twice and one copy
-        // destroyed wherever it was made. See docs/architecture.md, "Copies".)
+        // destroyed wherever it was made. See docs/architecture.md, "Copies the optimizer makes".)
         var label: Optional<String>
         var patch: PatchOps
         var nextID: Int

@@ -1,5 +1,5 @@
-/// The acks of at least the last `capacity` commands of each client identity (DESIGN.md
-/// section 5): a command id seen again gets its original ack instead of running twice.
+/// The acks of at least the last `capacity` commands of each client identity (docs/protocol.md
+/// docs/protocol.md, "Operations"): a command id seen again gets its original ack instead of running twice.
 public struct IdempotencyTable: Sendable {
     /// Acks remembered per client identity: at least the last `capacity`, at most twice
     /// that; the oldest are forgotten first. 1024 covers far more commands than a client

@@ -1,4 +1,4 @@
-/// Guards enforced after each op (DESIGN.md section 18). Only a guarded flow comes
+/// Guards enforced after each op (docs/flows.md, "Guards and redirects"). Only a guarded flow comes
 /// here; a flow without guards pays one flag per command.
 extension Sequencer {
     /// Checks the active path after op `index` applied (`before` is the document just

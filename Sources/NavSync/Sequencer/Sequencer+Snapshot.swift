@@ -1,4 +1,4 @@
-/// A session's snapshot (DESIGN.md section 9): everything the sequencer needs to carry
+/// A session's snapshot (docs/protocol.md, "Durable sessions (--data DIR)"): everything the sequencer needs to carry
 /// on exactly where it was — state, revision, epoch, id counter, idempotency table and
 /// conflict bookkeeping — so the journal before it can be dropped.
 public struct SnapshotError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -32,7 +32,7 @@ extension Sequencer {
             // The patch log, so a client that reconnects after a restart with since/epoch
             // still gets patches, not a snapshot, when the log covers it.
             "log": .array(recentPatches.map(\.json)),
-            // History (section 15): what it holds survives compaction and restarts.
+            // History (docs/protocol.md, "History"): what it holds survives compaction and restarts.
             "history": history.snapshot,
         ]
     }

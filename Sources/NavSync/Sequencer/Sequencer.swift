@@ -1,15 +1,15 @@
-/// One session's sequencer (DESIGN.md section 5): commands are applied one at a time in
+/// One session's sequencer (docs/protocol.md, "Operations"): commands are applied one at a time in
 /// arrival order; each that changes the state gets the next revision and one patch.
 ///
 /// Pure: no clock, no I/O; the epoch is given, not generated.
 public struct Sequencer: Sendable {
     public package(set) var document: NavDocument
     /// This incarnation of the session's history.
-    /// (Cluster mode gives a session a new epoch when Redis restarts, section 17.)
+    /// (Cluster mode gives a session a new epoch when Redis restarts, docs/cluster.md, "How it works".)
     public package(set) var epoch: String
     /// The current revision; 0 is the flow's initial state.
     public package(set) var rev = 0
-    /// Revision at which each live coordinator last changed (Appendix A, "Conflicts").
+    /// Revision at which each live coordinator last changed (docs/protocol.md, "Operations: fine points", "Conflicts").
     public package(set) var lastChanged = ChangeTable()
     /// Revision at which each gone id left the tree, for the newest `removedCapacity`.
     public package(set) var removedAt = RemovalTable()
@@ -20,7 +20,7 @@ public struct Sequencer: Sendable {
     /// The patches members catch up with, when history does not hold them (read them
     /// through `patches(since:)`, which knows which holds them).
     package var log: PatchLog
-    /// The last revisions, with who made them and their states (section 15).
+    /// The last revisions, with who made them and their states (docs/protocol.md, "History").
     public package(set) var history: History
 
     /// Removal records kept; older ones fold into `removedHorizon`. Bounds memory for
@@ -41,8 +41,8 @@ public struct Sequencer: Sendable {
 
     public var state: NavState { document.state }
 
-    /// The patches after revision `since`, in order, for a member catching up (DESIGN.md
-    /// section 6): at most the patch log's capacity of them; nil when they are no longer
+    /// The patches after revision `since`, in order, for a member catching up (docs/protocol.md
+    /// docs/protocol.md, "Client messages"): at most the patch log's capacity of them; nil when they are no longer
     /// held (the member gets the state instead). History holds them whenever it keeps at
     /// least that many revisions (the default: 10,000 against 1,024), and then the log
     /// keeps none: a second ring of the same patches cost 6% of a push/pop command's
@@ -59,7 +59,7 @@ public struct Sequencer: Sendable {
         return patches(since: max(history.earliest, rev - log.capacity)) ?? []
     }
 
-    /// Cluster mode (section 17): a copy to run commands on before Redis has them. Its
+    /// Cluster mode (docs/cluster.md, "How it works"): a copy to run commands on before Redis has them. Its
     /// history collects what it records and its patch log starts empty, so running on it
     /// copies neither (the largest tables); `adopt` takes its revisions over.
     public func scratchCopy() -> Sequencer {
@@ -107,7 +107,7 @@ public struct Sequencer: Sendable {
     public struct Sender: Sendable {
         public var name: String
         public var ts: Int64
-        /// Whether the sender may `load` a whole state (admins; section 15).
+        /// Whether the sender may `load` a whole state (admins; docs/protocol.md, "History").
         public var mayLoad: Bool
         public init(name: String = "", ts: Int64 = 0, mayLoad: Bool = true) { self.name = name; self.ts = ts; self.mayLoad = mayLoad }
     }
@@ -296,7 +296,7 @@ public struct Sequencer: Sendable {
         return .applied(ack, patch)
     }
 
-    /// `restore` (section 15): the whole state becomes that of a revision history holds,
+    /// `restore` (docs/protocol.md, "History"): the whole state becomes that of a revision history holds,
     /// by `rev` or by the newest `label`, with the same ids; it changes every
     /// coordinator. Gives what the journal keeps: the op with the state it restored.
     private func restore(_ json: JSON, into working: inout NavDocument, _ ctx: inout CommandContext,
@@ -305,7 +305,7 @@ public struct Sequencer: Sendable {
         for key in o.keys where !["op", "rev", "label"].contains(key) && !(trusted && key == "state") {
             throw NavError(.badParams, "'restore' takes 'rev' or 'label', not '\(key)'")
         }
-        // Its fields, then the conflict check, then the lookup (Appendix A's order): a
+        // Its fields, then the conflict check, then the lookup (docs/protocol.md, "Operations: fine points"'s order): a
         // stale `reject` is a conflict even when the revision it names is not there.
         enum Wanted { case rev(Int), label(String) }
         let wanted: Wanted
@@ -363,8 +363,8 @@ public struct Sequencer: Sendable {
         mark(state.root, &ctx)
     }
 
-    /// `load` (section 15, admins): the state becomes the given document, checked
-    /// against the flow and section 3 (`bad_params` naming the place). The id counter
+    /// `load` (docs/protocol.md, "History", admins): the state becomes the given document, checked
+    /// against the flow and docs/protocol.md, "The state document" (`bad_params` naming the place). The id counter
     /// becomes max(current, `nextId`, largest id in it + 1); allocated ids not in it are
     /// gone, ids in it are live. Like `restore`, it changes every coordinator.
     private func load(_ json: JSON, into working: inout NavDocument, _ ctx: inout CommandContext, sender: Sender) throws(NavError) -> OpResult {
@@ -431,7 +431,7 @@ public struct Sequencer: Sendable {
     }
 }
 
-/// The last `capacity` patches, for members catching up with `since` (section 6), when
+/// The last `capacity` patches, for members catching up with `since` (docs/protocol.md, "Client messages"), when
 /// history does not hold them.
 public struct PatchLog: Sendable {
     public let capacity: Int

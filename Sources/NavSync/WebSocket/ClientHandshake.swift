@@ -1,5 +1,5 @@
 /// Where a client connects: `ws://HOST:PORT/PATH`, `wss://…` over TLS, or a bare
-/// `HOST:PORT` (DESIGN.md section 12).
+/// `HOST:PORT` (README.md, "What is built").
 public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
     /// An IP address or a DNS name (resolved when connecting; with TLS, the name the
     /// server's certificate must carry).

@@ -1,7 +1,7 @@
 import NavSync
 
 /// The operations of one command, in order: applied atomically, as one revision, or not
-/// at all (DESIGN.md section 4). `Navigator.batch { … }` sends what the closure adds;
+/// at all (docs/protocol.md, "Operations"). `Navigator.batch { … }` sends what the closure adds;
 /// each single call of the navigator (`route(to:)`, `pop()`, …) is a batch of one.
 ///
 /// The verbs are Trailblazer's and Stinsen's (`route(to:)`, `present(_:as:)`,

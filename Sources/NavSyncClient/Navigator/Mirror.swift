@@ -1,6 +1,6 @@
 import NavSync
 
-/// One entry of the mirrored state (DESIGN.md section 3), as read from the document.
+/// One entry of the mirrored state (docs/protocol.md, "The state document"), as read from the document.
 public struct NavEntry: Sendable, Hashable, Identifiable {
     /// The id the session gave it (`e12`): stable while the entry lives.
     public let id: String
@@ -110,8 +110,8 @@ public struct NavTree: Sendable, Hashable {
         return out
     }
 
-    /// The coordinator an address names, as operations resolve `at` (DESIGN.md
-    /// Appendix A): `root`, an entry id (the coordinator it opened), or a type name of
+    /// The coordinator an address names, as operations resolve `at` (docs/protocol.md
+    /// docs/protocol.md, "Operations: fine points"): `root`, an entry id (the coordinator it opened), or a type name of
     /// which exactly one is on the tree.
     public func coordinator(_ address: String) -> NavCoordinator? {
         if address == "root" { return root }
@@ -138,7 +138,7 @@ public struct NavTree: Sendable, Hashable {
         return .failure(NavError(.notFound, "no coordinator '\(address)' is on the tree"))
     }
 
-    /// The active path: the entries a device shows, root first (section 3).
+    /// The active path: the entries a device shows, root first (docs/protocol.md, "The state document").
     public var activePath: [NavEntry] {
         var out: [NavEntry] = []
         var c: NavCoordinator? = root

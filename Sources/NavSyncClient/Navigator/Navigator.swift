@@ -12,7 +12,7 @@ import NavSync
 /// the machine's effects out through a `WebSocketTransport`, and publishes what the
 /// machine holds as `@Observable` properties.
 ///
-/// The navigator never waits for the network (docs/swift.md, "Three states"): what it
+/// The navigator never waits for the network (docs/swift.md, "Three states: confirmed, pending, shown"): what it
 /// shows (`state`, `tree`, every binding) is its own unanswered commands replayed over
 /// the server's confirmed state, so a gesture is on screen in the same main-actor turn,
 /// and a second gesture is computed against the first. A command the server refuses

@@ -1,7 +1,7 @@
 import Foundation
 import NavSync
 
-/// Where a navigator keeps its session between launches (docs/swift.md, "Offline"):
+/// Where a navigator keeps its session between launches (docs/swift.md, "Three states: confirmed, pending, shown"):
 /// the confirmed state, the flow, the epoch and the pending commands, so an app
 /// launched without a network opens on its last state and navigates.
 public protocol NavigatorStore: Sendable {

@@ -1,6 +1,6 @@
 import NavSync
 import NavSyncServer
-/// The keys and Lua scripts of cluster mode (DESIGN.md section 17). Each change to a
+/// The keys and Lua scripts of cluster mode (docs/cluster.md, "How it works"). Each change to a
 /// session is one script, so Redis runs it atomically: no other node's command can
 /// come between its check and its writes.
 ///

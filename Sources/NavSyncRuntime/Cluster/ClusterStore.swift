@@ -2,7 +2,7 @@ import NavSync
 import NavSyncServer
 @preconcurrency import Glibc
 
-/// Cluster mode's store (DESIGN.md section 17): carries the hub's `ClusterRequest`s to
+/// Cluster mode's store (docs/cluster.md, "How it works"): carries the hub's `ClusterRequest`s to
 /// Redis and turns what Redis answers and publishes into `ClusterEvent`s. Two
 /// connections: one for commands (scripts, reads, heartbeats), one subscribed to every
 /// session's live channel. Every change to a session is one Lua script, so it is

@@ -1,6 +1,6 @@
 import NavSync
 import NavSyncServer
-/// `joined` messages sent in parts (DESIGN.md section 14): each join's few bytes of its
+/// `joined` messages sent in parts (docs/protocol.md, "Server messages, unasked"): each join's few bytes of its
 /// own, between the parts every join of the session at that revision shares (the flow,
 /// the member listing once it is full, the state), each made once and queued by
 /// reference, as a broadcast's frame is.

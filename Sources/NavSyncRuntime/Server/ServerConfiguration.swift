@@ -1,7 +1,7 @@
 import NavSync
 import NavSyncServer
 /// Everything `navsyncd` can be told, with the protocol's documented defaults
-/// (DESIGN.md sections 8 and 12).
+/// (docs/protocol.md, "Transport" and README.md, "What is built").
 public struct ServerConfiguration: Sendable {
     /// Address to listen on: an IPv4 or IPv6 literal.
     public var host = "127.0.0.1"

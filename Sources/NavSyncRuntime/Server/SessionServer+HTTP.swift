@@ -1,9 +1,9 @@
 import NavSync
 import NavSyncServer
-/// The HTTP API (DESIGN.md section 7): routes, the token check, and the answers of
+/// The HTTP API (docs/protocol.md, "HTTP"): routes, the token check, and the answers of
 /// commands the hub runs.
 extension SessionServer {
-    /// Browsers are checked by `Origin` (DESIGN.md section 10, `OriginPolicy`).
+    /// Browsers are checked by `Origin` (docs/protocol.md, "Who may do what (--auth FILE)", `OriginPolicy`).
     func originAllowed(_ request: HTTPRequest, on connection: Connection) -> Bool {
         // Behind a trusted proxy, the public origin the client asked for is the
         // server's own (`https://nav.example`).
@@ -124,7 +124,7 @@ extension SessionServer {
             return only("GET", also: ["DELETE"]) {
                 guard hub.hasSession(name) else { return Self.error(NavError(.unknownSession, "no session '\(name)'")) }
                 if let text = request.query("rev") {
-                    // A revision history holds (section 15): the snapshot message, historic when past.
+                    // A revision history holds (docs/protocol.md, "History"): the snapshot message, historic when past.
                     guard let rev = Int(text), rev >= 0 else { return Self.error(NavError(.badRequest, "'rev' must be a revision (an integer >= 0), got '\(text)'")) }
                     switch hub.revision(rev, of: name) {
                     case .success(let message): return .json(200, message.json())
@@ -185,7 +185,7 @@ extension SessionServer {
         }
     }
 
-    /// The HTTP API's resources (DESIGN.md section 7).
+    /// The HTTP API's resources (docs/protocol.md, "HTTP").
     enum Endpoint {
         case file(WebPage)
         case apiIndex, healthz, readyz, metrics, sessions, flows, cluster
@@ -221,7 +221,7 @@ extension SessionServer {
     /// `POST /api/sessions/NAME/commands`: the body is a command object; the answer is
     /// its ack (200) or error, once the hub answers (after the journal, with `--data`).
     ///
-    /// Idempotency (DESIGN.md Appendix A): `X-Navsync-Client` names the client identity;
+    /// Idempotency (docs/protocol.md, "Operations: fine points"): `X-Navsync-Client` names the client identity;
     /// `Idempotency-Key` stands for the body's `id` (the ack still echoes the body's
     /// `id`); a request with neither is a client of its own. A replayed answer carries
     /// `"duplicate": true` and `Idempotent-Replayed: true`; an id reused for another

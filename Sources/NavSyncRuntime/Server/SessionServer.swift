@@ -1,14 +1,14 @@
 import NavSync
 import NavSyncServer
 /// navsyncd's application: protocol v1 over WebSocket and the HTTP API, around one
-/// `Hub` (DESIGN.md sections 6–9). Every event goes to the hub; this class only
+/// `Hub` (docs/protocol.md, "Client messages"–9). Every event goes to the hub; this class only
 /// carries out the effects that come back: frames to connections, HTTP answers,
 /// journal entries to the `DataStore`, closes and log lines.
 ///
 /// A broadcast is encoded and framed once; the same bytes are queued on every member.
 /// A member whose queue passes `lagThreshold` stops getting patches of that session
 /// and, once its queue has drained, the hub sends it the session's state: memory stays
-/// bounded and the others are not slowed (section 8).
+/// bounded and the others are not slowed (docs/protocol.md, "Transport").
 public final class SessionServer: ServerApplication {
     public private(set) var hub: Hub
     /// Queued bytes past which a member is lagging and patches stop being queued for it.
@@ -21,7 +21,7 @@ public final class SessionServer: ServerApplication {
     public let authFile: String?
     /// With `--data`: where the hub's journal entries are written.
     public let store: DataStore?
-    /// With `--cluster`: Redis, where the hub's sessions live (section 17).
+    /// With `--cluster`: Redis, where the hub's sessions live (docs/cluster.md, "How it works").
     public let cluster: ClusterStore?
     /// The server this application runs in, set on its first loop iteration. Not
     /// `weak`: a weak reference gives the server a side table, and every retain and
@@ -191,7 +191,7 @@ public final class SessionServer: ServerApplication {
 
     public func beforeSleep(on server: Server) {
         if self.server == nil {
-            // Presence is gathered per session and sent once per interval (section 14).
+            // Presence is gathered per session and sent once per interval (docs/protocol.md, "Server messages, unasked").
             server.every(hub.configuration.presenceInterval) { [unowned self, unowned server] in handle(.tick, on: server) }
             if let cluster {
                 cluster.onEvent = { [unowned self, unowned server] in handle(.cluster($0), on: server) }

@@ -3,7 +3,7 @@ import NavSyncServer
 import CUV
 @preconcurrency import Glibc
 
-/// `navsyncd --data DIR`: every session kept on disk (DESIGN.md section 9). The
+/// `navsyncd --data DIR`: every session kept on disk (docs/protocol.md, "Durable sessions (--data DIR)"). The
 /// runtime's side of the hub's `journal` effects.
 ///
 /// The hub numbers its journal entries; the store turns each into a file op and

@@ -2,7 +2,7 @@ import NavSync
 import NavSyncServer
 import CUV
 
-/// The journal's writer thread (DESIGN.md section 9: journal I/O never blocks the loop).
+/// The journal's writer thread (docs/protocol.md, "Durable sessions (--data DIR)": journal I/O never blocks the loop).
 ///
 /// The loop thread queues one batch per loop iteration; the writer takes every batch
 /// queued since it last looked, writes them as one (`JournalFiles.run`: one write and,

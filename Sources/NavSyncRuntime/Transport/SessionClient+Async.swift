@@ -39,7 +39,7 @@ extension SessionClient {
         return try result.get()
     }
 
-    /// A page of the session's history (DESIGN.md section 15), newest first, below
+    /// A page of the session's history (docs/protocol.md, "History"), newest first, below
     /// `before`: the current revision, the oldest held, and the entries.
     public func history(before: Int? = nil, limit: Int = 100) async throws(NavError) -> (rev: Int, earliest: Int, entries: [HistoryEntry]) {
         var m: JSONObject = ["type": "history", "session": .string(options.session), "limit": .int(Int64(limit))]

@@ -3,7 +3,7 @@ import NavSyncServer
 /// What navsyncd serves from its own binary, with no build step and no outside URLs
 /// (sources in `web/`, embedded by `scripts/embed-web`):
 /// - `GET /`: the web device page;
-/// - `GET /navsync.js`: the browser client module (DESIGN.md section 16), which pages
+/// - `GET /navsync.js`: the browser client module (docs/javascript.md, "The surface"), which pages
 ///   of any origin may import;
 /// - `GET /navsync.d.ts`: its TypeScript declarations.
 public struct WebPage: Sendable {

@@ -1,5 +1,5 @@
 import NavSync
-/// The timing and size limits of one connection (DESIGN.md section 8). Times are in
+/// The timing and size limits of one connection (docs/protocol.md, "Transport"). Times are in
 /// milliseconds of a monotonic clock the caller passes in.
 public struct ConnectionLimits: Sendable, Equatable {
     /// Largest WebSocket message, all fragments together; larger closes with 1009.
@@ -14,7 +14,7 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// After sending a close frame, how long to wait for the peer's before dropping it.
     public var closeTimeout: Int64 = 5_000
     /// Queued output that makes no progress for this long means a peer that does not
-    /// read: the connection is dropped with its output (section 8).
+    /// read: the connection is dropped with its output (docs/protocol.md, "Transport").
     public var writeTimeout: Int64 = 30_000
     public var http = HTTPLimits()
 

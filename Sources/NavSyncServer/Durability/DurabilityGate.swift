@@ -1,6 +1,6 @@
 import NavSync
-/// Output held back until the journal writes it depends on are durable (DESIGN.md
-/// section 9: nothing is acknowledged before its record is on disk).
+/// Output held back until the journal writes it depends on are durable (docs/protocol.md
+/// docs/protocol.md, "Durable sessions (--data DIR)": nothing is acknowledged before its record is on disk).
 ///
 /// Journal entries are numbered. While any is unwritten, everything the server would
 /// send is held, tagged with the newest entry, and released in order once that entry

@@ -1,5 +1,5 @@
 import NavSync
-/// The append-only journal of a session (DESIGN.md section 9): one record per applied
+/// The append-only journal of a session (docs/protocol.md, "Durable sessions (--data DIR)"): one record per applied
 /// command, with its revision, client identity and the command itself, so replaying
 /// the journal from a snapshot reproduces the session exactly (ids included).
 ///
@@ -10,7 +10,7 @@ public struct JournalRecord: Sendable, Equatable {
     public var rev: Int
     public var client: String
     public var command: Command
-    /// Who and when, for history (section 15): the sender's name and server time in ms.
+    /// Who and when, for history (docs/protocol.md, "History"): the sender's name and server time in ms.
     public var name: String?
     public var ts: Int64
 

@@ -1,6 +1,6 @@
 import NavSync
 extension ErrorCode {
-    /// The HTTP API's status for an error of this code (DESIGN.md section 7).
+    /// The HTTP API's status for an error of this code (docs/protocol.md, "HTTP").
     public var httpStatus: Int {
         switch self {
         case .badJSON, .badRequest: return 400

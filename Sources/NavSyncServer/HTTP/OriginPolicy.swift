@@ -1,5 +1,5 @@
 import NavSync
-/// Which browser origins may open a WebSocket or send commands (DESIGN.md section 10).
+/// Which browser origins may open a WebSocket or send commands (docs/protocol.md, "Who may do what (--auth FILE)").
 /// Browsers name their page's origin; other clients send none and are not checked.
 ///
 /// The server's own origin is always allowed: the address it listens on (and

@@ -1,5 +1,5 @@
 import NavSync
-/// Who may do what (DESIGN.md section 10): the tokens of an auth file, each with a role
+/// Who may do what (docs/protocol.md, "Who may do what (--auth FILE)"): the tokens of an auth file, each with a role
 /// and, optionally, the sessions it may use, and JWTs an app's backend signs
 /// (`--jwt-key`). Pure: the file's bytes in, decisions out.
 public struct AccessPolicy: Sendable {
@@ -123,7 +123,7 @@ public struct AccessPolicy: Sendable {
         }
     }
 
-    /// The tokens the docs and DESIGN.md show in examples.
+    /// The tokens the docs and docs/protocol.md show in examples.
     public static let exampleTokens: Set<String> = ["change-me-1", "change-me-2", "change-me-3"]
 
     /// The grant of a token. Every token is compared in full, in time that depends only

@@ -1,5 +1,5 @@
 import NavSync
-/// Cluster mode's vocabulary (DESIGN.md section 17): what the hub asks of the store
+/// Cluster mode's vocabulary (docs/cluster.md, "How it works"): what the hub asks of the store
 /// (Redis) and what the store tells the hub. Pure values; `ClusterStore` carries them.
 
 /// A position in a session's log: a Redis stream id `MS-SEQ`. A revision R is at

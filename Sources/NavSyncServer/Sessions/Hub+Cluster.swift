@@ -1,5 +1,5 @@
 import NavSync
-/// Cluster mode (DESIGN.md section 17): the hub's sessions are replicas of what Redis
+/// Cluster mode (docs/cluster.md, "How it works"): the hub's sessions are replicas of what Redis
 /// holds, and Redis orders every command.
 ///
 /// A command is not applied to the replica: it runs on a copy, and the records it made

@@ -1,6 +1,6 @@
 import NavSync
 /// Cluster mode: presence across nodes, published on the live channel and expired
-/// with a silent node (section 17).
+/// with a silent node (docs/cluster.md, "How it works").
 extension Hub {
     /// Records a change of a local member, for the other nodes.
     mutating func noteLocal(_ session: String, joined: Member? = nil, left: String? = nil, status: Member? = nil) {

@@ -1,5 +1,5 @@
 import NavSync
-/// The journal's side of the hub (DESIGN.md section 9: nothing is acknowledged before
+/// The journal's side of the hub (docs/protocol.md, "Durable sessions (--data DIR)": nothing is acknowledged before
 /// its record is durable).
 ///
 /// Each change makes a numbered `JournalEntry` effect. Output made while entries are

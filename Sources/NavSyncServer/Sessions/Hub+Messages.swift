@@ -1,5 +1,5 @@
 import NavSync
-/// Connections and protocol v1 messages (DESIGN.md sections 6 and 10).
+/// Connections and protocol v1 messages (docs/protocol.md, "Client messages" and "Who may do what (--auth FILE)").
 extension Hub {
     mutating func connect(_ connection: Int, grant: AccessPolicy.Grant?, now: Int64) {
         let id = ids.nextClient()
@@ -75,7 +75,7 @@ extension Hub {
         }
         if let refusal = permission(message, peer) { return emit(.send(to: c, .error(refusal), id: request.id)) }
         // Cluster mode: a join, sync or get is answered once the replica has caught up
-        // with what Redis holds (section 17); requests arriving meanwhile wait together.
+        // with what Redis holds (docs/cluster.md, "How it works"); requests arriving meanwhile wait together.
         // One this node does not hold (yet) is read from Redis first: unknown only when
         // Redis has no such session either.
         if isClustered, let name = message.readSession {
@@ -259,7 +259,7 @@ extension Hub {
     }
 
     /// Every session's presence gathered since the last tick, one message each, to
-    /// every member (section 14).
+    /// every member (docs/protocol.md, "Server messages, unasked").
     mutating func flushPresence() {
         for name in sessions.keys.sorted() where sessions[name]!.hasPresence {
             guard let p = sessions.values[sessions.index(forKey: name)!].takePresence(
@@ -268,7 +268,7 @@ extension Hub {
         }
     }
 
-    /// Deletes a session (admin; DESIGN.md section 10): its members are told and leave
+    /// Deletes a session (admin; docs/protocol.md, "Who may do what (--auth FILE)"): its members are told and leave
     /// it, its journal goes, and its name is free again. nil when done, else why not.
     mutating func deleteSession(_ name: String, by client: String, requester: Int?) -> NavError? {
         guard let session = sessions[name] else { return NavError(.unknownSession, "no session '\(name)'") }
@@ -285,7 +285,7 @@ extension Hub {
         return nil
     }
 
-    /// What a connection may send (DESIGN.md section 10): without a token only `hello`
+    /// What a connection may send (docs/protocol.md, "Who may do what (--auth FILE)"): without a token only `hello`
     /// and `ping`; `viewer` no commands; a token with session patterns only those
     /// sessions. Creating sessions is checked at the join, and admin-only operations by
     /// the sequencer on the operations that run.

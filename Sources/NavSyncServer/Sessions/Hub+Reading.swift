@@ -13,7 +13,7 @@ extension Hub {
                          "rev": .int(Int64(s.sequencer.rev)), "members": .int(Int64(s.members.count)), "state": s.sequencer.state.json])
     }
 
-    /// A page of history (section 15), newest first, below `before`.
+    /// A page of history (docs/protocol.md, "History"), newest first, below `before`.
     public func historyPage(_ name: String, before: Int?, limit: Int) -> Result<ServerMessage, NavError> {
         guard let s = sessions[name] else { return .failure(NavError(.unknownSession, "no session '\(name)'")) }
         let h = s.sequencer.history

@@ -1,5 +1,5 @@
 import NavSync
-/// The server's middle as one pure reducer (DESIGN.md sections 5, 6, 9 and 10): every
+/// The server's middle as one pure reducer (docs/protocol.md, "Operations", 6, 9 and 10): every
 /// session, every connected client, and the output that waits for the journal.
 ///
 /// Events come in (a message from a connection, an HTTP command, a journal batch written
@@ -37,9 +37,9 @@ public struct Hub {
         case policy(AccessPolicy)
         /// The journal writer finished entries through `through` (or failed some).
         case journal(JournalResult)
-        /// The presence interval passed: gathered presence goes out (section 14).
+        /// The presence interval passed: gathered presence goes out (docs/protocol.md, "Server messages, unasked").
         case tick
-        /// Cluster mode: what Redis answered or published (section 17).
+        /// Cluster mode: what Redis answered or published (docs/cluster.md, "How it works").
         case cluster(ClusterEvent)
     }
 
@@ -77,11 +77,11 @@ public struct Hub {
         /// Close a WebSocket with this code (1008 for a token that is no longer valid).
         case close(Int, code: UInt16, reason: String)
         case log(LogLevel, String)
-        /// Cluster mode: a request to Redis (section 17).
+        /// Cluster mode: a request to Redis (docs/cluster.md, "How it works").
         case cluster(ClusterRequest)
     }
 
-    /// Roles (DESIGN.md section 10); without an auth file every client is `admin`
+    /// Roles (docs/protocol.md, "Who may do what (--auth FILE)"); without an auth file every client is `admin`
     /// unless it asks for less in `hello`.
     public enum Role: String, Sendable, Comparable {
         case viewer, controller, admin
@@ -265,7 +265,7 @@ public struct Hub {
 
     // MARK: Reading (for the HTTP routes and metrics)
 
-    /// A recording of a session (section 15, `GET /api/sessions/NAME/log`): a first line
+    /// A recording of a session (docs/protocol.md, "History", `GET /api/sessions/NAME/log`): a first line
     /// with the flow, the epoch, the state at `from` and the id counter there, then a
     /// line per revision after it with its command and patch; a `restore` also carries
     /// the state it restored, so a recording replays without history.
@@ -289,7 +289,7 @@ public struct Hub {
         return .success(lines)
     }
 
-    /// The state of revision `rev` (section 15): the current one as a plain snapshot,
+    /// The state of revision `rev` (docs/protocol.md, "History"): the current one as a plain snapshot,
     /// an older one held by history as a historic one.
     public func revision(_ rev: Int, of name: String) -> Result<ServerMessage, NavError> {
         guard let s = sessions[name] else { return .failure(NavError(.unknownSession, "no session '\(name)'")) }

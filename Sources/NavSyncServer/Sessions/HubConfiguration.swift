@@ -1,5 +1,5 @@
 import NavSync
-/// Limits and defaults of the session layer (DESIGN.md sections 5, 6 and 8). Each is a
+/// Limits and defaults of the session layer (docs/protocol.md, "Operations", 6 and 8). Each is a
 /// `navsyncd` flag.
 public struct HubConfiguration: Sendable {
     /// Sessions a server holds; creating one more is `full`.
@@ -29,7 +29,7 @@ public struct HubConfiguration: Sendable {
     /// nil for none.
     public var demoSession: String? = "demo"
     /// Presence changes of a session are gathered and sent at most this often (ms):
-    /// N members joining at once cost O(N) presence messages, not O(N²) (section 14).
+    /// N members joining at once cost O(N) presence messages, not O(N²) (docs/protocol.md, "Server messages, unasked").
     public var presenceInterval: Int64 = 50
     /// Members listed one by one in `presence` and `joined`; the rest are a count
     /// (`others`), so no presence message grows with the session.

@@ -8,7 +8,7 @@ public struct Session: Sendable {
     public private(set) var members: [Int: Member] = [:]
     public private(set) var memberOrder: [Int] = []
 
-    /// Presence changes since the last `presence` message (DESIGN.md section 14): who
+    /// Presence changes since the last `presence` message (docs/protocol.md, "Server messages, unasked"): who
     /// joined (by connection, in order), who left (client ids), whose status changed.
     var joinedSince: [Int] = []
     var leftSince: [String] = []

@@ -52,7 +52,7 @@ struct DurabilityTests {
         // The first snapshot plus the journal after it reproduces the end, ids included.
         var restored = try Sequencer(restoring: try #require(snapshot), flow: flow)
         try restored.replay(journal)
-        // Everything but the acks of commands that changed nothing: DESIGN.md section A
+        // Everything but the acks of commands that changed nothing: docs/protocol.md section A
         // says those are not journaled, so a restore from the journal does not know them.
         #expect(restored.state == live.state && restored.rev == live.rev && restored.document.nextID == live.document.nextID)
         #expect(restored.lastChanged == live.lastChanged && restored.removedAt == live.removedAt && restored.removedHorizon == live.removedHorizon)

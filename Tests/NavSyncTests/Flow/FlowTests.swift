@@ -6,7 +6,7 @@ import TestSupport
 
 @Suite("Flows")
 struct FlowTests {
-    /// The DESIGN.md section 2 example, as a base for broken variants.
+    /// The docs/flows.md, "The format" example, as a base for broken variants.
     static let shopText = #"""
     {
       "name": "shop",

@@ -3,7 +3,7 @@ import Testing
 @testable import NavSyncServer
 import TestSupport
 
-/// Guards and redirects (DESIGN.md section 18): conditions, deny, redirects kept or
+/// Guards and redirects (docs/flows.md, "Guards and redirects"): conditions, deny, redirects kept or
 /// undone, loops, load refusals, and the invariant that no guard fails on the active
 /// path after any command.
 @Suite("Guards")

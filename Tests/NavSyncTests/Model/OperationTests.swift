@@ -3,12 +3,12 @@ import Testing
 @testable import NavSyncServer
 import TestSupport
 
-/// Every operation of DESIGN.md section 4 on the demo flow. After `Harness.onMain()`:
+/// Every operation of docs/protocol.md, "Operations" on the demo flow. After `Harness.onMain()`:
 /// App(root) e2 main -> Main(tabs) [e3 home -> Home(stack) e4 list,
 /// e5 search -> Search e6 query, e7 cart -> Cart e8 items, e9 profile -> Profile e10 overview]
 @Suite("Operations")
 struct OperationTests {
-    /// The kinds each operation works on (DESIGN.md section 4), as targeting sees them.
+    /// The kinds each operation works on (docs/protocol.md, "Operations"), as targeting sees them.
     @Test func operationNamesAndAliasesOnTheWire() {
         for op in OpName.allCases { #expect(OpName(wire: op.rawValue) == op) }
         #expect(OpName(wire: "push") == .route && OpName(wire: "jumpTo") == .setStack)
@@ -290,7 +290,7 @@ struct OperationTests {
         h.fails(.invalidOp, ["op": "insertTab", "route": "cart", "index": 7])
         h.fails(.badParams, ["op": "insertTab", "route": "cart"])
         // The op's own fields are checked before the state: unknown params with an index
-        // out of range are bad_params, not invalid_op (Appendix A's order).
+        // out of range are bad_params, not invalid_op (docs/protocol.md, "Operations: fine points"'s order).
         h.fails(.badParams, ["op": "insertTab", "route": "cart", "index": 7, "params": ["nope": 1]])
         #expect(h.ok(["op": "removeLast", "route": "search"]) == [.applied])
         #expect(h.ok(["op": "removeFirst", "route": "cart"]) == [.applied])

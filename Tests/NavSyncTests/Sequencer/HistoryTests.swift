@@ -3,7 +3,7 @@ import Testing
 @testable import NavSyncServer
 import TestSupport
 
-/// History (DESIGN.md section 15) as values: every state it holds is rebuilt exactly,
+/// History (docs/protocol.md, "History") as values: every state it holds is rebuilt exactly,
 /// what it no longer holds is `gone`, pages and labels.
 @Suite("History")
 struct HistoryTests {
@@ -131,7 +131,7 @@ struct HistoryTests {
     }
 }
 
-/// `restore` (section 15): the state of a held revision comes back exactly, ids
+/// `restore` (docs/protocol.md, "History"): the state of a held revision comes back exactly, ids
 /// included; revived ids are live; it conflicts as a change of everything.
 @Suite("Restore")
 struct RestoreTests {
@@ -255,7 +255,7 @@ struct RestoreTests {
     }
 }
 
-/// `load` (section 15): a whole state checked against the flow; after it, replaying
+/// `load` (docs/protocol.md, "History"): a whole state checked against the flow; after it, replaying
 /// the recorded commands reproduces each recorded patch exactly.
 @Suite("Load")
 struct LoadTests {

@@ -147,7 +147,7 @@ struct CommandGenerator {
     }
 }
 
-@Suite("Randomized sequences (DESIGN.md section 13)")
+@Suite("Randomized sequences (docs/architecture.md, "Tests")")
 struct RandomizedTests {
     @Test(arguments: [("demo", 0xD3E0 as UInt64), ("studio", 0x57D1 as UInt64)])
     func invariantsHoldAfterEveryCommand(_ flowName: String, _ seed: UInt64) throws {
@@ -206,7 +206,7 @@ struct RandomizedTests {
             }
             // Invariant 1: the mirror equals the server, byte for byte after normalising keys.
             #expect(mirror.normalized.encodedString() == seq.state.json.normalized.encodedString(), "command \(n)")
-            // Invariant 4: the shape of section 3 holds.
+            // Invariant 4: the shape of docs/protocol.md, "The state document" holds.
             let problems = shapeProblems(seq.state.json, flow)
             #expect(problems.isEmpty, "command \(n): \(problems)")
             if !problems.isEmpty { break }

@@ -6,7 +6,7 @@ import TestSupport
 @Suite("Sequencer")
 struct SequencerTests {
     /// The idempotency table remembers at least the last `capacity` acks of each client
-    /// (DESIGN.md section 5) and at most twice that; a snapshot lists them oldest first.
+    /// (docs/protocol.md, "Operations") and at most twice that; a snapshot lists them oldest first.
     @Test func idempotencyRemembersAtLeastTheLastCapacity() {
         let capacity = 8
         var table = IdempotencyTable(capacity: capacity)

@@ -3,7 +3,7 @@ import Testing
 @testable import NavSyncServer
 import TestSupport
 
-/// Cluster mode's reducer as a value (DESIGN.md section 17): two hubs and a model of
+/// Cluster mode's reducer as a value (docs/cluster.md, "How it works"): two hubs and a model of
 /// Redis that runs the scripts' rules (create unless it exists; compare-and-append on
 /// epoch and log position; reads of the log or of the snapshot and the log after it).
 /// Requests, answers and live messages travel through queues delivered in a random

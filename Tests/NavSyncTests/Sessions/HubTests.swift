@@ -221,7 +221,7 @@ struct HubTests {
         #expect(f.hub.sessions["demo"]!.sequencer.rev == 4)
     }
 
-    /// A recording (section 15, `/log`) replays onto a fresh session: load its state and
+    /// A recording (docs/protocol.md, "History", `/log`) replays onto a fresh session: load its state and
     /// counter, then each command (a restore as a load of the state it carries); every
     /// revision's patch comes out as recorded.
     @Test func aRecordingReplaysPatchForPatch() throws {
@@ -285,7 +285,7 @@ struct HubTests {
         #expect(f.inbox(viewer, f.send(viewer, ["type": "delete"]))[0]["code"] == "bad_request")
     }
 
-    /// DESIGN.md section 14: many joins at once cost one presence per interval, and past
+    /// docs/protocol.md, "Server messages, unasked": many joins at once cost one presence per interval, and past
     /// `presenceDetail` members the rest are a count, in presence and in joined.
     @Test func presenceIsGatheredPerIntervalAndCountedPastTheDetail() {
         let f = Fixture { $0.presenceDetail = 3 }

@@ -3,7 +3,7 @@ import Testing
 @testable import NavSyncServer
 
 /// permessage-deflate's negotiation (RFC 7692 section 7.1) and the decoder's RSV1 rules
-/// (section 6), as values; zlib itself is the runtime's (`DeflateTests`).
+/// (docs/protocol.md, "Client messages"), as values; zlib itself is the runtime's (`DeflateTests`).
 @Suite("permessage-deflate: negotiation and frames")
 struct PerMessageDeflateTests {
     func agreed(_ headers: String...) -> Int? { PerMessageDeflate.negotiate(headers)?.serverWindowBits }
