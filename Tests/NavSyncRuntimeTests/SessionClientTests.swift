@@ -201,7 +201,7 @@ struct WebPageTests {
     }
 }
 
-@Suite("Origins (docs/protocol.md, "Who may do what (--auth FILE)")")
+@Suite("Origins (docs/protocol.md, \"Who may do what (--auth FILE)\")")
 struct OriginPolicyTests {
     let onLAN = OriginPolicy(host: "0.0.0.0", port: 7420, localAddresses: ["192.0.2.2", "fd00::2"])
 

@@ -147,7 +147,7 @@ struct CommandGenerator {
     }
 }
 
-@Suite("Randomized sequences (docs/architecture.md, "Tests")")
+@Suite("Randomized sequences (docs/architecture.md, \"Tests\")")
 struct RandomizedTests {
     @Test(arguments: [("demo", 0xD3E0 as UInt64), ("studio", 0x57D1 as UInt64)])
     func invariantsHoldAfterEveryCommand(_ flowName: String, _ seed: UInt64) throws {
