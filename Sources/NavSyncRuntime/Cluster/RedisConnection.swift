@@ -100,6 +100,11 @@ final class RedisConnection {
     private var outbox: [UInt8] = []
     private var writing = false
     private let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+    /// Fires on the next loop turn to hand out `failed`: a command that cannot be sent
+    /// is answered from there, never inside `send` (the caller may be in the middle of
+    /// handling something, the hub's own effects for one).
+    private let later = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+    private var failed: [(done: (Result<RedisReply, RedisFailure>) -> Void, failure: RedisFailure)] = []
     private var backoff: UInt64 = 100
     private var reconnectAt: UInt64?
     private var lastActivity: UInt64 = 0
@@ -116,6 +121,7 @@ final class RedisConnection {
         self.primaryOnly = primaryOnly
         self.tls = tls
         uv_timer_init(loop, timer)
+        uv_timer_init(loop, later)
         timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         // One timer does the timeouts, the heartbeat and the reconnects.
         uv_timer_start(timer, { h in Unmanaged<RedisConnection>.fromOpaque(h!.pointee.data).takeUnretainedValue().tick() }, 100, 100)
@@ -271,8 +277,11 @@ final class RedisConnection {
         stopped = true
         down("stopping")
         uv_timer_stop(timer)
-        let t = timer
-        uv_close(UV.handle(t)) { h in UnsafeMutablePointer<uv_timer_t>(OpaquePointer(h!)).deallocate() }
+        uv_timer_stop(later)
+        failed = []
+        for t in [timer, later] {
+            uv_close(UV.handle(t)) { h in UnsafeMutablePointer<uv_timer_t>(OpaquePointer(h!)).deallocate() }
+        }
     }
 
     private func tick() {
@@ -304,14 +313,28 @@ final class RedisConnection {
     }
 
     func send(_ args: [[UInt8]], timeout: UInt64? = nil, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
-        guard isReady, tcp != nil else { return done(.failure(.notSent(lastError ?? "not connected to Redis at \(target)"))) }
+        guard isReady, tcp != nil else { return failLater(done, .notSent(lastError ?? "not connected to Redis at \(target)")) }
         enqueue(args, timeout: timeout, done)
+    }
+
+    /// Answers `done` with `failure` on the next loop turn (libuv's rule: a failed call
+    /// never calls back from within itself).
+    private func failLater(_ done: @escaping (Result<RedisReply, RedisFailure>) -> Void, _ failure: RedisFailure) {
+        failed.append((done, failure))
+        guard failed.count == 1 else { return }
+        later.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_timer_start(later, { h in
+            let me = Unmanaged<RedisConnection>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            let due = me.failed
+            me.failed = []
+            for f in due { f.done(.failure(f.failure)) }
+        }, 0, 0)
     }
 
     private func enqueue(_ args: [[UInt8]], timeout: UInt64?, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
         var command: UnsafeMutablePointer<CChar>?
         let length = withArgv(args) { argc, argv, lengths in redisFormatCommandArgv(&command, argc, argv, lengths) }
-        guard length > 0, let command else { return done(.failure(.notSent("could not format a Redis command"))) }
+        guard length > 0, let command else { return failLater(done, .notSent("could not format a Redis command")) }
         outbox.append(contentsOf: UnsafeRawBufferPointer(start: command, count: Int(length)))
         redisFreeCommand(command)
         let t = now

@@ -307,7 +307,25 @@ public final class Connection {
     public func answer(_ request: HTTPRequest, with response: HTTPResponse) {
         guard !handleClosed else { return }
         server.logger.debug("#\(id) \(peer) \(request.method) \(redactedTarget(request.target)) \(response.status)")
+        answering += 1
+        defer { answering -= 1 }
         perform(machine.respond(to: request, with: response, now: now))
+    }
+
+    /// Inside `answer`: a pipelined request it releases is not handed to the
+    /// application from within that call (the application may be in the middle of
+    /// handling something: the hub's effects, for an answer that came later), but at
+    /// the top of the loop's next flush (`Server.serveLater`).
+    private var answering = 0
+    /// Requests waiting for that.
+    private var deferredRequests: [ConnectionMachine.Action] = []
+
+    /// Hands the deferred requests to the application (from the loop's top).
+    func serveDeferred() {
+        let actions = deferredRequests
+        deferredRequests = []
+        guard !handleClosed else { return }
+        perform(actions)
     }
 
     private func perform(_ actions: [ConnectionMachine.Action]) {
@@ -315,6 +333,9 @@ public final class Connection {
             switch action {
             case .write(let bytes):
                 if !send(bytes) { abort(.overflow) }
+            case .request where answering > 0, .upgradeRequest where answering > 0:
+                deferredRequests.append(action)
+                server.serveLater(self)
             case .request(let request):
                 guard believeProxy(request) else { return }
                 if let response = server.application.respond(to: request, on: self) { answer(request, with: response) }

@@ -255,6 +255,22 @@ public final class Server {
 
     // MARK: The loop's hooks
 
+    /// Connections with requests released by an answer, served at the top of the next
+    /// flush, outside any call (`Connection.answer`).
+    private var serveList: [Connection] = []
+
+    func serveLater(_ connection: Connection) {
+        serveList.append(connection)
+    }
+
+    private func serveDeferred() {
+        while !serveList.isEmpty {
+            let list = serveList
+            serveList.removeAll(keepingCapacity: true)
+            for connection in list { connection.serveDeferred() }
+        }
+    }
+
     func needsFlush(_ connection: Connection) {
         guard !connection.isQueuedForFlush else { return }
         connection.isQueuedForFlush = true
@@ -271,7 +287,12 @@ public final class Server {
     /// Once per loop iteration, before it blocks: every connection with queued output
     /// writes it, those answered directly first.
     private func flushAll() {
+        // Pipelined requests an answer released, each connection's in order; answering
+        // one may release the next, served in this same pass (nothing is left for a
+        // loop that is about to block).
+        serveDeferred()
         application.beforeSleep(on: self)
+        serveDeferred()   // released by answers the application gave just now
         guard !flushList.isEmpty else { return }
         let first = answeredList
         answeredList.removeAll(keepingCapacity: true)

@@ -303,7 +303,10 @@ public final class WebSocketClient {
         }
         if !closeReported {
             closeReported = true
-            onClose?(code, reason)
+            // Never inside the call that ended it (`close()` before the socket opened, a
+            // `connect()` that failed at once): the owner hears it on a later loop turn,
+            // as libuv reports a failed call's outcome, not from within the call.
+            if let report = onClose { owner.after(0) { report(code, reason) } }
         }
         // Done for good: let go of the callbacks, which often capture this client.
         onOpen = nil
