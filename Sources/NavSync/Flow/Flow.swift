@@ -1,7 +1,7 @@
 /// A flow: the route schema of one app, as data every client can read (docs/flows.md, "The format").
 ///
 /// A `Flow` is always valid: the only ways to make one are `Flow.load` and the builder,
-/// and both run the checks of `Flow+Validation.swift`.
+/// and both run the checks of `FlowLoader.swift`.
 ///
 /// Its fields live in one shared box: a document carries its flow, and commands copy
 /// documents, so a flow copies as one reference rather than one per table.
