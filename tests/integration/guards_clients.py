@@ -41,7 +41,7 @@ async def main():
         await b.wait_for(lambda st: b.rev == ack.rev)
         check("both members mirror the redirect in one revision",
               ack.rev == 1 and a.state == b.state and shown(b.state) == ["login"]
-              and b.state["root"]["current"]["params"].get("next") == "order", (ack.rev, shown(b.state)))
+              and b.state["root"]["current"]["params"].get("next") == "/orders/7", (ack.rev, shown(b.state)))
 
         async with a.batch() as signin:
             signin.update({"user": "ann"}, scope="session")
