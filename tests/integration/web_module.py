@@ -225,6 +225,23 @@ try:
     r = join(b, NAME, urls=[dead, WS])
     check("with the first URL dead, the module moves to the second", r == {"ok": "live"}, r)
 
+    # ---- a session made anew while the page was away: reset ----
+    js(b, UNTIL + """window.resets = []; window.d = c.session('demo');
+        await until(() => d.getSnapshot().status === 'live');
+        d.on('reset', (e) => window.resets.push(e));
+        window.queued = new Promise((resolve) => {
+          const stop = d.subscribe(() => {
+            if (d.getSnapshot().status !== 'offline') return;
+            stop();
+            d.push('detail', { id: 5 }).then(() => resolve('acked'), (e) => resolve([e.code, e.name]));
+          });
+        });""")
+    subprocess.run(["bash", RESTART], check=True, env={**os.environ, "WIPE": "1"})
+    r = js(b, UNTIL + "const q = await window.queued; await until(() => d.getSnapshot().status === 'live', 15000);"
+              "return [q, window.resets.length, d.getSnapshot().rev];")
+    check("a session made anew while the page was away: a reset event, and the command made offline for the old one rejected with reset",
+          r.get("ok", [None])[0] == ["reset", "ResetError"] and r["ok"][1] == 1 and r["ok"][2] == 0, r)
+
     # ---- close ----
     r = js(b, "c.close(); try { await s.push('detail', { id: 1 }); return 'sent'; } catch (e) { return e.code; }")
     r2 = js(b, "try { c.session('other'); return 'made'; } catch (e) { return e.code; }")

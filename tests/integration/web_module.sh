@@ -50,9 +50,12 @@ check "another origin is refused" test "$(upgrade "127.0.0.1:$port" "http://127.
 check "/healthz tells a page of another origin that it would be refused" bash -c \
   "curl -s -D - -o /dev/null -H 'Origin: http://127.0.0.1:9999' $HTTP/healthz | tr -d '\r' | grep -qi '^X-Navsync-Origin: refused'"
 
-# The test restarts the server on the same port and data directory with this.
+# The test restarts the server on the same port and data directory with this (WIPE=1:
+# without its data).
 cat >"$OUT/module-restart.sh" <<RESTART
 pid=\$(cat "$OUT/module.pid"); kill -TERM \$pid; while kill -0 \$pid 2>/dev/null; do sleep 0.05; done
+# WIPE=1: its sessions are lost (as a server without --data loses them): made anew.
+if [ -n "\${WIPE:-}" ]; then rm -rf "$DATA"; fi
 sleep 0.5
 "$NAVSYNCD" ${ARGS[@]} >"$OUT/module.out" 2>>"$OUT/module.log" &
 echo \$! >"$OUT/module.pid"
