@@ -1,4 +1,4 @@
-/// Checking a whole state document against a flow (the `load` operation, docs/protocol.md
+/// Checking a whole state document against a flow (the `load` operation, 
 /// docs/protocol.md, "History"): its shape (docs/protocol.md, "The state document"), every coordinator's type and kind, every
 /// entry's route, params, presentation and child coordinator, unique well-formed ids.
 /// Errors are `bad_params` and name the place: `state.root.current.coordinator.tabs[2].params.id`.

@@ -327,9 +327,8 @@ public struct Link: Sendable {
 
 /// Names every command looks up (coordinator types, routes), read-only once a flow is
 /// loaded. A flow has a handful of each, and comparing a few short strings (length
-/// first) costs less than hashing one through `Hasher` (some 370 instructions per
-/// lookup in the core bench), so a small table is scanned; a large one keeps a
-/// dictionary.
+/// first) costs less than hashing one through `Hasher`, so a small table is scanned; a
+/// large one keeps a dictionary.
 struct NameTable<Value: Sendable>: Sendable {
     private let names: [String]
     private let values: [Value]

@@ -214,7 +214,7 @@ public enum ServerMessage: Sendable, Equatable {
         case patches([Patch])
     }
 
-    /// What changed in who is there since the last `presence` of the session (docs/protocol.md
+    /// What changed in who is there since the last `presence` of the session (
     /// docs/protocol.md, "Server messages, unasked"): gathered per interval, so N joins cost O(N) messages in all. Past
     /// `presenceDetail` members only the listed ones appear; `others` counts the rest.
     public struct Presence: Sendable, Equatable {

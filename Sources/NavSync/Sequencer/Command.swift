@@ -199,11 +199,10 @@ public struct Patch: Sendable, Equatable {
 ///
 /// The sequencer writes the patch of a lone stack edit (push, pop, dismiss…, the
 /// commonest command) as bytes when it makes the revision: each message that carries
-/// it (the broadcast, a member catching up) copies them, and history keeps them. Made
-/// as values, such a patch was a pointer string, a list and the pushed entry held,
-/// freed again 10,000 revisions later, and written out op by op: without them push/pop
-/// ran 1.12× faster with its patch framed (`scripts/bench-pair`, 16 rounds). Reading
-/// `values` of bytes decodes them: history's past states, snapshots and tests do.
+/// it (the broadcast, a member catching up) copies them, and history keeps them, rather
+/// than holding values (a pointer string, a list and the pushed entry) for 10,000
+/// revisions and writing them out op by op each time. Reading `values` of bytes decodes
+/// them: history's past states, snapshots and tests do.
 enum PatchOps: Sendable, Equatable {
     case values([PatchOperation])
     case encoded([UInt8])

@@ -1,8 +1,8 @@
 /// What one command carries from operation to operation.
 ///
 /// Not copyable: a command has one context, handed on by reference (`inout`,
-/// `borrowing`). As a copyable struct of 168 bytes, the optimizer built it twice per
-/// command, copied one and destroyed the other: 3% of a push/pop command.
+/// `borrowing`); as a copyable struct the optimizer built it twice per command and
+/// copied one (docs/architecture.md, "The core, per command").
 public struct CommandContext: Sendable, ~Copyable {
     /// Set for `onConflict: "reject"` with a `base`; nil otherwise.
     public var conflicts: ConflictGuard?
@@ -61,8 +61,7 @@ public struct CommandContext: Sendable, ~Copyable {
 /// id disappeared, and the revision the sender had seen.
 ///
 /// A class: the context every command carries holds one reference, not the two tables
-/// inline (building a context with them inline copied it whole, some 3% of a push/pop
-/// command that has no guard at all).
+/// inline, which made building a context copy them on every command, guarded or not.
 public final class ConflictGuard: Sendable {
     public let base: Int
     public let rev: Int

@@ -6,9 +6,8 @@
 /// Ids are numbered by the server in order, and the ids that leave are mostly the recent
 /// ones, so records live in an array indexed by id number over the newest ids
 /// (`IDRevisions`); the few records of ids below it (an entry that lived a long time)
-/// are kept in a dictionary. A hash table of tens of thousands of records was 13% of a
-/// deep link's time: each of the link's ~25 removals landed somewhere cold in it, and so
-/// did forgetting.
+/// are kept in a dictionary. In one hash table of tens of thousands of records, each of
+/// a deep link's removals (and each forgetting) landed somewhere cold.
 public struct RemovalTable: Sendable, Equatable {
     /// Records kept; past it, the oldest half is forgotten. Bounds the memory of a
     /// session that runs for millions of commands.

@@ -3,7 +3,7 @@
 ///
 /// Its fields are in one shared box: recording a revision hands the entry on a few
 /// times, and overwriting the oldest frees it, so a copy is one retain instead of one
-/// per field (eight per copy were some 10% of a push/pop command).
+/// per field.
 public struct HistoryEntry: Sendable, Equatable {
     private let box: Boxed<Fields>
 

@@ -1,4 +1,4 @@
-/// The acks of at least the last `capacity` commands of each client identity (docs/protocol.md
+/// The acks of at least the last `capacity` commands of each client identity (
 /// docs/protocol.md, "Operations"): a command id seen again gets its original ack instead of running twice.
 public struct IdempotencyTable: Sendable {
     /// Acks remembered per client identity: at least the last `capacity`, at most twice

@@ -41,12 +41,12 @@ public struct Sequencer: Sendable {
 
     public var state: NavState { document.state }
 
-    /// The patches after revision `since`, in order, for a member catching up (docs/protocol.md
-    /// docs/protocol.md, "Client messages"): at most the patch log's capacity of them; nil when they are no longer
-    /// held (the member gets the state instead). History holds them whenever it keeps at
-    /// least that many revisions (the default: 10,000 against 1,024), and then the log
-    /// keeps none: a second ring of the same patches cost 6% of a push/pop command's
-    /// time, most of it releasing the patch 1,024 revisions old, long out of cache.
+    /// The patches after revision `since`, in order, for a member catching up
+    /// (docs/protocol.md, "Client messages"): at most the patch log's capacity of them;
+    /// nil when they are no longer held (the member gets the state instead). History
+    /// holds them whenever it keeps at least that many revisions (the default: 10,000
+    /// against 1,024), and then the log keeps none: a second ring of the same patches
+    /// would release, on every command, a patch 1,024 revisions old, long out of cache.
     public func patches(since: Int) -> [Patch]? {
         guard log.isCovered(by: history) else { return log.patches(since: since, current: rev) }
         guard since >= 0, since <= rev, rev - since <= log.capacity, since >= history.earliest else { return nil }
@@ -176,8 +176,8 @@ public struct Sequencer: Sendable {
         // A lone stack edit (push, pop, dismiss…, the commonest command) runs on the
         // document itself: it changes nothing when it fails, and its patch is written
         // from the edit, so neither a copy to roll back to nor one to diff against is
-        // needed. Copying the tree's changed path and freeing the old one cost 15% of
-        // such a command's instructions.
+        // needed (copying the tree's changed path and freeing the old one was the
+        // largest part of such a command: docs/architecture.md, "The core, per command").
         // (An op that does not decode, `restore` and `load` among them, takes the general
         // path below, which names the error.)
         // Any other lone op that decodes goes to the general path decoded.

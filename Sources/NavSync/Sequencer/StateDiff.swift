@@ -8,8 +8,8 @@
 /// entries is kept.
 ///
 /// Not copyable, and it borrows the states it is made from: a command makes one diff,
-/// and the copies the optimizer made of it and of the states (an initializer owns its
-/// arguments) cost 1–4% of a command.
+/// and the optimizer otherwise copied it and the states (an initializer owns its
+/// arguments).
 public struct StateDiff: Sendable, ~Copyable {
     /// The patch's operations.
     public var ops: [PatchOperation] { operations.values }

@@ -110,7 +110,7 @@ public struct NavTree: Sendable, Hashable {
         return out
     }
 
-    /// The coordinator an address names, as operations resolve `at` (docs/protocol.md
+    /// The coordinator an address names, as operations resolve `at` (
     /// docs/protocol.md, "Operations: fine points"): `root`, an entry id (the coordinator it opened), or a type name of
     /// which exactly one is on the tree.
     public func coordinator(_ address: String) -> NavCoordinator? {

@@ -15,8 +15,8 @@ public final class Connection {
     // it shares the object's first cache lines (stored properties are laid out in
     // order): with 1,000 members, fetching each connection's lines is most of a
     // broadcast's time. Loop-thread state: exclusivity is checked statically (no
-    // overlapping access is possible), not at run time, where the checks cost ~10% of
-    // fan-out CPU (swift_beginAccess and its thread-local set).
+    // overlapping access is possible), not at run time, where every access would go
+    // through swift_beginAccess and its thread-local set.
 
     /// The server that owns this connection, and outlives it (`unowned(unsafe)`: no
     /// reference counting on the path of every send).

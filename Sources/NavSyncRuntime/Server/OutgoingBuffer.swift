@@ -33,9 +33,8 @@ public final class OutgoingBuffer {
 
     /// An unmasked frame whose payload `write` writes behind room for the longest
     /// header; the header then goes into the end of the room. A message is encoded and
-    /// framed in one pass into one allocation (making the payload an array, a header
-    /// array, and copying both into the frame were three allocations and two copies of
-    /// the message: some 1,700 instructions of a push's broadcast).
+    /// framed in one pass into one allocation, not three allocations (payload, header,
+    /// frame) and two copies of the message.
     ///
     /// With `rest`, the frame's payload goes on for that many bytes in the buffers
     /// queued after this one (a message sent in parts, `JoinedFrames`): the header

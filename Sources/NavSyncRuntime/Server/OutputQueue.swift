@@ -15,15 +15,14 @@ import CUV
 /// queued on every member, counted by a plain per-buffer holder count rather than an
 /// atomic retain per member (`OutgoingBuffer.holders`; the queues of one buffer all
 /// live on one loop thread). Copying it into a contiguous buffer per connection instead
-/// (Redis's way) was measured slower here: 0.69 against 0.48 s of server CPU per
-/// million deliveries in back-to-back `compare 1000` runs, the copies of 1,000 members
-/// no longer fitting in the cache the kernel then copies them from; on another machine
-/// later, 0.264-0.273 against 0.240-0.250 (docs/architecture.md, fan-out).
+/// (Redis's way) was measured slower here: the copies of 1,000 members no longer fit in
+/// the cache the kernel then copies them from (docs/architecture.md, "Fan-out, per
+/// member and patch").
 ///
 /// A value in its owner: one write request and its buffer lists, reused by every flush
 /// while the stream is busy (only one write is ever in flight), so a flush allocates
-/// nothing. The owner
-/// passes a C callback that takes back the retained reference the request holds.
+/// nothing. The owner passes a C callback that takes back the retained reference the
+/// request holds.
 struct OutputQueue: ~Copyable {
     // In the order a send reads them (the owner's first cache lines): the byte
     // counts, then the lists it appends to.

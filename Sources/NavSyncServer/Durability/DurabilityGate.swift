@@ -1,5 +1,5 @@
 import NavSync
-/// Output held back until the journal writes it depends on are durable (docs/protocol.md
+/// Output held back until the journal writes it depends on are durable (
 /// docs/protocol.md, "Durable sessions (--data DIR)": nothing is acknowledged before its record is on disk).
 ///
 /// Journal entries are numbered. While any is unwritten, everything the server would
