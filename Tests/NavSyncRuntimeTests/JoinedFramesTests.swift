@@ -26,7 +26,7 @@ struct JoinedFramesTests {
         func check(_ effects: [Hub.Effect]) {
             for case .send(_, let m, let id) in effects {
                 guard case .joined = m else { continue }
-                let parts = frames.frame(m, id: id, live: { _ in true })
+                let parts = frames.frame(m, id: id)
                 #expect(parts != nil)
                 #expect(parts.map(Self.bytes) == Self.whole(m, id), "\(m.json(id: id))")
                 sent += 1
@@ -56,7 +56,7 @@ struct JoinedFramesTests {
         func join() -> [OutgoingBuffer] {
             let c = f.connect()
             for case .send(_, let m, let id) in f.send(c, ["type": "join", "session": "demo"]) {
-                if let parts = frames.frame(m, id: id, live: { _ in true }) { return parts }
+                if let parts = frames.frame(m, id: id) { return parts }
             }
             Issue.record("no joined")
             return []
@@ -85,7 +85,7 @@ struct JoinedFramesTests {
                                           catchUp: .state(["root": ["pad": .string(String(repeating: "y", count: pad))]]))
         joined.encoded = .init(flow: Array(#"{"name":"shop"}"#.utf8), members: Array("[]".utf8), state: state)
         var frames = JoinedFrames()
-        let parts = frames.frame(.joined(joined), id: "j", live: { _ in true })
+        let parts = frames.frame(.joined(joined), id: "j")
         #expect(parts.map(Self.bytes) == Self.whole(.joined(joined), "j"))
         var decoder = WebSocketDecoder(role: .client, maxMessage: 1 << 20)
         let (events, error) = decoder.feed(parts.map(Self.bytes) ?? [])
@@ -97,18 +97,19 @@ struct JoinedFramesTests {
     @Test func otherMessagesAreNotParts() {
         var frames = JoinedFrames()
         var joined = ServerMessage.Joined(session: "s", epoch: "ep", rev: 7, flow: .null, members: [], catchUp: .patches([]))
-        #expect(frames.frame(.joined(joined), id: nil, live: { _ in true }) == nil)
+        #expect(frames.frame(.joined(joined), id: nil) == nil)
         joined.encoded = .init(flow: Array("null".utf8), members: Array("[]".utf8))
-        #expect(frames.frame(.joined(joined), id: nil, live: { _ in true }) == nil)
+        #expect(frames.frame(.joined(joined), id: nil) == nil)
         joined.catchUp = .state(.null)
         joined.encoded = nil
-        #expect(frames.frame(.joined(joined), id: nil, live: { _ in true }) == nil)
-        #expect(frames.frame(.ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: nil, live: { _ in true }) == nil)
+        #expect(frames.frame(.joined(joined), id: nil) == nil)
+        #expect(frames.frame(.ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: nil) == nil)
     }
 
-    /// When another session's first join comes, the parts of sessions no longer there
-    /// and those no connection still has queued are dropped: the same bytes then make
-    /// new parts. Queued parts of a live session are kept.
+    /// When another session's first join comes, the parts no connection still has
+    /// queued are dropped (a session deleted meanwhile among them, once its parts are
+    /// written): the same bytes then make new parts. Queued parts are kept. (The
+    /// runtime asks the hub nothing while it carries out the hub's effects.)
     @Test func partsNotQueuedOrOfGoneSessionsAreDropped() {
         var a = ServerMessage.Joined(session: "a", epoch: "ep", rev: 1, flow: .null, members: [], catchUp: .state(.null))
         a.encoded = .init(flow: Array("null".utf8), members: Array("[]".utf8), state: Array("null".utf8))
@@ -117,18 +118,18 @@ struct JoinedFramesTests {
         c.session = "c"
         var frames = JoinedFrames()
         var queue = OutputQueue()
-        let first = frames.frame(.joined(a), id: nil, live: { _ in true })!
-        #expect(frames.frame(.joined(a), id: nil, live: { _ in true })![1] === first[1])
+        let first = frames.frame(.joined(a), id: nil)!
+        #expect(frames.frame(.joined(a), id: nil)![1] === first[1])
         for part in first { queue.append(part) }                      // a connection has them to write
-        _ = frames.frame(.joined(b), id: nil, live: { _ in true })
-        #expect(frames.frame(.joined(a), id: nil, live: { _ in true })![1] === first[1])   // kept
-        _ = frames.frame(.joined(c), id: nil, live: { $0 != "a" })     // "a" is gone
-        #expect(frames.frame(.joined(a), id: nil, live: { _ in true })![1] !== first[1])
-        let second = frames.frame(.joined(b), id: nil, live: { _ in true })!
+        _ = frames.frame(.joined(b), id: nil)
+        #expect(frames.frame(.joined(a), id: nil)![1] === first[1])   // kept
+        _ = frames.frame(.joined(c), id: nil)
+        #expect(frames.frame(.joined(a), id: nil)![1] === first[1])   // still queued: kept
+        let second = frames.frame(.joined(b), id: nil)!
         var d = a
         d.session = "d"
-        _ = frames.frame(.joined(d), id: nil, live: { _ in true })     // "b"'s parts are queued nowhere
-        #expect(frames.frame(.joined(b), id: nil, live: { _ in true })![1] !== second[1])
+        _ = frames.frame(.joined(d), id: nil)     // "b"'s parts are queued nowhere
+        #expect(frames.frame(.joined(b), id: nil)![1] !== second[1])
         #expect(queue.queuedBytes > 0)
     }
 }

@@ -35,16 +35,16 @@ struct JoinedFrames {
     }
 
     /// Per session, the parts of its last join. A session seen for the first time
-    /// first clears out those of sessions no longer `live` and those no connection
-    /// still has to write: parts are kept for a storm of joins, not for every session
+    /// first clears out those no connection still has to write (a session deleted
+    /// meanwhile among them): parts are kept for a storm of joins, not for every session
     /// there is (each would hold a second copy of its flow and state).
     private var sessions: [String: Shared] = [:]
 
     /// The frame of a `joined` whose parts its session encoded, as buffers to queue in
     /// order; nil for any other message (sent as one frame, `OutgoingBuffer(text:)`).
-    mutating func frame(_ message: ServerMessage, id: JSON?, live: (String) -> Bool) -> [OutgoingBuffer]? {
+    mutating func frame(_ message: ServerMessage, id: JSON?) -> [OutgoingBuffer]? {
         guard case .joined(let j) = message, let e = j.encoded, case .state(let state) = j.catchUp else { return nil }
-        if sessions[j.session] == nil { sessions = sessions.filter { live($0.key) && $0.value.isQueued } }
+        if sessions[j.session] == nil { sessions = sessions.filter { $0.value.isQueued } }
         var shared = sessions[j.session] ?? Shared()
         defer { sessions[j.session] = shared }
         // A full listing (`others` counted) is the same for the joins that follow. One

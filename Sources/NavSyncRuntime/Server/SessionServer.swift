@@ -85,7 +85,7 @@ public final class SessionServer: ServerApplication {
             case .send(let to, let message, let id):
                 guard let connection = server?.connections[to], connection.isOpen else { continue }
                 // A `joined` goes in parts its session's joins share; the rest whole.
-                let parts = joinedFrames.frame(message, id: id, live: { self.hub.hasSession($0) })
+                let parts = joinedFrames.frame(message, id: id)
                 let sent = parts.map { connection.send($0) } ?? connection.sendMessage(OutgoingBuffer(text: message, id: id))
                 if !sent { connection.abort(.overflow); continue }
                 connection.writeFirst()
@@ -217,8 +217,8 @@ public final class SessionServer: ServerApplication {
             return .text(403, "origin \(request.header("Origin") ?? "") is not allowed here (navsyncd --allow-origin)\n")
         }
         connection.context = Self.admitted
-        if let policy = hub.policy, let token = AccessPolicy.token(of: request) {
-            switch policy.check(token, wallMS: unixMilliseconds()) {
+        if let token = AccessPolicy.token(of: request), let checked = hub.checkToken(token, now: unixMilliseconds()) {
+            switch checked {
             case .failure(let refusal):
                 var r = HTTPResponse.text(401, "\(refusal)\n")
                 r.headers.append(("WWW-Authenticate", "Bearer"))

@@ -3,6 +3,17 @@ import NavSync
 /// GET routes and the figures of `/metrics`. Reads change nothing; everything that
 /// changes the hub goes through `handle(_:at:)`.
 extension Hub {
+    /// Whether a token shown on an upgrade or an HTTP request is taken, and with which
+    /// grant, at wall time `now` (ms since the Unix epoch, for a JWT's `exp` and `nbf`):
+    /// the hub's access policy read, nothing changed. nil when there is no policy (no
+    /// `--auth`, no `--jwt-key`: every connection is admin).
+    public func checkToken(_ token: String, now: Int64) -> Result<AccessPolicy.Grant, AccessPolicy.Refusal>? {
+        policy?.check(token, wallMS: now)
+    }
+
+    /// Whether tokens are checked at all.
+    public var checksTokens: Bool { policy != nil }
+
     /// Whether the session is held here.
     public func hasSession(_ name: String) -> Bool { sessions[name] != nil }
 
