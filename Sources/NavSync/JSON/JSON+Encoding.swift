@@ -199,7 +199,7 @@ package struct ByteWriter: ~Copyable {
     }
 
     /// Bytes written on the stack before a writer moves to the heap. (Past 1 KiB the
-    /// standard library asks the thread for its stack bounds: some 700 instructions.)
+    /// standard library asks the thread for its stack bounds.)
     static let stackBytes = 1024
 
     /// The bytes `body` writes, as one array: written on the stack (moving to the heap

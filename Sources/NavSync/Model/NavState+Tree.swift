@@ -119,7 +119,7 @@ extension NavState {
     private static func walkDeepest<T>(_ c: Coordinator, _ path: inout CoordinatorPath, _ match: (Coordinator) -> T?,
                                        _ found: inout (depth: Int, value: T)?) {
         if let value = match(c) { found = (path.count, value) }
-        // (The child read once, as in `walkActive`: 2.7% of a push/pop command.)
+        // (The child read once, as in `walkActive`.)
         guard let i = c.visibleIndex, let child = c.entries[i].coordinator else { return }
         path.append(i)
         walkDeepest(child, &path, match, &found)

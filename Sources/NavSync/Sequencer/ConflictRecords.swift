@@ -122,7 +122,7 @@ struct IDRevisions: Sendable, Equatable {
                     i = id.number - low
                 }
                 // One at a time: `append(contentsOf: repeatElement(…))` took the generic
-                // path, some 450 instructions for the dozen new ids of a deep link.
+                // path for the dozen new ids of a deep link.
                 while slots.count <= i { slots.append(0) }
             }
             count += (newValue == nil ? 0 : 1) - (slots[i] == 0 ? 0 : 1)
@@ -153,8 +153,8 @@ struct IDRevisions: Sendable, Equatable {
 
 /// The revision at which each live coordinator last changed (docs/protocol.md, "Operations: fine points", "Conflicts"):
 /// the root's, the alert's, and each coordinator opened by an entry, by the entry's id
-/// (`IDRevisions`: a deep link creates and removes a handful of coordinators, and a
-/// hash table's inserts and deletes were 3% of it).
+/// (`IDRevisions`: a deep link creates and removes a handful of coordinators, each an
+/// insert or a delete in a hash table otherwise).
 public struct ChangeTable: Sendable, Equatable {
     private var root: Int?
     private var alert: Int?

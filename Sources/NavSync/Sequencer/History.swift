@@ -198,8 +198,7 @@ public struct History: Sendable {
     /// The checkpoints from `dropped` on, oldest first (`kept`).
     private var checkpoints: [Checkpoint] = []
     /// Checkpoints before this index were dropped, their states let go; they leave the
-    /// array in bulk once they are half of it, so dropping one moves nothing (moving
-    /// some 160 checkpoints every 64 revisions was 1.5% of a push/pop command).
+    /// array in bulk once they are half of it, so dropping one moves nothing.
     private var dropped = 0
     private var kept: ArraySlice<Checkpoint> { checkpoints[dropped...] }
     /// A collecting history (`collecting(after:)`) keeps what it is given here instead.

@@ -92,7 +92,7 @@ public struct IdempotencyTable: Sendable {
     public struct Entry: Sendable, Equatable {
         public var ack: Ack
         // Constants, each set by the initializers: as `var`s defaulting to nil, the
-        // optimizer built every entry twice and copied one (3.5% of a push/pop command).
+        // optimizer built every entry twice and copied one.
         private let command: Command?
         private let stored: UInt64?
 

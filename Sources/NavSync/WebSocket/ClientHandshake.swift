@@ -121,9 +121,8 @@ public enum ClientHandshake {
     /// for our key (section 4.1, items 1–4 of the client's checks).
     public static func response(_ buffer: [UInt8], key: String, offeredDeflate: Bool = false,
                                 acceptValue: WebSocketHandshake.AcceptValue = WebSocketHandshake.acceptValue(forKey:)) -> Result {
-        // Bytes scanned by hand: the generic `firstRange(of:)` and string splitting
-        // cost some 400,000 instructions a handshake, most of a load generator's work
-        // when thousands of members connect at once.
+        // Bytes scanned by hand: the generic `firstRange(of:)` and string splitting were
+        // most of a load generator's work when thousands of members connect at once.
         guard let end = headEnd(buffer) else {
             return buffer.count > 16 * 1024 ? .refused(status: 0, reason: "response head too large") : .needMore
         }

@@ -85,7 +85,7 @@ public final class Connection {
     var socketHost: String { UV.Address.host(ofPeer: socketPeer) }
     /// The address this connection is counted against (`--max-connections-per-ip`):
     /// the socket's, or the client's behind a trusted proxy; nil once uncounted. The
-    /// server's to keep (a table of them by connection was 40 bytes a connection).
+    /// server's to keep (not in a server table keyed by connection).
     var countedIP: String?
     /// Free for the application: its per-connection state.
     public var context: AnyObject?
@@ -141,8 +141,7 @@ public final class Connection {
 
     /// One frame queued as the buffers it is made of, in order (`JoinedFrames`): all
     /// of them or, past the cap, none. (Not the one-buffer `send` through a collection
-    /// of one: that was no longer inlined in a broadcast's loop over its members, and
-    /// a fan-out took 14% more instructions.)
+    /// of one: that was no longer inlined in a broadcast's loop over its members.)
     @discardableResult
     func send(_ parts: [OutgoingBuffer]) -> Bool {
         guard !handleClosed else { return false }

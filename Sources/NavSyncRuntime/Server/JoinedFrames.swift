@@ -49,8 +49,7 @@ struct JoinedFrames {
         defer { sessions[j.session] = shared }
         // A full listing (`others` counted) is the same for the joins that follow. One
         // that lists everybody changes with every join: it goes into the join's own
-        // bytes, as it did before (held here, it would also make the session copy it
-        // to extend it, and the first joins of a session cost 20% more).
+        // bytes (held here, it would also make the session copy it to extend it).
         let sharesListing = j.others != nil
         if !sharesListing { shared.members = nil }
         var parts = [Self.part(&shared.flow, e.flow) { out, bytes in

@@ -79,7 +79,7 @@ struct OutputQueue: ~Copyable {
     /// The longest lists kept for the next flush (6 KiB for the two; a burst's longer
     /// ones are freed). A busy member reuses them, and `trim()` frees them once it is
     /// idle: at 64, members of a session sent 64 commands at a time grew theirs from 4
-    /// again at every flush (malloc was 2% of fan-out CPU).
+    /// again at every flush (malloc showed in fan-out profiles).
     static var listsKept: Int { 256 }
 
     /// Bytes queued or in flight.

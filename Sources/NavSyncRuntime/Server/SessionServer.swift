@@ -37,7 +37,7 @@ public final class SessionServer: ServerApplication {
     /// Sessions whose patches a member missed, by connection: it gets their state when
     /// drained. Only lagging members are here, each while its connection `wantsDrained`
     /// (the broadcast checks that first). A table, not a state object per connection:
-    /// that was 48 bytes a member, for what few ever need.
+    /// every member would pay for what few ever need.
     private var lagging: [Int: Set<String>] = [:]
     /// `Connection.context` of a connection whose upgrade was admitted (the hub hears of
     /// its close); the same object for all.
@@ -164,8 +164,8 @@ public final class SessionServer: ServerApplication {
                         return
                     }
                 }
-                // The frame is passed on, not copied into a variable: a copy was a
-                // retain and a release per member (5% of fan-out CPU).
+                // The frame is passed on, not copied into a variable: a copy is a
+                // retain and a release per member.
                 let queued: Bool
                 if compressible, let window = connection.deflateWindow {
                     let made = deflated[window] ?? server.deflater!.frame(compressing: frame, windowBits: window)

@@ -99,7 +99,7 @@ public struct ConnectionMachine: Sendable {
     }
 
     /// What every connection of a server shares: made once and referenced, so each
-    /// connection holds one pointer instead of its own copy (some 130 bytes a member).
+    /// connection holds one pointer instead of its own copy.
     public final class Setup: Sendable {
         public let limits: ConnectionLimits
         public let webSocketPath: String

@@ -104,7 +104,7 @@ public struct Hub {
         /// shown no valid token (then only `hello` and `ping`).
         var role: Role?
         /// The token's grant, with an auth file. Boxed: most peers have none, and every
-        /// peer's inline size is paid in the hub's table (144 -> 96 bytes a peer).
+        /// peer's inline size is paid in the hub's table.
         var grant: AccessPolicy.Grant? {
             get { grantBox?.value }
             set { grantBox = newValue.map(Boxed.init) }
@@ -249,7 +249,7 @@ public struct Hub {
 
     /// Output: sent now, or held until the journal entries made so far are written.
     /// (Consumed, not copied: copying an effect goes through every payload of the
-    /// enum and its message, some 600 instructions, twice per command.)
+    /// enum and its message, twice per command.)
     mutating func emit(_ effect: consuming Effect) {
         if journal.seq > journal.durableThrough { journal.gate.hold(effect, until: journal.seq) } else { out.append(effect) }
     }
@@ -348,8 +348,8 @@ public struct Hub {
         guard let at = sessions.index(forKey: name) else { return fail(NavError(.unknownSession, "no session '\(name)'")) }
         if let e = frozen[name] { return fail(e) }
         let sender = Sequencer.Sender(name: senderName, ts: time.wallMS, mayLoad: role == .admin)
-        // Through the dictionary's values in place (`sessions[name]!` copied the session
-        // out and back, some 1,000 instructions per command).
+        // Through the dictionary's values in place (`sessions[name]!` copies the session
+        // out and back).
         let (outcome, command) = sessions.values[at].sequencer.submitDecoding(object, client: client, refused: role.refusedOperations, sender: sender)
         switch outcome {
         case .applied(let ack, let patch):

@@ -40,7 +40,7 @@ public struct Session: Sendable {
     /// The listed members as `joined` carries them, kept while the listing and their
     /// statuses do not change: a join storm encodes them once, not once per join.
     /// Released at the presence tick after the joins (`takePresence`): held for good,
-    /// the listing and its text were some 200 bytes a member on an idle node.
+    /// the listing and its text would cost every member of an idle node.
     private var listingCache: (order: [Int], members: [Member], bytes: [UInt8])?
     /// The state of one revision, encoded (every state change makes a revision);
     /// released with the listing.
