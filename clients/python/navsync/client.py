@@ -327,15 +327,23 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
             raise
 
     async def close(self) -> None:
-        """Leaves: unanswered commands fail with `closed`."""
+        """Leaves: unanswered commands fail with `closed`. Bounded: it returns within
+        seconds even if the server does not answer the close."""
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
+        task, ws = self._task, self._ws
+        if task is not None:
+            task.cancel()
+        # The socket closed too: a cancellation that `asyncio.wait_for` swallowed (a
+        # receive completing at the same moment) must not leave the task serving on.
+        if ws is not None:
             with contextlib.suppress(BaseException):
-                await self._task
-        if self._ws is not None:
+                await asyncio.wait_for(ws.close(), 5)
+        for _ in range(10):
+            if task is None or task.done():
+                break
+            task.cancel()
             with contextlib.suppress(BaseException):
-                await self._ws.close()
+                await asyncio.wait_for(asyncio.shield(task), 1)
         self._fail_all(NavError("closed", "the navsync session was closed"))
 
     @property
