@@ -31,12 +31,16 @@ struct NavigatorSpeculationTests {
 
     var serverState: JSON { (try? server.hub.sessionDocument("demo").get())?["state"] ?? .null }
 
-    /// Everything in flight delivered, and the navigators' event tasks run.
+    var serverRev: Int { Int((try? server.hub.sessionDocument("demo").get())?["rev"]?.intValue ?? -1) }
+
+    /// Everything in flight delivered, and the navigators' event tasks run until each
+    /// has nothing pending and has taken in the server's last revision.
     func drain(_ navs: Navigator...) async {
+        func done() -> Bool { navs.allSatisfy { !$0.isWriting && $0.confirmedRev == serverRev } }
         for _ in 0..<20 {
             server.drain()
-            _ = await settle { navs.allSatisfy { !$0.isWriting } }
-            if server.inFlight == 0 && navs.allSatisfy({ !$0.isWriting }) { return }
+            _ = await settle(done)
+            if server.inFlight == 0 && done() { return }
         }
     }
 
