@@ -25,16 +25,17 @@ for n in sorted(seen):
     print(("C " if c else "  ") + n)
 PY
 }
-no_c_target() { ! closure "$1" | tee /dev/stderr | grep -q '^C '; }   # no_c_target TARGET
+no_c_target() { local c; c="$(closure "$1")"; echo "$c"; ! grep -q '^C ' <<<"$c"; }   # no_c_target TARGET
 check "NavSyncClient reaches no C target" no_c_target NavSyncClient
 check "NavSync reaches no C target" no_c_target NavSync
 has_c_target() { ! no_c_target "$1"; }
 check "NavSyncRuntime does (the check sees C targets)" has_c_target NavSyncRuntime
-no_dependency() { ! closure "$1" | grep -qx "  $2"; }   # no_dependency TARGET ON: not transitively
+no_dependency() { local c; c="$(closure "$1")"; ! grep -qx "  $2" <<<"$c"; }   # no_dependency TARGET ON: not transitively
 check "NavSyncClient does not depend on NavSyncServer" no_dependency NavSyncClient NavSyncServer
 check "NavSyncRuntime does not depend on NavSyncClient" no_dependency NavSyncRuntime NavSyncClient
 # What `swift build --target NavSyncClient` compiles: the client and the core, and no
 # hub, journal, cluster or access-control source among them.
+rm -rf "$OUT/split-client-build"   # a fresh build: an incremental one compiles nothing to look at
 swift build --target NavSyncClient -v --scratch-path "$OUT/split-client-build" >"$OUT/split-client-build.log" 2>&1
 compiled_sources() { grep -o '/Sources/[A-Za-z]*/[^ ]*\.swift' "$OUT/split-client-build.log" | sort -u; }
 check "swift build --target NavSyncClient compiles NavSync and NavSyncClient sources" bash -c \
