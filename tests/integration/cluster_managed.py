@@ -57,6 +57,20 @@ def start_redis(name, *args, port=None):
     return proc, port
 
 
+def start_sentinel(d, i, port, primary_port, listen=None, extra=""):
+    """Sentinel `i` of three (quorum 2) watching master `navsync` at `primary_port`,
+    quick to judge it down (1 s); `listen`: its listening lines (default `port PORT`),
+    `extra`: more settings. Returns once it listens."""
+    conf = f"{d}/sentinel-{i}.conf"
+    with open(conf, "w") as f:
+        f.write((listen or f"port {port}\n") + f"bind 127.0.0.1\ndir {d}\n"
+                f"sentinel monitor navsync 127.0.0.1 {primary_port} 2\n"
+                "sentinel down-after-milliseconds navsync 1000\nsentinel failover-timeout navsync 5000\n" + extra)
+    proc = subprocess.Popen(["redis-server", conf, "--sentinel"], stdout=open(f"{d}/sentinel-{i}.log", "a"), stderr=subprocess.STDOUT)
+    wait_port(port)
+    return proc
+
+
 class Node:
     running = []   # every node started; a scenario's finally stops them (Node.stop_all)
 
@@ -360,22 +374,12 @@ class Sentinels:
         self.sentinels, self.ports, self.dead = [], [], free_port()
         for i in range(3):
             port = free_port()
-            conf = f"{self.dir}/sentinel-{i}.conf"
-            with open(conf, "w") as f:
-                if tls:
-                    f.write(f"port 0\ntls-port {port}\ntls-replication yes\ntls-auth-clients no\n"
-                            + "".join(f"tls-{k} {v}\n" for k, v in files.items()))
-                else:
-                    f.write(f"port {port}\n")
-                f.write(f"bind 127.0.0.1\ndir {self.dir}\n"
-                        f"sentinel monitor navsync 127.0.0.1 {self.primary_port} 2\n"
-                        f"sentinel auth-pass navsync {DATA_PW}\nrequirepass {SENTINEL_PW}\n"
-                        "sentinel down-after-milliseconds navsync 1000\nsentinel failover-timeout navsync 5000\n"
-                        "sentinel parallel-syncs navsync 1\n")
-            self.sentinels.append(subprocess.Popen(["redis-server", conf, "--sentinel"],
-                                                   stdout=open(f"{self.dir}/sentinel-{i}.log", "a"), stderr=subprocess.STDOUT))
+            listen = (f"port 0\ntls-port {port}\ntls-replication yes\ntls-auth-clients no\n"
+                      + "".join(f"tls-{k} {v}\n" for k, v in files.items())) if tls else None
+            self.sentinels.append(start_sentinel(self.dir, i, port, self.primary_port, listen=listen,
+                                                 extra=f"sentinel auth-pass navsync {DATA_PW}\nrequirepass {SENTINEL_PW}\n"
+                                                       "sentinel parallel-syncs navsync 1\n"))
             self.ports.append(port)
-            wait_port(port)
         # The replica in sync, and every Sentinel aware of it and of the others.
         for _ in range(100):
             info = self.redis(self.primary_port, DATA_PW).info("replication")
@@ -568,16 +572,8 @@ class RecipeRedis:
         self.sentinel_ports, self.sentinels = [], []
         for i in range(3):
             port = free_port()
-            conf = f"{self.dir}/sentinel-{i}.conf"
-            with open(conf, "w") as f:
-                f.write(f"port {port}\nbind 127.0.0.1\ndir {self.dir}\n"
-                        f"sentinel monitor navsync 127.0.0.1 {self.ports[0]} 2\n"
-                        "sentinel down-after-milliseconds navsync 1000\nsentinel failover-timeout navsync 5000\n"
-                        "sentinel parallel-syncs navsync 2\n")
-            self.sentinels.append(subprocess.Popen(["redis-server", conf, "--sentinel"],
-                                                   stdout=open(f"{self.dir}/sentinel-{i}.log", "a"), stderr=subprocess.STDOUT))
+            self.sentinels.append(start_sentinel(self.dir, i, port, self.ports[0], extra="sentinel parallel-syncs navsync 2\n"))
             self.sentinel_ports.append(port)
-            wait_port(port)
         for _ in range(150):
             known = [redis.Redis(port=p).sentinel_master("navsync") for p in self.sentinel_ports]
             if all(k["num-other-sentinels"] == 2 and k["num-slaves"] == 2 for k in known):
