@@ -701,7 +701,12 @@ async def scenario_recipe(how):
         missing = [k for k in acked if entries.count(k) != 1]
         check(f"{how}: every acknowledged command ({len(acked)}) is in the new primary's log exactly once", not missing, missing[:3])
         for n in nodes:
-            check(f"{how}: {n.name} did not log 'lost writes' for an ordinary failover", "lost writes" not in n.logged())
+            # An ordinary failover (a new epoch, every revision kept) is not a loss; a
+            # revision going back is, though only of commands never acknowledged (the
+            # log check above): that is the one warning allowed.
+            lost = [line for line in n.logged().splitlines() if "lost writes" in line]
+            check(f"{how}: {n.name} warned of lost writes only where a revision went back ({len(lost)} such)",
+                  all("went back from revision" in line for line in lost), lost[:2])
     finally:
         Node.stop_all()
         rr.stop()
