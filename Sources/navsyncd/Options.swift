@@ -31,6 +31,7 @@ struct Options {
     var redisPasswordFile: String?
     var redisWait = 0
     var redisWaitTimeout = 1_000
+    var redisWaitHold = 5_000
     /// `--tls-cert`, `--tls-key`, `--tls-self-signed`.
     var tlsCertificate: String?
     var tlsKey: String?
@@ -104,6 +105,10 @@ struct Options {
                               them may be promoted. One whose replicas do not confirm in
                               time is answered `unconfirmed` (HTTP 503): resend it by id
       --redis-wait-timeout MS how long WAIT waits (default 1000)
+      --redis-wait-hold MS    a replica that stops acknowledging is still waited for this
+                              long: it may be the one the Sentinels are promoting
+                              (default 5000; above your Sentinels' down-after-milliseconds
+                              to cover a primary cut off from them)
       --tls-cert FILE         serve HTTPS and wss:// on the port (TLS 1.2 and 1.3), with this
                               certificate (PEM, a chain allowed); needs --tls-key. Re-read
                               on SIGHUP (open connections keep theirs; one that does not
@@ -301,6 +306,11 @@ struct Options {
                     return .usageError("--redis-wait-timeout needs milliseconds, 10-60000")
                 }
                 o.redisWaitTimeout = n
+            case "--redis-wait-hold":
+                guard let v = args.popFirst(), let n = Int(v), (0...600_000).contains(n) else {
+                    return .usageError("--redis-wait-hold needs milliseconds, 0-600000")
+                }
+                o.redisWaitHold = n
             case "--node":
                 guard let v = args.popFirst(), ClientRequest.isValidSessionName(v), v.utf8.count <= 64 else {
                     return .usageError("--node needs a name of 1-64 letters, digits or -_.: characters")
@@ -328,7 +338,8 @@ struct Options {
         }
         if o.node != nil && o.cluster == nil { return .usageError("--node needs --cluster") }
         for (flag, given) in [("--redis-password-file", o.redisPasswordFile != nil), ("--redis-wait", arguments.contains("--redis-wait")),
-                              ("--redis-wait-timeout", arguments.contains("--redis-wait-timeout"))] where given && o.cluster == nil {
+                              ("--redis-wait-timeout", arguments.contains("--redis-wait-timeout")),
+                              ("--redis-wait-hold", arguments.contains("--redis-wait-hold"))] where given && o.cluster == nil {
             return .usageError("\(flag) needs --cluster")
         }
         if o.redisPasswordFile != nil && o.cluster?.password != nil {

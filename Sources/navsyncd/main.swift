@@ -114,7 +114,8 @@ if let url = options.cluster {
     let hostname = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     do {
         cluster = try ClusterStore(url: url, node: options.node ?? "\(hostname)-\(options.server.port)", passwordFile: options.redisPasswordFile,
-                                   waitReplicas: options.redisWait, waitTimeout: options.redisWaitTimeout)
+                                   waitReplicas: options.redisWait, waitTimeout: options.redisWaitTimeout,
+                                   waitHold: options.redisWaitHold)
     } catch {
         say("navsyncd: \(error)", to: 2)
         exit(1)

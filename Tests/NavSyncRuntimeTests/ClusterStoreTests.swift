@@ -80,6 +80,24 @@ struct ClusterStoreTests {
         #expect(ClusterStore.replication("role:slave\r\nmaster_host:127.0.0.1\r\n").role == "slave")
     }
 
+    /// A replica that drops out of the primary's view is still waited for until it is
+    /// back, the primary changes, or the hold runs out (it may be the one promoted).
+    @Test func aReplicaThatDropsOutIsHeld() {
+        var h = ReplicaHold(hold: 5_000)
+        #expect(h.saw(1, at: 1_000) == .none && h.saw(2, at: 2_000) == .none && h.peak == 2)
+        #expect(h.saw(1, at: 3_000) == .dropped(from: 2, to: 1) && h.peak == 2 && h.holding)
+        #expect(h.saw(1, at: 4_000) == .none && h.peak == 2, "the drop is said once")
+        #expect(h.saw(1, at: 6_999) == .none && h.peak == 2, "held until 5 s after the last sample with both")
+        #expect(h.saw(1, at: 7_000) == .released(from: 2, to: 1) && h.peak == 1 && !h.holding)
+        #expect(h.saw(0, at: 8_000) == .dropped(from: 1, to: 0) && h.peak == 1)
+        #expect(h.saw(1, at: 9_000) == .none && h.peak == 1 && !h.holding, "back: nothing held")
+        #expect(h.saw(2, at: 10_000) == .none && h.saw(1, at: 11_000) == .dropped(from: 2, to: 1))
+        h.reset()
+        #expect(h.peak == 0 && h.saw(1, at: 12_000) == .none && h.peak == 1, "a new primary's replicas are counted anew")
+        var none = ReplicaHold(hold: 0)
+        #expect(none.saw(2, at: 1_000) == .none && none.saw(1, at: 2_000) == .released(from: 2, to: 1), "--redis-wait-hold 0: no hold")
+    }
+
     @Test func refusalsAreSaidForOperators() {
         let at = RedisURL.Host(name: "r", port: 6379)
         #expect(RedisConnection.explain("WRONGPASS invalid username-password pair", target: at, user: "nav").contains("refused the password of user 'nav'"))

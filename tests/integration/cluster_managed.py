@@ -348,6 +348,51 @@ async def scenario_wait():
             p.wait()
 
 
+def scenario_hold():
+    """A replica promoted behind the node's back (REPLICAOF NO ONE on it, what the
+    Sentinels do first in a failover, seen here before they say so): the primary goes
+    on with one replica, which alone must not acknowledge, since the promoted one never
+    gets those writes. Writes are `unconfirmed` for --redis-wait-hold, /readyz and the
+    log say why, and then go on with the replica left. (A spurious failover of a live
+    primary on a busy machine lost acknowledged commands this way.)"""
+    primary, pport = start_redis("hold-primary")
+    kept, kport = start_redis("hold-replica-a", "--replicaof", "127.0.0.1", str(pport))
+    promoted, ppport = start_redis("hold-replica-b", "--replicaof", "127.0.0.1", str(pport))
+    try:
+        for port in (kport, ppport):
+            for _ in range(100):
+                info = redis.Redis(port=port).info("replication")
+                if info.get("master_link_status") == "up" and info.get("master_sync_in_progress") == 0:
+                    break
+                time.sleep(0.05)
+        time.sleep(1.2)   # the replicas' first ACKs (see scenario_wait)
+        node = Node("hold", f"redis://127.0.0.1:{pport}", "--redis-wait", "1", "--redis-wait-timeout", "300", "--redis-wait-hold", "4000")
+        status, body = node.ready()
+        check("hold: two replicas online, ready", status == 200, str(body))
+        status, body = node.command(1)
+        check("...and a command is acknowledged", body.get("rev") == 1, f"{status} {body}")
+        redis.Redis(port=ppport).execute_command("REPLICAOF", "NO", "ONE")
+        dropped = time.monotonic()
+        time.sleep(1.5)   # the node's look at INFO replication, once a second, sees one replica
+        status, body = node.command(2)
+        check("a replica promoted behind the node's back: a command with the one left is unconfirmed, not acknowledged",
+              status == 503 and body.get("code") == "unconfirmed", f"{status} {body}")
+        status, body = node.readyz(503, 1)
+        check("...and /readyz says the one gone is waited for (--redis-wait-hold)",
+              status == 503 and "--redis-wait-hold" in body.get("reason", ""), str(body))
+        status, body = node.command_confirmed(2, tries=40)
+        waited = time.monotonic() - dropped
+        check(f"...then, the hold over, writes go on with the replica left (acknowledged {waited:.1f} s after the drop, hold 4 s)",
+              status == 200 and body.get("rev") == 2 and waited >= 3.5, f"{status} {body}")
+        log = node.logged()
+        check("...and the log says both", "writes wait for the one gone" in log and "writes go on with the 1 left" in log, log[-800:])
+    finally:
+        Node.stop_all()
+        for p in (primary, kept, promoted):
+            p.kill()
+            p.wait()
+
+
 DATA_PW, SENTINEL_PW = "data-secret", "sentinel-secret"
 
 
@@ -722,6 +767,9 @@ async def main():
     if not ONLY or "wait" in ONLY:
         print("-- wait", flush=True)
         await scenario_wait()
+    if not ONLY or "hold" in ONLY:
+        print("-- hold", flush=True)
+        scenario_hold()
     if not ONLY or "sentinel" in ONLY:
         print("-- sentinel", flush=True)
         await scenario_sentinel()

@@ -19,6 +19,9 @@ public final class ClusterStore {
     /// answered `unconfirmed` after `waitTimeout` ms.
     public let waitReplicas: Int
     public let waitTimeout: Int
+    /// `--redis-wait-hold`: a replica that stops acknowledging is still waited for this
+    /// long (it may be the one the Sentinels are promoting; see `ReplicaHold`).
+    public var waitHold: Int { Int(replicaHold.hold) }
     /// What this node tells the others clients may connect to (`GET /api/cluster`).
     public var advertised = ""
     /// Hands the hub what Redis said.
@@ -35,6 +38,7 @@ public final class ClusterStore {
     private var newEpoch: () -> String = { "" }
     private var lastWarning: (reason: String, at: UInt64)?
     private var startedAt: UInt64 = 0
+    private var replicaHold: ReplicaHold
 
     // Metrics (`navsync_cluster_*`).
     public private(set) var appends = 0
@@ -52,12 +56,14 @@ public final class ClusterStore {
 
     /// Reads the password file and makes the TLS context: what is wrong with either is
     /// an error at start.
-    public init(url: RedisURL, node: String, passwordFile: String? = nil, waitReplicas: Int = 0, waitTimeout: Int = 1_000) throws(SetupError) {
+    public init(url: RedisURL, node: String, passwordFile: String? = nil, waitReplicas: Int = 0, waitTimeout: Int = 1_000,
+                waitHold: Int = 5_000) throws(SetupError) {
         self.url = url
         self.node = node
         self.passwordFile = passwordFile
         self.waitReplicas = waitReplicas
         self.waitTimeout = waitTimeout
+        replicaHold = ReplicaHold(hold: UInt64(waitHold))
         password = url.password
         if let passwordFile {
             guard url.password == nil else {
@@ -103,6 +109,11 @@ public final class ClusterStore {
             if online < waitReplicas {
                 return "store: Redis at \(commands.target) has \(online) replicas online and acknowledging, --redis-wait needs \(waitReplicas)"
             }
+            if online < replicaHold.peak {
+                return "store: Redis at \(commands.target) has \(online) replicas online and acknowledging; \(replicaHold.peak) did until "
+                    + "\((commands.now - replicaHold.peakSeen) / 1000) s ago, and the one gone may be the replica the Sentinels are promoting: "
+                    + "writes wait for it until it is back, a new primary is named, or --redis-wait-hold (\(waitHold) ms) has passed"
+            }
         }
         return nil
     }
@@ -129,6 +140,7 @@ public final class ClusterStore {
             connected = false
             // The replicas were the lost primary's: the next one's are read anew.
             replication = ("", [])
+            replicaHold.reset()
             sentinel?.ask()
             onEvent?(.disconnected(reason))
         }
@@ -233,6 +245,16 @@ public final class ClusterStore {
         commands.send(["INFO", "replication"]) { [unowned self] result in
             guard case .success(let r) = result, let info = r.text else { return }
             replication = Self.replication(info)
+            guard waitReplicas > 0 else { return }
+            switch replicaHold.saw(acknowledgingReplicas, at: commands.now) {
+            case .none: break
+            case .dropped(let from, let to):
+                logger?.warn("cluster: Redis at \(commands.target): \(to) of \(from) replicas acknowledging; writes wait for the one gone "
+                             + "for up to \(waitHold) ms (--redis-wait-hold), in case it is the one the Sentinels are promoting")
+            case .released(let from, let to):
+                logger?.warn("cluster: Redis at \(commands.target): \(from - to) replica(s) not back within --redis-wait-hold (\(waitHold) ms); "
+                             + "writes go on with the \(to) left")
+            }
         }
     }
 
@@ -363,14 +385,14 @@ public final class ClusterStore {
     }
 
     /// `--redis-wait N`: the append is acknowledged once N replicas have it, and every
-    /// replica online and acknowledging too: Sentinel may promote any of them (it knows
-    /// their offsets only as of its last look), so a write one of them lacked could be
-    /// lost with the primary. With two replicas and `--redis-wait 1`, losing one still
-    /// leaves writes going. WAIT on the connection that appended covers every write it
-    /// made before.
+    /// replica online and acknowledging too, or that was within `--redis-wait-hold`:
+    /// Sentinel may promote any of them (it knows their offsets only as of its last
+    /// look), so a write one of them lacked could be lost with the primary. With two
+    /// replicas and `--redis-wait 1`, losing one leaves writes going after the hold. WAIT
+    /// on the connection that appended covers every write it made before.
     private func confirm(_ name: String, token: Int, last: StreamID) {
         guard waitReplicas > 0, let commands else { return onEvent?(.appended(session: name, token: token, last: last)) ?? () }
-        let needed = max(waitReplicas, acknowledgingReplicas)
+        let needed = max(waitReplicas, acknowledgingReplicas, replicaHold.peak)
         commands.send(["WAIT", String(needed), String(waitTimeout)]) { [unowned self] result in
             let why: String
             switch result {
