@@ -80,22 +80,43 @@ struct ClusterStoreTests {
         #expect(ClusterStore.replication("role:slave\r\nmaster_host:127.0.0.1\r\n").role == "slave")
     }
 
-    /// A replica that drops out of the primary's view is still waited for until it is
-    /// back, the primary changes, or the hold runs out (it may be the one promoted).
-    @Test func aReplicaThatDropsOutIsHeld() {
+    /// A replica that leaves the primary is still waited for until it is back, the
+    /// primary changes, or the hold runs out (it may be the one promoted): by address,
+    /// so one leaving as another joins is seen too.
+    @Test func aReplicaThatLeavesIsHeld() {
         var h = ReplicaHold(hold: 5_000)
-        #expect(h.saw(1, at: 1_000) == .none && h.saw(2, at: 2_000) == .none && h.peak == 2)
-        #expect(h.saw(1, at: 3_000) == .dropped(from: 2, to: 1) && h.peak == 2 && h.holding)
-        #expect(h.saw(1, at: 4_000) == .none && h.peak == 2, "the drop is said once")
-        #expect(h.saw(1, at: 6_999) == .none && h.peak == 2, "held until 5 s after the last sample with both")
-        #expect(h.saw(1, at: 7_000) == .released(from: 2, to: 1) && h.peak == 1 && !h.holding)
-        #expect(h.saw(0, at: 8_000) == .dropped(from: 1, to: 0) && h.peak == 1)
-        #expect(h.saw(1, at: 9_000) == .none && h.peak == 1 && !h.holding, "back: nothing held")
-        #expect(h.saw(2, at: 10_000) == .none && h.saw(1, at: 11_000) == .dropped(from: 2, to: 1))
+        #expect(h.saw(["a:1"], at: 1_000) == ([], []) && h.saw(["a:1", "b:2"], at: 2_000) == ([], []))
+        #expect(h.saw(["b:2", "c:3"], at: 3_000) == (["a:1"], []) && h.waitedFor == ["a:1", "b:2", "c:3"] && h.missing == ["a:1"],
+                "one swapped for another: the count is the same, the one gone is still waited for")
+        #expect(h.saw(["b:2", "c:3"], at: 4_000) == ([], []), "the drop is said once")
+        #expect(h.saw(["b:2", "c:3"], at: 6_999).released.isEmpty && h.waitedFor.count == 3, "held until 5 s after it was last seen")
+        #expect(h.saw(["b:2", "c:3"], at: 7_000) == ([], ["a:1"]) && h.waitedFor == ["b:2", "c:3"] && h.missing.isEmpty)
+        #expect(h.saw(["c:3"], at: 8_000) == (["b:2"], []) && h.saw(["b:2", "c:3"], at: 9_000) == ([], []) && h.missing.isEmpty, "back: nothing held")
         h.reset()
-        #expect(h.peak == 0 && h.saw(1, at: 12_000) == .none && h.peak == 1, "a new primary's replicas are counted anew")
+        #expect(h.waitedFor.isEmpty && h.saw(["d:4"], at: 10_000) == ([], []) && h.waitedFor == ["d:4"], "a new primary's replicas are counted anew")
         var none = ReplicaHold(hold: 0)
-        #expect(none.saw(2, at: 1_000) == .none && none.saw(1, at: 2_000) == .released(from: 2, to: 1), "--redis-wait-hold 0: no hold")
+        #expect(none.saw(["a:1", "b:2"], at: 1_000) == ([], []) && none.saw(["b:2"], at: 2_000) == ([], ["a:1"]), "--redis-wait-hold 0: no hold")
+    }
+
+    /// WAIT, then ROLE on the same connection: acknowledged only when every replica
+    /// waited for is still the primary's and confirmed it, and no new one may lack it.
+    @Test func aWriteIsAcknowledgedOnlyWhenEveryReplicaWaitedForHasIt() {
+        func verdict(_ n: Int, _ waited: Set<String>, _ role: Set<String>?, lagging: Set<String> = []) -> ReplicaHold.Verdict {
+            ReplicaHold.verdict(confirmed: n, needed: max(1, waited.count), waited: waited, role: role, lagging: lagging)
+        }
+        #expect(verdict(2, ["a:1", "b:2"], ["a:1", "b:2"]) == .acknowledged)
+        #expect(verdict(1, ["a:1", "b:2"], ["a:1", "b:2"]) == .unconfirmed("1 of 2 replicas confirmed it in time"))
+        #expect(verdict(2, ["a:1", "b:2"], ["a:1", "c:3"]) == .unconfirmed("replica b:2 left the primary (it may be the one the Sentinels are promoting)"),
+                "one left while another joined: the one that joined may have made the count")
+        #expect(verdict(1, ["a:1"], ["a:1", "c:3"]) == .waitAlsoFor(["a:1", "c:3"]), "a new one is waited for too")
+        #expect(verdict(1, ["a:1"], ["a:1", "c:3"], lagging: ["c:3"]) == .acknowledged, "not one that is not acknowledging anyway")
+        #expect(verdict(2, ["a:1", "b:2"], nil) == .unconfirmed("Redis is no longer the primary"))
+        let role = RedisReply.array([.string(Array("master".utf8)), .int(3129659), .array([
+            .array([.string(Array("127.0.0.1".utf8)), .string(Array("9001".utf8)), .string(Array("3129242".utf8))]),
+            .array([.string(Array("127.0.0.1".utf8)), .string(Array("9002".utf8)), .string(Array("3129543".utf8))]),
+        ])])
+        #expect(ClusterStore.roleReplicas(role) == ["127.0.0.1:9001", "127.0.0.1:9002"])
+        #expect(ClusterStore.roleReplicas(.array([.string(Array("slave".utf8)), .string(Array("127.0.0.1".utf8))])) == nil)
     }
 
     @Test func refusalsAreSaidForOperators() {

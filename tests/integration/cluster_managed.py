@@ -385,7 +385,7 @@ def scenario_hold():
         check(f"...then, the hold over, writes go on with the replica left (acknowledged {waited:.1f} s after the drop, hold 4 s)",
               status == 200 and body.get("rev") == 2 and waited >= 3.5, f"{status} {body}")
         log = node.logged()
-        check("...and the log says both", "writes wait for the one gone" in log and "writes go on with the 1 left" in log, log[-800:])
+        check("...and the log says both", "stopped acknowledging; writes wait for it" in log and "writes go on with the 1 left" in log, log[-800:])
     finally:
         Node.stop_all()
         for p in (primary, kept, promoted):

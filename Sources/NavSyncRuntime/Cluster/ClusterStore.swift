@@ -109,10 +109,9 @@ public final class ClusterStore {
             if online < waitReplicas {
                 return "store: Redis at \(commands.target) has \(online) replicas online and acknowledging, --redis-wait needs \(waitReplicas)"
             }
-            if online < replicaHold.peak {
-                return "store: Redis at \(commands.target) has \(online) replicas online and acknowledging; \(replicaHold.peak) did until "
-                    + "\((commands.now - replicaHold.peakSeen) / 1000) s ago, and the one gone may be the replica the Sentinels are promoting: "
-                    + "writes wait for it until it is back, a new primary is named, or --redis-wait-hold (\(waitHold) ms) has passed"
+            if let gone = replicaHold.missing.sorted().first {
+                return "store: replica \(gone) of Redis at \(commands.target) stopped acknowledging and may be the one the Sentinels are "
+                    + "promoting: writes wait for it until it is back, a new primary is named, or --redis-wait-hold (\(waitHold) ms) has passed"
             }
         }
         return nil
@@ -245,16 +244,7 @@ public final class ClusterStore {
         commands.send(["INFO", "replication"]) { [unowned self] result in
             guard case .success(let r) = result, let info = r.text else { return }
             replication = Self.replication(info)
-            guard waitReplicas > 0 else { return }
-            switch replicaHold.saw(acknowledgingReplicas, at: commands.now) {
-            case .none: break
-            case .dropped(let from, let to):
-                logger?.warn("cluster: Redis at \(commands.target): \(to) of \(from) replicas acknowledging; writes wait for the one gone "
-                             + "for up to \(waitHold) ms (--redis-wait-hold), in case it is the one the Sentinels are promoting")
-            case .released(let from, let to):
-                logger?.warn("cluster: Redis at \(commands.target): \(from - to) replica(s) not back within --redis-wait-hold (\(waitHold) ms); "
-                             + "writes go on with the \(to) left")
-            }
+            if waitReplicas > 0 { look(at: acknowledging) }
         }
     }
 
@@ -380,8 +370,33 @@ public final class ClusterStore {
 
     /// Replicas online and acknowledging (a replica acks every second; `lag` is the
     /// seconds since its last), from `INFO replication` each second.
-    private var acknowledgingReplicas: Int {
-        replication.replicas.filter { $0["state"] == "online" && Int($0["lag"] ?? "") ?? 0 <= 2 }.count
+    private var acknowledgingReplicas: Int { acknowledging.count }
+
+    /// Their addresses (`ip:port`).
+    private var acknowledging: Set<String> {
+        Set(replication.replicas.filter { $0["state"] == "online" && Int($0["lag"] ?? "") ?? 0 <= 2 }.map(Self.address))
+    }
+
+    /// Those `INFO replication` says are online but not acknowledging (frozen, cut off).
+    private var lagging: Set<String> {
+        Set(replication.replicas.filter { $0["state"] == "online" && Int($0["lag"] ?? "") ?? 0 > 2 }.map(Self.address))
+    }
+
+    private static func address(_ replica: [String: String]) -> String { "\(replica["ip"] ?? ""):\(replica["port"] ?? "")" }
+
+    /// A look at the replicas acknowledging: the hold follows, and the log says when
+    /// one goes missing or is given up.
+    private func look(at replicas: Set<String>) {
+        guard let commands else { return }
+        let (dropped, released) = replicaHold.saw(replicas, at: commands.now)
+        for r in dropped {
+            logger?.warn("cluster: replica \(r) of Redis at \(commands.target) stopped acknowledging; writes wait for it for up to "
+                         + "\(waitHold) ms (--redis-wait-hold), in case it is the one the Sentinels are promoting")
+        }
+        for r in released {
+            logger?.warn("cluster: replica \(r) of Redis at \(commands.target) not back within --redis-wait-hold (\(waitHold) ms); "
+                         + "writes go on with the \(replicaHold.waitedFor.count) left")
+        }
     }
 
     /// `--redis-wait N`: the append is acknowledged once N replicas have it, and every
@@ -390,24 +405,48 @@ public final class ClusterStore {
     /// look), so a write one of them lacked could be lost with the primary. With two
     /// replicas and `--redis-wait 1`, losing one leaves writes going after the hold. WAIT
     /// on the connection that appended covers every write it made before.
-    private func confirm(_ name: String, token: Int, last: StreamID) {
+    private func confirm(_ name: String, token: Int, last: StreamID, also more: Set<String> = [], tries: Int = 0) {
         guard waitReplicas > 0, let commands else { return onEvent?(.appended(session: name, token: token, last: last)) ?? () }
-        let needed = max(waitReplicas, acknowledgingReplicas, replicaHold.peak)
-        commands.send(["WAIT", String(needed), String(waitTimeout)]) { [unowned self] result in
-            let why: String
-            switch result {
-            case .success(.int(let n)) where n >= needed:
-                return onEvent?(.appended(session: name, token: token, last: last)) ?? ()
-            case .success(.int(let n)):
-                why = "\(n) of \(needed) replicas confirmed it within \(waitTimeout) ms"
-            case .success(let other):
-                why = "WAIT answered \(other)"
-            case .failure(let f):
-                why = f.reason
+        let waited = replicaHold.waitedFor.union(acknowledging).union(more)
+        let needed = max(waitReplicas, waited.count)
+        var confirmed: Result<RedisReply, RedisFailure> = .success(.null)
+        commands.send(["WAIT", String(needed), String(waitTimeout)]) { confirmed = $0 }
+        // Right after WAIT on the same connection: which replicas the primary has now.
+        commands.send(["ROLE"]) { [unowned self] role in
+            func unconfirmedBecause(_ why: String) {
+                unconfirmed += 1
+                onEvent?(.unconfirmed(session: name, token: token, last: last, reason: why))
             }
-            unconfirmed += 1
-            onEvent?(.unconfirmed(session: name, token: token, last: last, reason: why))
+            guard case .success(let w) = confirmed, case .success(let r) = role else {
+                if case .failure(let f) = confirmed { return unconfirmedBecause(f.reason) }
+                if case .failure(let f) = role { return unconfirmedBecause(f.reason) }
+                return unconfirmedBecause("WAIT answered \(confirmed)")
+            }
+            guard case .int(let n) = w else { return unconfirmedBecause("WAIT answered \(w)") }
+            let replicas = Self.roleReplicas(r)
+            if let replicas { look(at: replicas.subtracting(lagging)) }
+            switch ReplicaHold.verdict(confirmed: Int(n), needed: needed, waited: waited, role: replicas, lagging: lagging) {
+            case .acknowledged:
+                onEvent?(.appended(session: name, token: token, last: last))
+            case .waitAlsoFor(let bigger) where tries < 2:
+                confirm(name, token: token, last: last, also: bigger, tries: tries + 1)
+            case .waitAlsoFor:
+                unconfirmedBecause("the primary's replicas kept changing")
+            case .unconfirmed(let why):
+                unconfirmedBecause(why)
+            }
         }
+    }
+
+    /// `ROLE`'s replicas (`ip:port`), those online; nil when Redis is not a primary.
+    static func roleReplicas(_ reply: RedisReply) -> Set<String>? {
+        guard let parts = reply.array, parts.first?.text == "master", parts.count >= 3 else { return nil }
+        var out: Set<String> = []
+        for replica in parts[2].array ?? [] {
+            guard let r = replica.array, r.count >= 2, let ip = r[0].text, let port = r[1].text ?? r[1].int.map(String.init) else { continue }
+            out.insert("\(ip):\(port)")
+        }
+        return out
     }
 
     private func eval(_ script: String, keys: [String], args: [String], _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {

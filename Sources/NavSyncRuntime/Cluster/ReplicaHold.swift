@@ -1,45 +1,58 @@
-/// How many replicas a write waits for under `--redis-wait N`: N, and every replica
-/// that acknowledged the primary within the last `hold` ms. A replica that drops out of
-/// the primary's `INFO replication` may be the one the Sentinels are promoting (a
-/// promoted replica leaves its primary first, and the nodes learn of the new primary a
-/// second or two later): acknowledging with the replicas left in between could
-/// acknowledge writes the new primary never gets. So the one gone is waited for (writes
-/// are answered `unconfirmed`, which every client resends by id) until it is back, the
-/// node follows a new primary (`reset`), or `hold` ms have passed.
+/// Which replicas a write waits for under `--redis-wait N`, by address: every replica
+/// acknowledging the primary now, and every one that did within the last `hold` ms. A
+/// replica that leaves the primary may be the one the Sentinels are promoting (a
+/// promoted replica leaves its primary first; the nodes learn of the new primary a
+/// second or two later), and acknowledging with the replicas left in between would
+/// acknowledge writes the new primary never gets. So the one gone is waited for
+/// (writes are answered `unconfirmed`, which every client resends by id) until it is
+/// back, the node follows a new primary (`reset`), or `hold` ms have passed.
 struct ReplicaHold {
     let hold: UInt64
-    /// The most replicas acknowledging at once within the last `hold` ms.
-    private(set) var peak = 0
-    /// When `peak` replicas last acknowledged at once.
-    private(set) var peakSeen: UInt64 = 0
+    /// Replicas seen acknowledging (`ip:port`), and when last.
+    private(set) var lastSeen: [String: UInt64] = [:]
+    /// Those the latest look did not find: waited for until the hold is over.
+    private(set) var missing: Set<String> = []
 
     init(hold: UInt64) { self.hold = hold }
 
-    /// A sample of `INFO replication` at `now` (ms): `acknowledging` replicas. What
-    /// changed, for the log: `.dropped` when fewer than before acknowledge (held),
-    /// `.released` when the hold ran out without them.
-    enum Change: Equatable { case none, dropped(from: Int, to: Int), released(from: Int, to: Int) }
+    /// Every replica a write waits for.
+    var waitedFor: Set<String> { Set(lastSeen.keys) }
 
+    /// A look at the primary's replicas at `now` (ms): those acknowledging. Returns the
+    /// ones newly missing (held from now on) and those whose hold ran out (forgotten).
     @discardableResult
-    mutating func saw(_ acknowledging: Int, at now: UInt64) -> Change {
-        if acknowledging >= peak {
-            (peak, peakSeen, holding) = (acknowledging, now, false)
-            return .none
+    mutating func saw(_ replicas: Set<String>, at now: UInt64) -> (dropped: [String], released: [String]) {
+        for r in replicas { lastSeen[r] = now }
+        var gone = Set(lastSeen.keys).subtracting(replicas)
+        var released: [String] = []
+        for r in gone where now - lastSeen[r]! >= hold {
+            lastSeen[r] = nil
+            released.append(r)
         }
-        if now - peakSeen >= hold {
-            defer { (peak, peakSeen, holding) = (acknowledging, now, false) }
-            return .released(from: peak, to: acknowledging)
-        }
-        if holding { return .none }
-        holding = true
-        return .dropped(from: peak, to: acknowledging)
+        gone.subtract(released)
+        defer { missing = gone }
+        return (gone.subtracting(missing).sorted(), released.sorted())
     }
 
     /// The primary changed (or the link to it): its replicas are counted anew.
     mutating func reset() {
-        (peak, peakSeen, holding) = (0, 0, false)
+        lastSeen = [:]
+        missing = []
     }
 
-    /// Fewer than `peak` acknowledge now (the drop is said once).
-    private(set) var holding = false
+    /// What `WAIT` and the `ROLE` sent right after it say of a write that waited for
+    /// `waited` replicas (`needed` of them): acknowledged only when every one waited for
+    /// is still there, with no new one that may lack it (`lagging` ones aside: a frozen
+    /// replica is not promoted). A new one is waited for too, in one more `WAIT`.
+    enum Verdict: Equatable { case acknowledged, waitAlsoFor(Set<String>), unconfirmed(String) }
+
+    static func verdict(confirmed n: Int, needed: Int, waited: Set<String>, role: Set<String>?, lagging: Set<String>) -> Verdict {
+        guard let role else { return .unconfirmed("Redis is no longer the primary") }
+        if let gone = waited.subtracting(role).sorted().first {
+            return .unconfirmed("replica \(gone) left the primary (it may be the one the Sentinels are promoting)")
+        }
+        guard n >= needed else { return .unconfirmed("\(n) of \(needed) replicas confirmed it in time") }
+        let new = role.subtracting(waited).subtracting(lagging)
+        return new.isEmpty ? .acknowledged : .waitAlsoFor(waited.union(new))
+    }
 }

@@ -47,12 +47,9 @@ public final class Connection {
     @exclusivity(unchecked) private var deflateBits: UInt8 = 0
     /// `--max-queue`, read once: the send path touches nothing but this connection.
     private let maxQueueBytes: Int
-    /// With TLS (`--tls-cert`): the session, and `output` sealed into records (its
-    /// `sealed`), which is what goes to the socket. Plaintext waits in `output` until
-    /// the handshake is done.
-    private let tls: TLSStream?
-    /// Queued and in-flight output.
-    @exclusivity(unchecked) private var output = OutputQueue()
+    /// Queued and in-flight output, and the socket's input, through TLS with
+    /// `--tls-cert`.
+    @exclusivity(unchecked) private var stream: SocketStream
     /// With permessage-deflate agreed: the window the server compresses with for this
     /// connection; nil when its messages go uncompressed. (The machine's, copied when
     /// the WebSocket opens.)
@@ -109,7 +106,7 @@ public final class Connection {
         socketPeer = peer
         countedIP = host
         maxQueueBytes = server.configuration.maxQueueBytes
-        tls = server.tlsContext.map { TLSStream(context: $0) }
+        stream = SocketStream(tls: server.tlsContext.map { TLSStream(context: $0) })
         machine = ConnectionMachine(setup: server.connectionSetup, now: now)
     }
 
@@ -118,10 +115,10 @@ public final class Connection {
     private var now: Int64 { Int64(uv_now(tcp.pointee.loop)) }
 
     /// Output bytes queued or in flight.
-    public var queuedBytes: Int { output.queuedBytes + (tls?.sealed.queuedBytes ?? 0) }
+    public var queuedBytes: Int { stream.queuedBytes }
 
     /// Served over TLS and still in its handshake: nothing can be said to the peer yet.
-    var isAwaitingTLS: Bool { tls.map { !$0.isEstablished } ?? false }
+    var isAwaitingTLS: Bool { stream.isAwaitingTLS }
 
     // MARK: Sending
 
@@ -134,7 +131,7 @@ public final class Connection {
     public func send(_ buffer: OutgoingBuffer) -> Bool {
         guard !handleClosed else { return false }
         guard queuedBytes + buffer.count <= maxQueueBytes else { return false }
-        output.append(buffer)
+        stream.append(buffer)
         if !isQueuedForFlush { server.needsFlush(self) }
         return true
     }
@@ -148,7 +145,7 @@ public final class Connection {
         var total = 0
         for part in parts { total += part.count }
         guard queuedBytes + total <= maxQueueBytes else { return false }
-        for part in parts { output.append(part) }
+        for part in parts { stream.append(part) }
         if !isQueuedForFlush { server.needsFlush(self) }
         return true
     }
@@ -183,14 +180,9 @@ public final class Connection {
     public func drop(_ reason: CloseReason) {
         guard closeReason == nil else { return }
         closeReason = reason
-        if let tls {
-            // What is queued (an HTTP answer to `Connection: close`) is sealed first:
-            // after close_notify, OpenSSL seals nothing more.
-            if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
-            tls.shutdown()   // close_notify, after what is queued
-            if tls.hasOutput { server.needsFlush(self) }
-        }
-        if queuedBytes == 0 && !(tls?.hasOutput ?? false) { linger() }
+        // Over TLS, close_notify after what is queued (an HTTP answer to `Connection: close`).
+        if stream.shutdown() { server.needsFlush(self) }
+        if queuedBytes == 0 && !stream.tlsHasOutput { linger() }
     }
 
     /// Closes at once, dropping queued output: for a peer that cannot be served
@@ -237,16 +229,13 @@ public final class Connection {
         guard nread > 0, closeReason == nil else { return }
         bytesIn += nread
         server.bytesIn += nread
-        let raw = UnsafeRawBufferPointer(start: buf.base, count: nread)
-        guard let tls else { return perform(machine.received(Array(raw), now: now)) }
         var plain: [UInt8] = []
         do {
-            try tls.receive(raw, into: &plain)
+            if try stream.open(UnsafeRawBufferPointer(start: buf.base, count: nread), into: &plain) { server.needsFlush(self) }
         } catch {
             if !plain.isEmpty { perform(machine.received(plain, now: now)) }
             return tlsFailed(error)
         }
-        if tls.hasOutput || (tls.isEstablished && output.hasPending) { server.needsFlush(self) }
         if !plain.isEmpty { perform(machine.received(plain, now: now)) }
     }
 
@@ -258,7 +247,7 @@ public final class Connection {
         case .plainHTTP:
             let r = HTTPResponse.text(400, "this port speaks TLS: use https:// or wss://\n")
             discardOutput()
-            tls!.sealed.append(OutgoingBuffer(r.serialized(keepAlive: false)))
+            stream.appendRaw(OutgoingBuffer(r.serialized(keepAlive: false)))
             server.needsFlush(self)
             closeReason = .tls(failure.description)
         case .closed:
@@ -268,7 +257,7 @@ public final class Connection {
             // An alert may be in the output; it goes out before the close.
             closeReason = closeReason ?? .tls(failure.description)
             discardOutput()
-            if tls!.hasOutput { server.needsFlush(self) } else { closeHandle() }
+            if stream.tlsHasOutput { server.needsFlush(self) } else { closeHandle() }
         }
     }
 
@@ -279,8 +268,7 @@ public final class Connection {
             if now >= deadline { closeHandle() }
             return
         }
-        output.trim()
-        tls?.sealed.trim()
+        stream.trim()
         perform(machine.tick(now: now))
     }
 
@@ -370,20 +358,13 @@ public final class Connection {
         guard !handleClosed else { return }
         let callback: uv_write_cb = { request, status in
             let connection = Unmanaged<Connection>.fromOpaque(request!.pointee.data).takeRetainedValue()
-            connection.wrote(connection.tls?.sealed.finished() ?? connection.output.finished(), status: status)
+            connection.wrote(connection.stream.finished(), status: status)
         }
-        let written: Int
-        if let tls {
-            if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
-            if tls.hasOutput { tls.sealed.append(OutgoingBuffer(tls.takeOutput())) }
-            written = tls.sealed.flush(to: UV.stream(tcp), owner: self, callback: callback)
-        } else {
-            written = output.flush(to: UV.stream(tcp), owner: self, callback: callback)
-        }
+        let written = stream.flush(to: UV.stream(tcp), owner: self, callback: callback)
         if written < 0 {
             closeReason = closeReason ?? .ioError(UV.error(Int32(written)))
             closeHandle()
-        } else if tls?.sealed.isWriting ?? output.isWriting {
+        } else if stream.isWriting {
             machine.outputQueued(now: now)   // the socket is full: the write timeout runs
         } else if written > 0 {
             wrote(written, status: 0)        // all of it at once: no callback comes
@@ -402,7 +383,7 @@ public final class Connection {
             closeHandle()
             return
         }
-        if output.hasPending && !isAwaitingTLS || tls?.sealed.hasPending == true || tls?.hasOutput == true {
+        if stream.hasMoreToWrite {
             flush()
         } else if closeReason != nil {
             linger()
@@ -412,10 +393,7 @@ public final class Connection {
         }
     }
 
-    private func discardOutput() {
-        output.discard()
-        tls?.sealed.discard()
-    }
+    private func discardOutput() { stream.discard() }
 
     // MARK: Closing
 

@@ -167,6 +167,12 @@ public final class ClientLoop {
     /// Ends `run()` after the current iteration.
     public func stop() { uv_stop(loop) }
 
+    /// A fresh masking key (or 4 bytes of a handshake nonce).
+    func mask() -> ClientConnectionMachine.Mask {
+        let r: UInt64 = random.next()
+        return (UInt8(truncatingIfNeeded: r), UInt8(truncatingIfNeeded: r >> 8), UInt8(truncatingIfNeeded: r >> 16), UInt8(truncatingIfNeeded: r >> 24))
+    }
+
     /// Monotonic milliseconds of the loop clock.
     public var now: Int64 { Int64(uv_now(loop)) }
 

@@ -3,23 +3,33 @@ import NavSyncServer
 import CUV
 @preconcurrency import Glibc
 
-/// One client WebSocket connection on a `ClientLoop`: connect, handshake, masked
-/// frames out, messages in (RFC 6455, client side). Output is queued and flushed once
-/// per loop iteration, like the server's.
+/// One client WebSocket connection on a `ClientLoop`: the libuv shell around a
+/// `ClientConnectionMachine` (which holds the protocol: handshake, frames, pings, the
+/// close handshake) and a `SocketStream` (which holds the bytes: TLS, the output queue).
+/// This file connects, reads, performs the machine's actions and reports. Output is
+/// flushed once per loop iteration, like the server's.
 public final class WebSocketClient {
     public enum State: Equatable {
         case idle, connecting, handshaking, open, closing, closed
     }
 
     public let url: WebSocketURL
-    public let subprotocol: String?
-    public let headers: [(String, String)]
+    public var subprotocol: String? { machine.options.subprotocol }
+    public var headers: [(String, String)] { machine.options.headers }
     /// Whether permessage-deflate is offered (RFC 7692): the server may then send
     /// compressed messages, which this client inflates. It sends its own uncompressed.
-    public let offersCompression: Bool
+    public var offersCompression: Bool { machine.options.offersCompression }
     /// What the server agreed to, once open: nil when it sends uncompressed.
-    public private(set) var deflate: PerMessageDeflate.ClientAgreement?
-    public private(set) var state = State.idle
+    public var deflate: PerMessageDeflate.ClientAgreement? { machine.deflate }
+    public var state: State {
+        switch machine.state {
+        case .connecting: return started ? .connecting : .idle
+        case .handshaking: return .handshaking
+        case .open: return .open
+        case .closing: return .closing
+        case .closed: return .closed
+        }
+    }
     /// Bytes read from the socket (compressed and encrypted as they came).
     public private(set) var bytesIn = 0
     /// The subprotocol the server chose.
@@ -29,47 +39,50 @@ public final class WebSocketClient {
     public var onOpen: (() -> Void)?
     /// Called for each text message.
     public var onText: (([UInt8]) -> Void)?
-    /// Called once when the connection ends: the close code (nil without a close
-    /// frame) and a reason (the server's, or what failed).
+    /// Called once when the connection ends, on a later loop turn than the call that
+    /// ended it: the close code (nil without a close frame) and a reason (the
+    /// server's, or what failed).
     public var onClose: ((UInt16?, String) -> Void)?
 
     unowned let owner: ClientLoop
+    private var machine: ClientConnectionMachine
+    private var stream: SocketStream
     private var tcp: UnsafeMutablePointer<uv_tcp_t>?
-    private var key = ""
-    private var handshakeBuffer: [UInt8] = []
-    private var decoder: WebSocketDecoder
-    private var output = OutputQueue()
-    /// `wss://`: the TLS session, and `output` sealed into records (what the socket
-    /// gets). The upgrade request waits in `output` until the TLS handshake is done.
-    private var tls: TLSStream?
+    private var started = false
     var isQueuedForFlush = false
+    /// The end, once the machine decided it: reported after what is queued is written.
+    private var pendingClose: (code: UInt16?, reason: String)?
     private var closeReported = false
-    /// Waits for the server's close reply; cancelled once the connection is done.
-    private var closeTimer: ClientLoop.Timer?
+    /// The machine's next deadline (the upgrade's answer, the close reply).
+    private var deadline: ClientLoop.Timer?
 
     public init(loop: ClientLoop, url: WebSocketURL, subprotocol: String? = "navsync.v1",
                 headers: [(String, String)] = [], maxMessage: Int = 64 << 20, compression: Bool = true) {
         owner = loop
         self.url = url
-        self.subprotocol = subprotocol
-        self.headers = headers
-        offersCompression = compression
-        decoder = WebSocketDecoder(role: .client, maxMessage: maxMessage)
+        let options = ClientConnectionMachine.Options(url: url, subprotocol: subprotocol, headers: headers,
+                                                      offersCompression: compression, maxMessage: maxMessage)
+        // A server that keeps its context needs an inflater of this connection's own;
+        // one that does not (navsyncd) is served by the loop's.
+        machine = ClientConnectionMachine(options, masks: { [unowned loop] in loop.mask() }, inflater: { [unowned loop] agreed in
+            agreed.serverNoContextTakeover ? loop.sharedInflater : Inflater(windowBits: agreed.serverWindowBits, keepsContext: true)
+        }, acceptValue: Digests.webSocketAccept)
+        stream = SocketStream(tls: nil)
     }
 
-    public var queuedBytes: Int { output.queuedBytes + (tls?.sealed.queuedBytes ?? 0) }
+    public var queuedBytes: Int { stream.queuedBytes }
 
     // MARK: Connecting
 
     public func connect() {
-        guard state == .idle else { return }
-        state = .connecting
+        guard !started, case .connecting = machine.state else { return }
+        started = true
         if url.secure {
-            do { tls = TLSStream(context: try owner.clientTLS(), host: url.host) } catch { return finish(nil, "\(error)") }
+            do { stream = SocketStream(tls: TLSStream(context: try owner.clientTLS(), host: url.host)) } catch { return finish(nil, "\(error)") }
         }
         // A DNS name is looked up without blocking the loop (libuv's thread pool).
         UV.resolve(url.host, port: url.port, on: owner.loop) { [self] result in
-            guard state == .connecting else { return }
+            guard case .connecting = machine.state else { return }
             switch result {
             case .success(let address): connect(to: address)
             case .failure(let why): finish(nil, "cannot resolve \(url.host): \(why)")
@@ -97,13 +110,11 @@ public final class WebSocketClient {
     }
 
     private func connected(_ status: Int32) {
-        guard state == .connecting else { return }
+        guard case .connecting = machine.state else { return }
         guard status == 0 else { return finish(nil, "cannot connect to \(url): \(UV.error(status))") }
-        state = .handshaking
-        key = ClientHandshake.key(using: &owner.random)
-        tls?.start()
-        let offer = offersCompression ? [("Sec-WebSocket-Extensions", PerMessageDeflate.clientOffer)] : []
-        queue(ClientHandshake.request(url, key: key, subprotocol: subprotocol, headers: headers + offer))
+        stream.tls?.start()
+        perform(machine.connected(now: owner.now))
+        armDeadline(machine.options.handshakeTimeout)
         startReading()
     }
 
@@ -118,7 +129,7 @@ public final class WebSocketClient {
                 me.finish(nil, Int32(nread) == UV_EOF.rawValue ? "the server closed the connection" : UV.error(Int32(nread)))
             } else if nread > 0 {
                 me.bytesIn += nread
-                me.decrypt(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
+                me.read(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
             }
         })
     }
@@ -126,78 +137,43 @@ public final class WebSocketClient {
     /// Stops reading (the server's output then piles up: a slow reader, for benchmarks
     /// and tests); `resumeReading` reads again.
     public func pauseReading() {
-        guard let tcp, state == .open else { return }
+        guard let tcp, machine.isOpen else { return }
         uv_read_stop(UV.stream(tcp))
     }
 
     public func resumeReading() {
-        guard state == .open else { return }
+        guard machine.isOpen else { return }
         startReading()
     }
 
-    /// With TLS, the socket's bytes become plaintext first.
-    private func decrypt(_ bytes: UnsafeRawBufferPointer) {
-        guard let tls else { return received(bytes) }
+    private func read(_ bytes: UnsafeRawBufferPointer) {
         var plain: [UInt8] = []
         do {
-            try tls.receive(bytes, into: &plain)
+            if try stream.open(bytes, into: &plain) { scheduleFlush() }
         } catch {
             if case .closed = error { return finish(nil, "the server closed the connection") }
             return finish(nil, "\(error) (\(url))")
         }
-        if tls.hasOutput || (tls.isEstablished && output.hasPending) { scheduleFlush() }
-        if !plain.isEmpty { plain.withUnsafeBytes { received($0) } }
+        if !plain.isEmpty { perform(machine.received(plain, now: owner.now)) }
     }
 
-    private func received(_ bytes: UnsafeRawBufferPointer) {
-        switch state {
-        case .handshaking:
-            handshakeBuffer.append(contentsOf: bytes)
-            switch ClientHandshake.response(handshakeBuffer, key: key, offeredDeflate: offersCompression, acceptValue: Digests.webSocketAccept) {
-            case .needMore: return
-            case .refused(let status, let reason):
-                finish(nil, status == 0 ? reason : "the server refused the upgrade: \(status) \(reason)")
-            case .accepted(let sub, let remaining, let agreed):
-                handshakeBuffer = []
-                agreedSubprotocol = sub
-                if let agreed {
-                    // A server that keeps its context needs an inflater of our own;
-                    // one that does not (navsyncd) is served by the loop's.
-                    deflate = agreed
-                    let inflater = agreed.serverNoContextTakeover
-                        ? owner.sharedInflater : Inflater(windowBits: agreed.serverWindowBits, keepsContext: true)
-                    decoder = WebSocketDecoder(role: .client, maxMessage: decoder.maxMessage, inflater: inflater)
-                }
-                state = .open
+    // MARK: The machine's actions
+
+    private func perform(_ actions: [ClientConnectionMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .write(let bytes):
+                queue(bytes)
+            case .opened(let subprotocol, _):
+                deadline?.cancel()
+                deadline = nil
+                agreedSubprotocol = subprotocol
                 onOpen?()
-                if !remaining.isEmpty { remaining.withUnsafeBytes { frames($0) } }
+            case .text(let message):
+                if !closed && !closing { onText?(message) }
+            case .closeSocket(let code, let reason):
+                if queuedBytes == 0 { finish(code, reason) } else { pendingClose = (code, reason) }
             }
-        case .open, .closing:
-            frames(bytes)
-        default:
-            return
-        }
-    }
-
-    private func frames(_ bytes: UnsafeRawBufferPointer) {
-        let (events, error) = decoder.feed(bytes)
-        for event in events {
-            guard state == .open || state == .closing else { return }
-            switch event {
-            case .text(let message): if state == .open { onText?(message) }
-            case .binary: break
-            case .ping(let payload): queue(frame(.pong, payload))
-            case .pong: break
-            case .close(let code, let reason):
-                if state == .open { queue(frame(.close, code.map { [UInt8($0 >> 8), UInt8($0 & 0xFF)] } ?? [])) }
-                state = .closing
-                closeAfterFlush(code, reason)
-                return
-            }
-        }
-        if let error {
-            queue(WebSocketEncoder.close(error.closeCode, reason: error.description, mask: mask()))
-            closeAfterFlush(error.closeCode, "the server broke the protocol: \(error)")
         }
     }
 
@@ -206,37 +182,31 @@ public final class WebSocketClient {
     /// Queues a text message (masked, as every client frame must be).
     @discardableResult
     public func send(text: [UInt8]) -> Bool {
-        guard state == .open else { return false }
-        queue(frame(.text, text))
+        guard machine.isOpen else { return false }
+        perform(machine.send(text: text))
         return true
     }
 
-    /// Starts the close handshake.
+    /// Starts the close handshake (messages that arrive meanwhile are not delivered).
     public func close(code: UInt16 = CloseCode.normal, reason: String = "") {
-        switch state {
-        case .open:
-            queue(WebSocketEncoder.close(code, reason: reason, mask: mask()))
-            state = .closing
-            closeTimer = owner.after(3_000) { [weak self] in self?.finish(code, "no close reply") }
-        case .idle, .connecting, .handshaking:
-            finish(code, reason)
-        case .closing, .closed:
-            return
+        closing = true
+        let wasOpen = machine.isOpen
+        perform(machine.close(code: code, reason: reason, now: owner.now))
+        if wasOpen { armDeadline(machine.options.closeTimeout) }
+    }
+
+    private func armDeadline(_ delay: Int64) {
+        deadline?.cancel()
+        deadline = owner.after(delay) { [weak self] in
+            guard let self else { return }
+            deadline = nil
+            perform(machine.tick(now: owner.now))
         }
     }
 
-    private func mask() -> (UInt8, UInt8, UInt8, UInt8) {
-        let r: UInt64 = owner.random.next()
-        return (UInt8(truncatingIfNeeded: r), UInt8(truncatingIfNeeded: r >> 8), UInt8(truncatingIfNeeded: r >> 16), UInt8(truncatingIfNeeded: r >> 24))
-    }
-
-    private func frame(_ opcode: Opcode, _ payload: [UInt8]) -> [UInt8] {
-        WebSocketEncoder.frame(opcode, payload, mask: mask())
-    }
-
     private func queue(_ bytes: [UInt8]) {
-        guard tcp != nil, state != .closed else { return }
-        output.append(OutgoingBuffer(bytes))
+        guard tcp != nil, !closed else { return }
+        stream.append(OutgoingBuffer(bytes))
         scheduleFlush()
     }
 
@@ -249,37 +219,22 @@ public final class WebSocketClient {
 
     func flush() {
         isQueuedForFlush = false
-        guard let tcp, state != .closed else { return }
-        let callback: uv_write_cb = { request, status in
+        guard let tcp, !closed else { return }
+        let written = stream.flush(to: UV.stream(tcp), owner: self) { request, status in
             let me = Unmanaged<WebSocketClient>.fromOpaque(request!.pointee.data).takeRetainedValue()
-            _ = me.tls?.sealed.finished() ?? me.output.finished()
+            _ = me.stream.finished()
             me.wrote(status: status)
-        }
-        let written: Int
-        if let tls {
-            if tls.isEstablished && output.hasPending { _ = output.drain { tls.write($0) } }
-            if tls.hasOutput { tls.sealed.append(OutgoingBuffer(tls.takeOutput())) }
-            written = tls.sealed.flush(to: UV.stream(tcp), owner: self, callback: callback)
-        } else {
-            written = output.flush(to: UV.stream(tcp), owner: self, callback: callback)
         }
         if written < 0 {
             finish(nil, "write failed: \(UV.error(Int32(written)))")
-        } else if written > 0 && !(tls?.sealed.isWriting ?? output.isWriting) {
+        } else if written > 0 && !stream.isWriting {
             wrote(status: 0)   // all of it at once: no callback comes
         }
     }
 
     private func wrote(status: Int32) {
         if status < 0 { return finish(nil, "write failed: \(UV.error(status))") }
-        let more = tls.map { $0.sealed.hasPending || $0.hasOutput || $0.isEstablished && output.hasPending } ?? output.hasPending
-        if more { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
-    }
-
-    private var pendingClose: (UInt16?, String)?
-
-    private func closeAfterFlush(_ code: UInt16?, _ reason: String) {
-        if queuedBytes == 0 { finish(code, reason) } else { pendingClose = (code, reason) }
+        if stream.hasMoreToWrite { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
     }
 
     // MARK: Closing
@@ -287,11 +242,17 @@ public final class WebSocketClient {
     /// Closes at once, without the close handshake.
     public func abort() { finish(nil, "closed") }
 
+    /// The socket's handle is closed (or closing).
+    private var closed = false
+    /// The owner called `close()`.
+    private var closing = false
+
     private func finish(_ code: UInt16?, _ reason: String) {
-        guard state != .closed else { return }
-        state = .closed
-        closeTimer?.cancel()
-        closeTimer = nil
+        guard !closed else { return }
+        closed = true
+        machine.socketClosed()
+        deadline?.cancel()
+        deadline = nil
         if let tcp {
             uv_read_stop(UV.stream(tcp))
             uv_close(UV.handle(tcp)) { h in
