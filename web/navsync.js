@@ -79,6 +79,12 @@ function ownURL() {
   return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws";
 }
 
+/** An epoch's lineage: what stays when a cluster's Redis changes primary
+ *  (`LINEAGE/GENERATION`; docs/protocol.md, "Epochs"). */
+function lineage(epoch) {
+  return String(epoch).split("/")[0];
+}
+
 // A tiny event emitter: on(name, fn) returns the function that removes fn.
 class Emitter {
   #handlers = new Map();
@@ -652,9 +658,11 @@ class Session extends Emitter {
     this.joining = false;
     const s = this.snapshot;
     let state = s.state, rev = s.rev;
-    if (s.epoch && m.epoch !== s.epoch) {
-      // Made anew while we were away: commands that waited were made for the session
-      // that is gone, so they fail rather than land on this one.
+    if (s.epoch && lineage(m.epoch) !== lineage(s.epoch)) {
+      // Made anew while we were away (another lineage; another generation of the same
+      // one is a cluster's new Redis primary, the same session: what waited is resent):
+      // commands that waited were made for the session that is gone, so they fail
+      // rather than land on this one.
       const error = new NavsyncError({ code: "reset", message: "session " + this.name + " was made anew (another epoch) while this client was away; the command was not sent to the new one" });
       for (const p of this.pending.values()) p.reject(error);
       this.pending.clear();

@@ -258,6 +258,36 @@ struct NavigatorSpeculationTests {
         #expect(nav.tree?.root.visible?.route == "onboarding", "nothing was replayed onto the new session")
     }
 
+    /// Another generation of the same lineage (a cluster's Redis changed primary while
+    /// the app was away, `LINEAGE/GENERATION`): the same session, so no reset, and the
+    /// pending command is replayed and lands.
+    @Test func aNewGenerationOfTheSameSessionIsNoResetAndPendingCommandsLand() async throws {
+        let store = MemoryStore()
+        let first = navigator("first", store: store)
+        try await first.connect()
+        try await first.setRoot(AppRoute.main)
+        _ = await settle { store.load(session: "demo", server: .default)?.rev == 1 }
+        await first.close()
+        #expect(store.load(session: "demo", server: .default)?.epoch == "ep1")
+        // The new primary: epochs `ep1/g1`…, holding the session as it was.
+        let failedOver = HubTransport(epoch: "ep1/g")
+        let helper = Navigator(.init(session: "demo", name: "helper"), routes: RouteCheck.shop, transport: failedOver, sleep: noSleep)
+        try await helper.connect()
+        try await helper.setRoot(AppRoute.main)
+        await helper.close()
+        failedOver.dead = ["127.0.0.1:7420"]
+        let nav = Navigator(.init(session: "demo", name: "again", store: store), routes: RouteCheck.shop, transport: failedOver,
+                            sleep: { ms in if ms == 1_000 { await noSleep(ms) } else { await Task.yield() } })
+        try await nav.connect()
+        let queued = Task { try await nav.route(to: HomeRoute.detail(id: 5)) }
+        _ = await settle { nav.pendingCommands == 1 }
+        failedOver.dead = []
+        let ack = try await queued.value
+        #expect(ack.rev == 2 && nav.lastReset == nil && nav.status == .joined)
+        #expect(nav.state == (try? failedOver.hub.sessionDocument("demo").get())?["state"])
+        #expect(nav.stack("Home", HomeRoute.self).path == [.detail(id: 5)])
+    }
+
     /// Past `maxPending`, a gesture is refused at once with `full`.
     @Test func theQueueIsBounded() async throws {
         server.dead = ["127.0.0.1:7420"]

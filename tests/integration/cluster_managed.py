@@ -500,6 +500,7 @@ async def scenario_sentinel():
         await asyncio.sleep(1.0)
         # Freeze the replica, let commands pile up on the primary, then kill it.
         print(f"   at the freeze: {[len(w.acked) for w in writers]} acknowledged", flush=True)
+        epoch_before = nodes[0].http("GET", "/api/sessions/s1")[1]["epoch"]
         s.replica.send_signal(signal.SIGSTOP)
         await asyncio.sleep(0.5)
         killed_at = time.monotonic()
@@ -543,6 +544,9 @@ async def scenario_sentinel():
         back = time.monotonic() - killed_at
         print(f"   ready again after {back:.2f} s: {[len(w.acked) for w in writers]} acknowledged", flush=True)
         check("both nodes are ready again on the new primary", all(n.http("GET", "/readyz")[0] == 200 for n in nodes))
+        epoch_after = nodes[1].http("GET", "/api/sessions/s1")[1]["epoch"]
+        check(f"the new primary's epoch keeps the session's lineage, so clients resend rather than reset ({epoch_before} -> {epoch_after})",
+              epoch_after != epoch_before and epoch_after.startswith(epoch_before.split("/")[0] + "/"))
         check("every writer got every command it sent acknowledged, after the failover too",
               await drain(writers, tasks, stop, 100, 90), str([(len(w.acked), w.count) for w in writers]))
         unconfirmed = sum(w.errors.count("unconfirmed") for w in writers)

@@ -413,6 +413,10 @@ public struct SessionMachine: Sendable {
         return .replied(request: id, json)
     }
 
+    /// An epoch's lineage: what stays when a cluster's Redis changes primary
+    /// (`LINEAGE/GENERATION`; docs/protocol.md, "Epochs").
+    static func lineage(_ epoch: String) -> Substring { epoch.prefix { $0 != "/" } }
+
     private mutating func joined(_ j: ServerMessage.Joined, _ out: inout [Effect]) {
         if j.flow != .null, j.flow != flowJSON {
             flow = try? Flow.load(j.flow)
@@ -420,7 +424,10 @@ public struct SessionMachine: Sendable {
         }
         members = j.members
         others = j.others ?? 0
-        let reset = epoch != nil && epoch != j.epoch
+        // Another lineage: made anew. Another generation of the same lineage (a cluster's
+        // new Redis primary) is the same session: its state is taken whole, and what
+        // waited is resent.
+        let reset = epoch.map { Self.lineage($0) != Self.lineage(j.epoch) } ?? false
         switch j.catchUp {
         case .state(let s):
             state = s

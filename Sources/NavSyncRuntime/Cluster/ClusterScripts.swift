@@ -33,11 +33,14 @@ enum ClusterScripts {
 
     /// A Redis that restarted (its run id changed since the session's last write) may
     /// have lost the newest writes: the session gets a new epoch, so no client can take
-    /// a revision it saw for the one Redis now holds under the same number.
+    /// a revision it saw for the one Redis now holds under the same number. The same
+    /// session still: the new epoch keeps the lineage, `LINEAGE/GENERATION`
+    /// (docs/protocol.md, "Epochs"), so clients resend what waited rather than reset.
     private static let checkRun = """
         local function checkRun(meta, live, runid, epoch)
           if redis.call('HGET', meta, 'runid') ~= runid then
-            redis.call('HSET', meta, 'epoch', epoch, 'runid', runid)
+            local lineage = string.match(redis.call('HGET', meta, 'epoch') or '', '^[^/]+') or epoch
+            redis.call('HSET', meta, 'epoch', lineage .. '/' .. epoch, 'runid', runid)
             redis.call('PUBLISH', live, 'c epoch')
             return true
           end

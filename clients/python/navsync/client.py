@@ -433,7 +433,9 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
                 break
             if m.get("type") == "error" and m.get("id") == "join":
                 raise NavError.from_message(m)
-        made_anew = self.epoch is not None and m["epoch"] != self.epoch
+        # Another lineage: made anew. Another generation of the same one (a cluster's new
+        # Redis primary, `LINEAGE/GENERATION`) is the same session: what waited is resent.
+        made_anew = self.epoch is not None and m["epoch"].split("/")[0] != self.epoch.split("/")[0]
         self.epoch = m["epoch"]
         self.flow_document = m.get("flow", self.flow_document)
         if made_anew:

@@ -364,6 +364,30 @@ def test_a_session_made_anew_is_reported_and_not_made_again() -> None:
     run(main())
 
 
+def test_a_new_generation_of_the_same_session_resends_what_waited() -> None:
+    """A reconnect finds another generation of the same lineage (a cluster's Redis
+    changed primary, `ep1/g2`): the same session, so the command that waited is sent
+    again under its id and acknowledged, with no reset."""
+    async def main() -> None:
+        server = FakeServer()
+        s, sock = await joined(server)
+        pending = asyncio.create_task(s.set_root("main"))
+        sent = await sock.next_sent("command")
+        sock.drop()
+        await until(lambda: len(server.sockets) == 2, "a reconnect")
+        again = server.sockets[-1]
+        join = await again.next_sent("join")
+        assert join["epoch"] == "ep1", join
+        again.say(type="joined", id=join["id"], session="s", epoch="ep1/g2", rev=0, flow={}, members=[], state=STATE)
+        resent = await again.next_sent("command")
+        assert resent["id"] == sent["id"] and resent["ops"] == sent["ops"]
+        again.say(type="ack", id=sent["id"], session="s", rev=1, results=["applied"])
+        ack = await asyncio.wait_for(pending, 2)
+        assert ack.rev == 1 and s.epoch == "ep1/g2"
+        await s.close()
+    run(main())
+
+
 def test_errors_are_classes_per_code_carrying_the_servers_fields() -> None:
     e = navsync.NavError.from_message({"type": "error", "code": "guarded", "message": "no", "op": 0,
                                         "guard": "signedIn", "route": "order", "entry": "e7"})
