@@ -29,11 +29,12 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
     private var downstream: [(Int, TransportEvent)] = []
     var inFlight: Int { upstream.count + downstream.count }
 
-    /// `epoch`: what this server's epochs start with (another one: a session made anew).
-    init(epoch: String = "ep", configure: (inout HubConfiguration) -> Void = { _ in }) {
+    /// `epoch`: what this server's epochs start with (another one: a session made anew);
+    /// `client`: what the client ids it hands out start with.
+    init(epoch: String = "ep", client: String = "c", configure: (inout HubConfiguration) -> Void = { _ in }) {
         var config = HubConfiguration()
         configure(&config)
-        hub = Hub(configuration: config, flows: [studioFlow], ids: .counting(epoch: epoch))
+        hub = Hub(configuration: config, flows: [studioFlow], ids: .counting(client: client, epoch: epoch))
         _ = hub.handle(.started, now: 0)
     }
 

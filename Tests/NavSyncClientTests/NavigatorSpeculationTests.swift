@@ -269,8 +269,9 @@ struct NavigatorSpeculationTests {
         _ = await settle { store.load(session: "demo", server: .default)?.rev == 1 }
         await first.close()
         #expect(store.load(session: "demo", server: .default)?.epoch == "ep1")
-        // The new primary: epochs `ep1/g1`…, holding the session as it was.
-        let failedOver = HubTransport(epoch: "ep1/g")
+        // The new primary: epochs `ep1/g1`…, holding the session as it was (its helper
+        // another client than the app's, as real client ids are random).
+        let failedOver = HubTransport(epoch: "ep1/g", client: "h")
         let helper = Navigator(.init(session: "demo", name: "helper"), routes: RouteCheck.shop, transport: failedOver, sleep: noSleep)
         try await helper.connect()
         try await helper.setRoot(AppRoute.main)
