@@ -230,15 +230,21 @@ struct NavigatorSpeculationTests {
         #expect(nav.tabs("Main", MainTab.self).selection == .cart)
     }
 
-    /// The session was made anew while the app was away (another epoch): reported as
-    /// a reset, and the pending commands are dropped with `gone`, not replayed onto it.
-    @Test func aSessionMadeAnewIsAResetAndPendingCommandsAreGone() async throws {
+    /// The store an app left behind: it joined, made one command (revision 1) and closed.
+    func storeOfAnAppThatLeftAtRevisionOne() async throws -> MemoryStore {
         let store = MemoryStore()
         let first = navigator("first", store: store)
         try await first.connect()
         try await first.setRoot(AppRoute.main)
         _ = await settle { store.load(session: "demo", server: .default)?.rev == 1 }
         await first.close()
+        return store
+    }
+
+    /// The session was made anew while the app was away (another epoch): reported as
+    /// a reset, and the pending commands are dropped with `gone`, not replayed onto it.
+    @Test func aSessionMadeAnewIsAResetAndPendingCommandsAreGone() async throws {
+        let store = try await storeOfAnAppThatLeftAtRevisionOne()
         let fresh = HubTransport(epoch: "restarted")
         fresh.dead = ["127.0.0.1:7420"]
         let nav = Navigator(.init(session: "demo", name: "again", store: store), routes: RouteCheck.shop, transport: fresh,
@@ -262,12 +268,7 @@ struct NavigatorSpeculationTests {
     /// the app was away, `LINEAGE/GENERATION`): the same session, so no reset, and the
     /// pending command is replayed and lands.
     @Test func aNewGenerationOfTheSameSessionIsNoResetAndPendingCommandsLand() async throws {
-        let store = MemoryStore()
-        let first = navigator("first", store: store)
-        try await first.connect()
-        try await first.setRoot(AppRoute.main)
-        _ = await settle { store.load(session: "demo", server: .default)?.rev == 1 }
-        await first.close()
+        let store = try await storeOfAnAppThatLeftAtRevisionOne()
         #expect(store.load(session: "demo", server: .default)?.epoch == "ep1")
         // The new primary: epochs `ep1/g1`…, holding the session as it was (its helper
         // another client than the app's, as real client ids are random).
