@@ -75,7 +75,12 @@ final class LoadRun {
         let sessionIndex = Int64(i % bench.sessions)
         let sessions = Int64(bench.sessions)
         let expected = Int32(membersPerSession[session] ?? 0)
-        return { [unowned self] bytes in
+        // Called for every message a member reads (millions a second): the stats and the
+        // loop it touches are captured strongly, so a call holds them with no reference
+        // counting; through `[unowned self]` each message paid a checked retain and a
+        // release of each, and the generator read 0.7x the messages. (The member lets go
+        // of this closure when it closes; the run outlives its members.)
+        return { [unowned(unsafe) self, stats, loop] bytes in
             if let id = Bench.patchCommand(bytes) {
                 stats.deliveries += 1
                 stats.lastDelivery = loop.now

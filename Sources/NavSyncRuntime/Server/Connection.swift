@@ -229,9 +229,11 @@ public final class Connection {
         guard nread > 0, closeReason == nil else { return }
         bytesIn += nread
         server.bytesIn += nread
+        let raw = UnsafeRawBufferPointer(start: buf.base, count: nread)
+        guard stream.isTLS else { return perform(machine.received(Array(raw), now: now)) }
         var plain: [UInt8] = []
         do {
-            if try stream.open(UnsafeRawBufferPointer(start: buf.base, count: nread), into: &plain) { server.needsFlush(self) }
+            if try stream.open(raw, into: &plain) { server.needsFlush(self) }
         } catch {
             if !plain.isEmpty { perform(machine.received(plain, now: now)) }
             return tlsFailed(error)

@@ -36,17 +36,17 @@ struct SocketStream: ~Copyable {
         if let tls { tls.sealed.append(buffer) } else { output.append(buffer) }
     }
 
-    /// The socket's bytes, appended to `plain` as plaintext. True when TLS has output
-    /// now (a handshake message), or output waited for a handshake just done: a flush
-    /// is due.
+    /// The socket's bytes as plaintext: over TLS unsealed into `plain` (what a failure
+    /// left unread is there too); without, `plain` stays empty and the bytes are the
+    /// plaintext, not copied. True when TLS has output now (a handshake message), or
+    /// output waited for a handshake just done: a flush is due.
     mutating func open(_ bytes: UnsafeRawBufferPointer, into plain: inout [UInt8]) throws(TLSStream.Failure) -> Bool {
-        guard let tls else {
-            plain.append(contentsOf: bytes)
-            return false
-        }
+        guard let tls else { return false }
         try tls.receive(bytes, into: &plain)
         return tls.hasOutput || (tls.isEstablished && output.hasPending)
     }
+
+    var isTLS: Bool { tls != nil }
 
     /// Writes what is queued (sealing it first over TLS), if no write is in flight:
     /// `OutputQueue.flush`'s answer (bytes written at once, or libuv's error).

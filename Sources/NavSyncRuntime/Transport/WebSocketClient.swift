@@ -147,6 +147,7 @@ public final class WebSocketClient {
     }
 
     private func read(_ bytes: UnsafeRawBufferPointer) {
+        guard stream.isTLS else { return perform(machine.received(bytes, now: owner.now)) }
         var plain: [UInt8] = []
         do {
             if try stream.open(bytes, into: &plain) { scheduleFlush() }
