@@ -423,6 +423,7 @@ public final class ClusterStore {
                 return unconfirmedBecause("WAIT answered \(confirmed)")
             }
             guard case .int(let n) = w else { return unconfirmedBecause("WAIT answered \(w)") }
+            if case .error(let e) = r { return unconfirmedBecause("ROLE answered \(e)") }   // an ACL without +role
             let replicas = Self.roleReplicas(r)
             if let replicas { look(at: replicas.subtracting(lagging)) }
             switch ReplicaHold.verdict(confirmed: Int(n), needed: needed, waited: waited, role: replicas, lagging: lagging) {
