@@ -754,8 +754,8 @@ async def scenario_recipe(how):
             # revision going back is, though only of commands never acknowledged (the
             # log check above): that is the one warning allowed.
             lost = [line for line in n.logged().splitlines() if "lost writes" in line]
-            check(f"{how}: {n.name} warned of lost writes only where a revision went back ({len(lost)} such)",
-                  all("went back from revision" in line for line in lost), lost[:2])
+            check(f"{how}: {n.name} warned of lost writes only where a revision went back, of writes it never acknowledged ({len(lost)} such)",
+                  all("went back from revision" in line and "never acknowledged" in line for line in lost), lost[:2])
     finally:
         Node.stop_all()
         rr.stop()

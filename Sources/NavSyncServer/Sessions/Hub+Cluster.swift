@@ -87,6 +87,9 @@ extension Hub {
         var reading = false
         /// Records appended by this node since its last snapshot of the session.
         var sinceSnapshot = 0
+        /// The highest revision this node acknowledged (answered `unconfirmed` is not):
+        /// when Redis goes back below it, acknowledged writes were lost.
+        var acknowledged = 0
     }
 
     struct Inflight: Sendable {

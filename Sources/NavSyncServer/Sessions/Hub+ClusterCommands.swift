@@ -89,6 +89,9 @@ extension Hub {
             r.sinceSnapshot += f.records
             for p in f.patches where p.rev > had { broadcast(name, .patch(session: name, p)) }
         }
+        if unconfirmed == nil {
+            for case .ack(_, let ack) in f.answers { r.acknowledged = max(r.acknowledged, ack.rev) }
+        }
         cluster.replicas[name] = r
         for (i, p) in f.commands.enumerated() {
             applyLatency.record(nanoseconds: time.nanos &- p.arrived)

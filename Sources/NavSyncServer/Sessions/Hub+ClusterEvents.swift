@@ -215,8 +215,12 @@ extension Hub {
                 // epoch; only revisions this node had and Redis no longer has are a loss.
                 if let previous {
                     let now = sessions[name]!.sequencer.rev
-                    if previous.sequencer.rev > now {
-                        out.append(.log(.warn, "cluster: session '\(name)' went back from revision \(previous.sequencer.rev) to \(now) (epoch \(previous.sequencer.epoch) -> \(epoch)): Redis lost writes or restarted empty; members resync"))
+                    let acknowledged = cluster.replicas[name]!.acknowledged
+                    cluster.replicas[name]!.acknowledged = min(acknowledged, now)
+                    if previous.sequencer.rev > now && acknowledged > now {
+                        out.append(.log(.error, "cluster: session '\(name)' went back from revision \(previous.sequencer.rev) to \(now) (epoch \(previous.sequencer.epoch) -> \(epoch)): Redis lost writes this node acknowledged (up to revision \(acknowledged)): without --redis-wait a failover can lose them, or Redis restarted empty; members resync"))
+                    } else if previous.sequencer.rev > now {
+                        out.append(.log(.warn, "cluster: session '\(name)' went back from revision \(previous.sequencer.rev) to \(now) (epoch \(previous.sequencer.epoch) -> \(epoch)): Redis lost writes this node never acknowledged (it acknowledged up to revision \(acknowledged)); their senders resend them; members resync"))
                     } else if previous.sequencer.epoch != epoch {
                         out.append(.log(.info, "cluster: session '\(name)' goes on at revision \(now) under epoch \(epoch) (a new Redis primary; nothing lost); members resync"))
                     }

@@ -306,6 +306,31 @@ struct ClusterHubTests {
         #expect(node.acks[1] == 1)
     }
 
+    /// A new primary without the node's last revisions: the log says whether this node
+    /// had acknowledged any of them (an error: lost) or only answered them `unconfirmed`
+    /// (a warning: their senders resend them).
+    @Test func aRevisionGoingBackSaysWhetherAcknowledgedWritesWereLost() {
+        func wentBack(confirmed: Bool) -> [(LogLevel, String)] {
+            var node = Node(name: "a", confirmsWrites: true)
+            node.handle(.cluster(.connected(sessions: [])))
+            node.handle(.cluster(.created(session: "demo", made: true)))
+            node.handle(.connected(2, grant: nil))
+            node.handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]]).encoded()))
+            guard case .append(_, _, _, _, let token) = node.requests.last else { Issue.record("no append"); return [] }
+            node.handle(.cluster(confirmed ? .appended(session: "demo", token: token, last: StreamID(1, 1))
+                                           : .unconfirmed(session: "demo", token: token, last: StreamID(1, 1), reason: "0 of 1")))
+            #expect(node.hub.sessions["demo"]!.sequencer.rev == 1)
+            let fresh = Sequencer(flow: .demo, epoch: "a-ep1/g2").snapshot()
+            let effects = node.hub.handle(.cluster(.read(session: "demo", .whole(flow: Flow.demo.source, epoch: "a-ep1/g2", snapshot: fresh, at: .zero, []))), now: 0)
+            return effects.compactMap { if case .log(let level, let text) = $0, text.contains("went back") { (level, text) } else { nil } }
+        }
+        let lost = wentBack(confirmed: true)
+        #expect(lost.count == 1 && lost.first?.0 == .error && lost.first?.1.contains("lost writes this node acknowledged (up to revision 1)") == true, "\(lost)")
+        let unacknowledged = wentBack(confirmed: false)
+        #expect(unacknowledged.count == 1 && unacknowledged.first?.0 == .warn
+                && unacknowledged.first?.1.contains("never acknowledged (it acknowledged up to revision 0)") == true, "\(unacknowledged)")
+    }
+
 
 
 }
