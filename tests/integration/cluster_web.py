@@ -51,6 +51,42 @@ try:
     errors = [e for d in pages for e in d.get_log("browser") if e["level"] == "SEVERE" and "WebSocket" not in e["message"]
               and "ERR_CONNECTION_REFUSED" not in e["message"]]
     check("no errors in the console but the lost connection's", not errors, str(errors)[:300])
+
+    # A new generation of the session (Redis restarted with its data: another run, so
+    # another epoch of the same lineage) while navsync.js is away: it is the same
+    # session, so the command queued meanwhile is resent and lands, with no reset.
+    d = pages[1]
+    d.set_script_timeout(30)
+    before = d.execute_async_script("""const done = arguments[arguments.length - 1];
+        import('/navsync.js').then(async nav => {
+          window.c = nav.connect(arguments[0], { storage: null }); window.s = window.c.session('demo');
+          window.resets = []; window.s.on('reset', e => window.resets.push(e));
+          const t = Date.now(); while (window.s.getSnapshot().status !== 'live' && Date.now() - t < 10000) await new Promise(r => setTimeout(r, 20));
+          done(window.s.getSnapshot().epoch);
+        }, e => done('import failed: ' + e));""", nodes[1].url)
+    rd.stop()
+    rd.start()
+    post_after = None
+    for _ in range(100):   # the next write gives the session its new epoch
+        try:
+            post_after = post(nodes[2], 4)
+            break
+        except Exception:
+            time.sleep(0.1)
+    nodes[1].kill()
+    d.execute_script("window.result = null; window.s.command([{ op: 'update', at: 'App', data: { js: 1 } }])"
+                     ".then(a => { window.result = { ok: a.rev }; }, e => { window.result = { err: e.code }; });")
+    nodes[1].start()
+    result = None
+    for _ in range(200):
+        result = d.execute_script("return window.result")
+        if result:
+            break
+        time.sleep(0.1)
+    after = d.execute_script("return [window.s.getSnapshot().epoch, window.resets.length]")
+    check(f"navsync.js across a new generation of the session ({before} -> {after[0]}): no reset, the command queued meanwhile lands",
+          post_after is not None and result is not None and "ok" in result and after[1] == 0
+          and after[0] != before and after[0].startswith(before.split("/")[0] + "/"), f"{post_after} {result} {after}")
 finally:
     for d in pages:
         d.quit()
