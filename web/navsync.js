@@ -43,7 +43,7 @@ export class GuardedError extends NavsyncError {}
 export class RedirectLoopError extends GuardedError {}
 /** `conflict`: with onConflict reject, the command's coordinators changed after its base (`rev`). */
 export class ConflictError extends NavsyncError {}
-/** `unknown_route`, `bad_params`, `invalid_op`, `not_found`, `bad_request`: the command does not fit. */
+/** `unknown_route`, `bad_params`, `invalid_op`, `not_found`, `bad_request`, `bad_json`: the command does not fit. */
 export class InvalidCommandError extends NavsyncError {}
 /** `forbidden`: the token's role or sessions do not allow it. */
 export class ForbiddenError extends NavsyncError {}

@@ -103,10 +103,6 @@ public enum ClientHandshake {
         return Array((text + "\r\n").utf8)
     }
 
-    public static func key<R: RandomNumberGenerator>(using rng: inout R) -> String {
-        Base64.encode((0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })
-    }
-
     public enum Result: Sendable, Equatable {
         /// More bytes are needed.
         case needMore

@@ -49,7 +49,18 @@ public final class ClusterStore {
     /// The nodes Redis lists, refreshed every second: name -> (url, last heartbeat ms, run).
     public private(set) var nodes: [String: (url: String, seen: Int64, incarnation: String)] = [:]
     /// Redis's own view, from `INFO replication` every second: its role and replicas.
-    public private(set) var replication: (role: String, replicas: [[String: String]]) = ("", [])
+    public private(set) var replication: (role: String, replicas: [[String: String]]) = ("", []) {
+        didSet {
+            let online = replication.replicas.filter { $0["state"] == "online" }
+            let acks = { (r: [String: String]) in Int(r["lag"] ?? "") ?? 0 <= 2 }
+            acknowledging = Set(online.filter(acks).map(Self.address))
+            lagging = Set(online.filter { !acks($0) }.map(Self.address))
+        }
+    }
+    /// From `replication`, by address (`ip:port`): the replicas online and acknowledging
+    /// (a replica acks every second; `lag` is the seconds since its last), and those
+    /// online but not (frozen, cut off). Worked out once a look, not on every append.
+    private var acknowledging: Set<String> = [], lagging: Set<String> = []
     /// This run of the node (a restarted node's old members are dropped by the others).
     public let incarnation = RandomIDs.hex(8)
     public var roundTripMs: Double { commands?.lastRoundTrip ?? 0 }
@@ -105,7 +116,7 @@ public final class ClusterStore {
         if waitReplicas > 0 {
             // Online and acknowledging (a replica acks every second; `lag` is the seconds
             // since its last): one frozen or cut off would fail every WAIT.
-            let online = acknowledgingReplicas
+            let online = acknowledging.count
             if online < waitReplicas {
                 return "store: Redis at \(commands.target) has \(online) replicas online and acknowledging, --redis-wait needs \(waitReplicas)"
             }
@@ -366,20 +377,6 @@ public final class ClusterStore {
             return (page, nil)
         }
         return (sofar, added.count == pageSize ? added.last?.0 : nil)
-    }
-
-    /// Replicas online and acknowledging (a replica acks every second; `lag` is the
-    /// seconds since its last), from `INFO replication` each second.
-    private var acknowledgingReplicas: Int { acknowledging.count }
-
-    /// Their addresses (`ip:port`).
-    private var acknowledging: Set<String> {
-        Set(replication.replicas.filter { $0["state"] == "online" && Int($0["lag"] ?? "") ?? 0 <= 2 }.map(Self.address))
-    }
-
-    /// Those `INFO replication` says are online but not acknowledging (frozen, cut off).
-    private var lagging: Set<String> {
-        Set(replication.replicas.filter { $0["state"] == "online" && Int($0["lag"] ?? "") ?? 0 > 2 }.map(Self.address))
     }
 
     private static func address(_ replica: [String: String]) -> String { "\(replica["ip"] ?? ""):\(replica["port"] ?? "")" }
