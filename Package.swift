@@ -9,7 +9,7 @@ import PackageDescription
 //   NavSyncClient   what an iOS/macOS app adds: the navigator and its transports; NavSync
 //                   only, so it compiles no server code and links no C library
 //                   (tests/integration/split.sh).
-//   NavSyncRuntime  the only code that touches libuv, jansson, hiredis, OpenSSL, zlib and files: the
+//   NavSyncRuntime  the only code that touches libuv, jansson, hiredis, OpenSSL, zlib, libcurl and files: the
 //                   server, the libuv client loop, storage, cluster, web assets.
 //   NavSyncLibuvTransport  the navigator's transport on Linux (agents, tests): the client
 //                   beside the runtime's libuv loop.
@@ -33,10 +33,13 @@ let package = Package(
         .systemLibrary(name: "CSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // permessage-deflate and the journal's CRC-32: zlib.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // Outgoing HTTP (the backend's hooks and webhooks): libcurl's multi-socket
+        // interface on the libuv loop.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "NavSync"),
         .target(name: "NavSyncServer", dependencies: ["NavSync"]),
         .target(name: "NavSyncClient", dependencies: ["NavSync"]),
-        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncServer", "CJansson", "CUV", "CHiredis", "CSSL", "CZlib"],
+        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncServer", "CJansson", "CUV", "CHiredis", "CSSL", "CZlib", "CCurl"],
                 plugins: ["EmbedWebPlugin"]),
         .target(name: "NavSyncLibuvTransport", dependencies: ["NavSyncClient", "NavSyncRuntime"]),
         // web/ (the device page, navsync.js, navsync.d.ts) becomes Swift source at build

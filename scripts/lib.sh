@@ -31,4 +31,4 @@ need_swift() {
 }
 
 # The libraries navsync builds against.
-BUILD_DEBS=(pkg-config libuv1-dev libjansson-dev libhiredis-dev libssl-dev zlib1g-dev)
+BUILD_DEBS=(pkg-config libuv1-dev libjansson-dev libhiredis-dev libssl-dev zlib1g-dev libcurl4-openssl-dev)

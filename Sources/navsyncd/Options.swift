@@ -15,6 +15,8 @@ struct Options {
     var hostGiven = false
     var flowsDirectory: String?
     var authFile: String?
+    /// `--hooks FILE`: the app's backend (docs/backend.md).
+    var hooksFile: String?
     /// `--jwt-key` (repeatable) and `--jwt-audience`.
     var jwtKeys: [String] = []
     var jwtAudience: String?
@@ -125,6 +127,10 @@ struct Options {
                               required, as --auth does; with --auth either kind is taken.
                               Re-read on SIGHUP. See docs/deploy.md#tokens.
       --jwt-audience AUD      a JWT must name AUD in its aud claim
+      --hooks FILE            the app's backend in the loop (JSON): join and command hooks
+                              it answers, signed webhooks it is told of, delivered at least
+                              once (with --data, across restarts). Re-read on SIGHUP.
+                              See docs/backend.md.
       --allow-origin ORIGIN   a browser origin that may connect and POST, besides the
                               server's own (repeatable). The server's own: http://HOST:PORT
                               of --host, and any http://ADDR:PORT where ADDR is localhost
@@ -258,6 +264,9 @@ struct Options {
             case "--auth":
                 guard let v = args.popFirst() else { return .usageError("--auth needs a file") }
                 o.authFile = v
+            case "--hooks":
+                guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--hooks needs a file (docs/backend.md)") }
+                o.hooksFile = v
             case "--jwt-key":
                 guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--jwt-key needs a key file") }
                 o.jwtKeys.append(v)

@@ -134,9 +134,14 @@ if options.wsEcho {
     } else if store != nil { .journaled } else { .plain }
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, mode: mode,
                   ids: .random(seed: UInt64.random(in: .min ... .max)))
-    application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
-                                allowedOrigins: options.allowedOrigins, authFile: options.authFile,
-                                store: store, cluster: cluster)
+    do {
+        application = try SessionServer(hub: hub, lagThreshold: options.lagThreshold,
+                                        allowedOrigins: options.allowedOrigins, authFile: options.authFile,
+                                        store: store, cluster: cluster, hooksFile: options.hooksFile)
+    } catch {
+        say("navsyncd: --hooks: \(error)", to: 2)
+        exit(1)
+    }
 }
 
 let server: Server

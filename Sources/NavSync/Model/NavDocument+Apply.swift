@@ -28,7 +28,9 @@ extension NavDocument {
         if let named = op.action.namedEntry { entry = resolveEntry(named) }
         if case .respond(let alertID, _) = op.action { entry = resolveAlert(alertID) }
 
-        if let guardRev = ctx.conflicts {
+        // The command hook's `set` is the backend's doing, not the sender's: what the
+        // sender saw (`base`) does not decide it.
+        if let guardRev = ctx.conflicts, !op.action.isByHook {
             var keys = touched(name, at, entry)
             if case .updateSession = op.action { keys.append(.data) }
             try guardRev.check(keys, gone: goneIDs(at, entry), firstID: ctx.firstID,

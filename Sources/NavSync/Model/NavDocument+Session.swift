@@ -33,7 +33,7 @@ extension NavDocument {
             ctx.noteChanged(state.key(of: p))
             return .applied
 
-        case .updateSession(let patch):
+        case .updateSession(let patch, _):
             let current = state.data ?? [:]
             guard case .object(let merged) = JSON.object(current).mergePatched(with: .object(patch)) else { return .noop }
             // The first change makes it (possibly `{}`); after that it stays.

@@ -29,6 +29,9 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     /// a refused password): nothing was applied, and the same command under the same id
     /// may be sent again (HTTP 503). Clients resend it like `unconfirmed`.
     case unavailable
+    /// The app's backend refused the command through its command hook (docs/backend.md):
+    /// its `message`, and `details` when it gave any (HTTP 409).
+    case refused
     case `internal`
 }
 
@@ -41,6 +44,11 @@ public struct NavError: Error, Sendable, Equatable, CustomStringConvertible {
     public var rev: Int?
     /// For `guarded`: the guard that refused, and the entry and route it protects.
     public var guarded: Guarded?
+    /// For `unavailable`: seconds after which the same command (the same id) may be sent
+    /// again (a backend hook that failed; docs/backend.md).
+    public var retryAfter: Int?
+    /// For `refused`: what the app's backend said beside its message (an object).
+    public var details: JSON?
 
     /// (A class: one reference in every error, not three strings. Every command's
     /// outcome carries room for an error, so its size is paid on every command.)
@@ -68,12 +76,15 @@ public struct NavError: Error, Sendable, Equatable, CustomStringConvertible {
         public var json: JSON { ["guard": .string(`guard`), "route": .string(route), "link": .string(link)] }
     }
 
-    public init(_ code: ErrorCode, _ message: String, op: Int? = nil, rev: Int? = nil, guarded: Guarded? = nil) {
+    public init(_ code: ErrorCode, _ message: String, op: Int? = nil, rev: Int? = nil, guarded: Guarded? = nil,
+                retryAfter: Int? = nil, details: JSON? = nil) {
         self.code = code
         self.message = message
         self.op = op
         self.rev = rev
         self.guarded = guarded
+        self.retryAfter = retryAfter
+        self.details = details
     }
 
     public var description: String {

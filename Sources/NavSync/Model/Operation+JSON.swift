@@ -71,13 +71,21 @@ extension Operation {
             guard let patch = data.objectValue else {
                 throw NavError(.badParams, "'data' must be an object, got \(data.typeName)")
             }
+            let byHook: Bool
+            switch try f.optionalString("by") {
+            case nil: byHook = false
+            case "hook": byHook = true
+            case let other?: throw NavError(.badParams, "'by' can only be \"hook\" (the command hook's set), got \"\(other)\"")
+            }
             switch try f.optionalString("scope") {
-            case nil, "entry": return .update(entry: entry, data: patch)
+            case nil, "entry":
+                guard !byHook else { throw NavError(.badParams, "\"by\": \"hook\" goes only with \"scope\": \"session\"") }
+                return .update(entry: entry, data: patch)
             case "session":
                 guard entry == nil else {
                     throw NavError(.badRequest, "'entry' cannot go with \"scope\": \"session\": the session's data belongs to no entry")
                 }
-                return .updateSession(data: patch)
+                return .updateSession(data: patch, byHook: byHook)
             case let other?: throw NavError(.badParams, "'scope' must be \"entry\" or \"session\", got \"\(other)\"")
             }
         case .open: return .open(url: try f.string("url"))
@@ -128,9 +136,10 @@ extension Operation {
         case .update(let entry, let data):
             if let entry { o["entry"] = .string(entry) }
             o["data"] = .object(data)
-        case .updateSession(let data):
+        case .updateSession(let data, let byHook):
             o["scope"] = "session"
             o["data"] = .object(data)
+            if byHook { o["by"] = "hook" }
         case .open(let url): o["url"] = .string(url)
         case .alert(let spec):
             o["title"] = .string(spec.title)

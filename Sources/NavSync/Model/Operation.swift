@@ -41,7 +41,9 @@ public struct Operation: Sendable, Equatable {
         /// RFC 7386 merge patch into an entry's `data`; nil entry: the deepest screen.
         case update(entry: String?, data: JSONObject)
         /// The same into the session's data (`"scope": "session"`, docs/flows.md, "Guards and redirects").
-        case updateSession(data: JSONObject)
+        /// `byHook`: the command hook's `set` (docs/backend.md), applied as the command's
+        /// first op: not conflict-checked against `base`, never sent by a client.
+        case updateSession(data: JSONObject, byHook: Bool = false)
         case open(url: String)
         case alert(AlertSpec)
         case respond(alert: String, button: String)
@@ -189,6 +191,9 @@ extension Operation.Action {
         default: return false
         }
     }
+
+    /// The command hook's `set` (docs/backend.md).
+    public var isByHook: Bool { if case .updateSession(_, true) = self { true } else { false } }
 
     /// The entry ids the operation names (for conflicts and `superseded`).
     var namedEntry: String? {

@@ -70,7 +70,8 @@ extension ServerMessage {
                 guarded = .init(guard: g, route: o["route"]?.stringValue ?? "", entry: o["entry"]?.stringValue ?? "", chain: chain)
             }
             message = .error(NavError(ErrorCode(rawValue: code) ?? .internal, try f.string("message"),
-                                      op: try f.optionalInt("op"), rev: try f.optionalInt("rev"), guarded: guarded))
+                                      op: try f.optionalInt("op"), rev: try f.optionalInt("rev"), guarded: guarded,
+                                      retryAfter: try f.optionalInt("retryAfter"), details: o["details"]))
         case "synced":
             message = .synced(session: try f.string("session"), rev: try f.int("rev"))
         case "snapshot":
@@ -136,6 +137,6 @@ extension ServerMessage {
         let f = Fields(object: try object(j, "a member"), code: .badRequest)
         let client = try f.string("client")
         return Member(client: client, name: try f.optionalString("name") ?? client, role: try f.optionalString("role") ?? "",
-                      rev: try f.optionalInt("rev"), focus: try f.optionalString("focus"))
+                      rev: try f.optionalInt("rev"), focus: try f.optionalString("focus"), user: try f.optionalString("user"))
     }
 }

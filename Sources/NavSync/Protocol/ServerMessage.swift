@@ -280,6 +280,8 @@ public enum ServerMessage: Sendable, Equatable {
             o["code"] = .string(e.code.rawValue); o["message"] = .string(e.message)
             if let op = e.op { o["op"] = .int(Int64(op)) }
             if let rev = e.rev { o["rev"] = .int(Int64(rev)) }
+            if let after = e.retryAfter { o["retryAfter"] = .int(Int64(after)) }
+            if let details = e.details { o["details"] = details }
             if let g = e.guarded {
                 o["guard"] = .string(g.guard); o["route"] = .string(g.route); o["entry"] = .string(g.entry)
                 if !g.chain.isEmpty { o["chain"] = .array(g.chain.map(\.json)) }
@@ -321,13 +323,16 @@ public struct Member: Sendable, Equatable {
     /// The revision the member's device shows, from its last `status`.
     public var rev: Int?
     public var focus: String?
+    /// Who the app's backend says this is (its join hook's `user`), beside `name`.
+    public var user: String?
 
-    public init(client: String, name: String, role: String, rev: Int? = nil, focus: String? = nil) {
-        self.client = client; self.name = name; self.role = role; self.rev = rev; self.focus = focus
+    public init(client: String, name: String, role: String, rev: Int? = nil, focus: String? = nil, user: String? = nil) {
+        self.client = client; self.name = name; self.role = role; self.rev = rev; self.focus = focus; self.user = user
     }
 
     public var json: JSON {
         var o: JSONObject = ["client": .string(client), "name": .string(name), "role": .string(role)]
+        if let user { o["user"] = .string(user) }
         if let rev { o["rev"] = .int(Int64(rev)) }
         if let focus { o["focus"] = .string(focus) }
         return .object(o)

@@ -51,6 +51,18 @@ public struct Command: Sendable, Equatable {
         }
     }
 
+    /// Whether the first op is the command hook's `set` (docs/backend.md): put there by
+    /// the server, so the sender's ops follow it, and its ack and errors speak of those.
+    public var hooked: Bool { ops.first.map(Self.isHookOp) ?? false }
+
+    /// `{"op":"update","scope":"session","data":…,"by":"hook"}`, as the hub puts it first.
+    public static func isHookOp(_ op: JSON) -> Bool { op["by"] != nil && op["op"] == "update" }
+
+    /// The command hook's op for a `set` (a merge patch of the session's data).
+    public static func hookOp(set: JSONObject) -> JSON {
+        ["op": "update", "scope": "session", "data": .object(set), "by": "hook"]
+    }
+
     public var json: JSON {
         var o: JSONObject = ["id": id.json, "ops": .array(ops)]
         if let base { o["base"] = .int(Int64(base)) }
@@ -76,8 +88,10 @@ extension Command {
     }
 
     static func fingerprint(ops: JSON, base: JSON?, onConflict: JSON) -> UInt64 {
-        // A journaled `restore` carries the state it restored; the command as sent did not.
+        // A journaled `restore` carries the state it restored, and a hooked command starts
+        // with the hook's `set`; the command as sent had neither.
         var ops = ops
+        if case .array(let list) = ops, let first = list.first, isHookOp(first) { ops = .array(Array(list.dropFirst())) }
         if case .array(let list) = ops, list.contains(where: { $0["op"] == "restore" }) {
             ops = .array(list.map { op in
                 guard op["op"] == "restore", var o = op.objectValue else { return op }

@@ -150,6 +150,20 @@ public struct Sequencer: Sendable {
 
     private mutating func submitOnce(_ command: Command, client: String, refused: [OpName: String], sender: Sender,
                                      trusted: Bool, journalAs: (Int, JSON) -> Void) -> Outcome {
+        let outcome = submitCounting(command, client: client, refused: refused, sender: sender, trusted: trusted, journalAs: journalAs)
+        // A hooked command's errors name the sender's ops, after the hook's `set`.
+        guard command.hooked, case .failed(var e) = outcome, let op = e.op else { return outcome }
+        if op == 0 {
+            e.op = nil
+            e.message = "the command hook's set: " + e.message
+        } else {
+            e.op = op - 1
+        }
+        return .failed(e)
+    }
+
+    private mutating func submitCounting(_ command: Command, client: String, refused: [OpName: String], sender: Sender,
+                                         trusted: Bool, journalAs: (Int, JSON) -> Void) -> Outcome {
         if let entry = idempotency.entry(client: client, id: command.id) { return resend(entry, fingerprint: command.fingerprint) }
         let limits = document.limits
         guard !command.ops.isEmpty else { return .failed(NavError(.badRequest, "'ops' is empty")) }
@@ -276,7 +290,7 @@ public struct Sequencer: Sendable {
 
     /// Nothing changed (every op `noop` or `superseded`): acked at the current revision.
     private mutating func unchanged(_ command: Command, client: String, results: [OpResult]) -> Outcome {
-        let ack = Ack(id: command.id, rev: rev, results: results)
+        let ack = Ack(id: command.id, rev: rev, results: command.hooked ? Array(results.dropFirst()) : results)
         idempotency.remember(client: client, ack, command: command)
         return .unchanged(ack)
     }
@@ -287,7 +301,8 @@ public struct Sequencer: Sendable {
                                  diff: borrowing StateDiff, _ ctx: borrowing CommandContext) -> Outcome {
         rev += 1
         record(diff, ctx, allocated: ctx.firstID..<document.nextID)
-        let ack = Ack(id: command.id, rev: rev, results: results, redirects: redirects, created: ctx.created(upTo: document.nextID))
+        let ack = Ack(id: command.id, rev: rev, results: command.hooked ? Array(results.dropFirst()) : results, redirects: redirects,
+                      created: ctx.created(upTo: document.nextID))
         let patch = Patch(rev: rev, by: client, cmd: command.id, operations: diff.operations)
         idempotency.remember(client: client, ack, command: command)
         if !log.isCovered(by: history) { log.append(patch) }

@@ -99,6 +99,14 @@ extension SessionServer {
                 }
                 return .json(200, clusterListing(cluster))
             }
+        case .webhooks:
+            if let refusal = authorize(request, needs: .admin).refusal { return refusal }
+            return only("GET") {
+                guard let backend else {
+                    return .json(404, ServerMessage.error(NavError(.notFound, "this navsyncd has no hooks file (navsyncd --hooks FILE, docs/backend.md)")).json(id: nil))
+                }
+                return .json(200, backend.status)
+            }
         case .flows:
             if let refusal = authorize(request, needs: .viewer).refusal { return refusal }
             return only("GET") {
@@ -188,7 +196,7 @@ extension SessionServer {
     /// The HTTP API's resources (docs/protocol.md, "HTTP").
     enum Endpoint {
         case file(WebPage)
-        case apiIndex, healthz, readyz, metrics, sessions, flows, cluster
+        case apiIndex, healthz, readyz, metrics, sessions, flows, cluster, webhooks
         case flow(String)
         case session(String)
         case history(String)
@@ -208,6 +216,7 @@ extension SessionServer {
             case 2 where s == ["api", "sessions"]: self = .sessions
             case 2 where s == ["api", "flows"]: self = .flows
             case 2 where s == ["api", "cluster"]: self = .cluster
+            case 2 where s == ["api", "webhooks"]: self = .webhooks
             case 3 where s[0] == "api" && s[1] == "sessions": self = .session(s[2])
             case 3 where s[0] == "api" && s[1] == "flows": self = .flow(s[2])
             case 4 where s[0] == "api" && s[1] == "sessions" && s[3] == "commands": self = .commands(s[2])
@@ -298,6 +307,7 @@ extension SessionServer {
         GET  /api/flows                     the names of the flows sessions may be created with
         GET  /api/flows/NAME                one flow: its coordinators, links and guards
         GET  /api/cluster                   with --cluster: this node, Redis (link, role, replicas), every node with its heartbeat
+        GET  /api/webhooks                  with --hooks (admin): each webhook endpoint's delivered, pending, oldest pending, failures, last error
         GET  /api/sessions/NAME             one session's state, as JSON (?rev=R: a revision history holds)
         GET  /api/sessions/NAME/history     its history, newest first (?before=R&limit=N)
         GET  /api/sessions/NAME/log         a recording (NDJSON) from the oldest held revision (?from=R)

@@ -47,9 +47,20 @@ public final class SessionServer: ServerApplication {
     /// and the hub takes them (kept here, not with every connection).
     private var admittedGrants: [Int: AccessPolicy.Grant] = [:]
 
+    /// `--hooks`: the file, read and checked, waiting for the loop (the backend starts
+    /// on the first iteration); then the backend itself.
+    private var hooksFile: (file: String, configuration: HooksConfiguration, signer: WebhookSigner)?
+    private(set) var backend: Backend?
+    /// Webhook events made before the backend started (the demo session's creation).
+    private var earlyEvents: [WebhookEvent] = []
+
     /// `hub` must be `journaled` exactly when there is a `store`.
     public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String] = [], authFile: String? = nil, store: DataStore? = nil,
-                cluster: ClusterStore? = nil) {
+                cluster: ClusterStore? = nil, hooksFile: String? = nil) throws(FlowError) {
+        if let hooksFile {
+            let (configuration, signer) = try Backend.load(file: hooksFile)
+            self.hooksFile = (hooksFile, configuration, signer)
+        }
         precondition(hub.journaled == (store != nil), "a journaled hub needs a store, and a store a journaled hub")
         precondition(hub.isClustered == (cluster != nil), "a clustered hub needs Redis, and Redis a clustered hub")
         self.cluster = cluster
@@ -59,6 +70,7 @@ public final class SessionServer: ServerApplication {
         self.authFile = authFile
         self.store = store
         store?.onResult = { [unowned self] in handle(.journal($0), on: server) }
+        if let h = self.hooksFile { self.hub.configureHooks(h.configuration) }
         handle(.started, on: nil)
     }
 
@@ -102,6 +114,10 @@ public final class SessionServer: ServerApplication {
                 server?.connections[c]?.close(code: code, reason: reason)
             case .log(let level, let line):
                 server?.logger.log(level, line)
+            case .hook(let call):
+                backend?.call(call)
+            case .webhook(let event):
+                if let backend { backend.queue(event) } else { earlyEvents.append(event) }
             }
         }
     }
@@ -193,6 +209,16 @@ public final class SessionServer: ServerApplication {
         if self.server == nil {
             // Presence is gathered per session and sent once per interval (docs/protocol.md, "Server messages, unasked").
             server.every(hub.configuration.presenceInterval) { [unowned self, unowned server] in handle(.tick, on: server) }
+            if let h = hooksFile {
+                let b = Backend(configuration: h.configuration, signer: h.signer, file: h.file, loop: server.loop, dataDirectory: store?.path)
+                b.onAnswer = { [unowned self, unowned server] id, reply in handle(.hook(id, reply), on: server) }
+                b.log = { [unowned server] level, line in server.logger.log(level, line) }
+                backend = b
+                b.resume(sessions: Array(hub.sessions.values))
+                for e in earlyEvents { b.queue(e) }
+                earlyEvents = []
+                server.logger.info("hooks: \(h.configuration.summary) (\(h.file))")
+            }
             if let cluster {
                 cluster.onEvent = { [unowned self, unowned server] in handle(.cluster($0), on: server) }
                 if cluster.advertised.isEmpty { cluster.advertised = server.webSocketURL }
@@ -204,6 +230,7 @@ public final class SessionServer: ServerApplication {
     }
 
     public func stopping(on server: Server) {
+        backend?.close()
         store?.stop()
         cluster?.stop()
     }
@@ -233,6 +260,16 @@ public final class SessionServer: ServerApplication {
     /// SIGHUP: re-reads the auth file, the `--jwt-key` files and the Redis password file; connections whose
     /// token is gone are closed with 1008. What does not load leaves everything as it was.
     public func reload(on server: Server) {
+        if let backend {
+            do {
+                let (configuration, signer) = try Backend.load(file: backend.file)
+                backend.reload(configuration, signer: signer)
+                handle(.hooks(configuration), on: server)
+                server.logger.info("SIGHUP: hooks file re-read: \(configuration.summary)")
+            } catch {
+                server.logger.error("SIGHUP: hooks file not reloaded, the old one stays: \(error)")
+            }
+        }
         if let cluster, cluster.passwordFile != nil {
             if let problem = cluster.reloadPassword() { server.logger.error("SIGHUP: \(problem)") } else {
                 server.logger.info("SIGHUP: --redis-password-file re-read (used from the next connect to Redis)")
@@ -266,7 +303,13 @@ public final class SessionServer: ServerApplication {
     public func opened(_ connection: Connection, request: HTTPRequest, subprotocol: String?) {
         if connection.context == nil { connection.context = Self.admitted }
         let grant = admittedGrants.removeValue(forKey: connection.id)
-        handle(.connected(connection.id, grant: grant), on: connection.server)
+        var upgrade: Hub.Upgrade?
+        if let h = backend?.configuration, h.join {
+            var headers: [String: String] = [:]
+            for name in h.headers { if let v = request.header(name) { headers[name] = v } }
+            upgrade = Hub.Upgrade(addr: connection.forwarded?.address ?? UV.Address.host(ofPeer: connection.peer), headers: headers)
+        }
+        handle(.connected(connection.id, grant: grant, upgrade: upgrade), on: connection.server)
         if let grant { connection.server.logger.info("#\(connection.id) \(connection.peer) is \(grant.name) (\(grant.role.rawValue))") }
     }
 

@@ -6,7 +6,7 @@ extension ErrorCode {
         case .badJSON, .badRequest: return 400
         case .forbidden: return 403
         case .unknownSession: return 404
-        case .conflict, .busy, .idReused, .guarded, .redirectLoop: return 409
+        case .conflict, .busy, .idReused, .guarded, .redirectLoop, .refused: return 409
         case .gone: return 410
         case .tooLarge: return 413
         case .unknownRoute, .badParams, .invalidOp, .notFound: return 422

@@ -13,6 +13,8 @@ public struct AccessPolicy: Sendable {
         /// A JWT's `exp`, in ms since the epoch: the connection is closed then unless it
         /// refreshed its token. Nil for a token of the auth file.
         public var expires: Int64?
+        /// A JWT's claims, passed to the join hook (docs/backend.md). Nil for a token of the auth file.
+        public var claims: JSONObject?
 
         /// What logs and messages call this grant: its label, never the token.
         public var name: String { label ?? "a \(role.rawValue) token" }

@@ -71,6 +71,7 @@ extension Hub {
         var name: String
         var role: Role
         var reply: Reply
+        var user: String? = nil
         /// Monotonic ns when it arrived (latency).
         var arrived: UInt64
     }

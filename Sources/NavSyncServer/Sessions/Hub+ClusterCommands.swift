@@ -4,13 +4,13 @@ import NavSync
 extension Hub {
     /// A command in cluster mode: queued for its session, answered once Redis has it.
     mutating func clusterCommand(session name: String, _ object: JSONObject, client: String, name senderName: String,
-                                 role: Role, reply: Reply) {
+                                 role: Role, reply: Reply, user: String? = nil) {
         guard cluster.storeUp else {
             commandOutcomes[ErrorCode.internal.rawValue, default: 0] += 1
             return answer(reply, .error(NavError(.unavailable, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); nothing was applied, try again")))
         }
         cluster.replicas[name, default: Replica()].queue.append(Pending(object: object, client: client, name: senderName, role: role,
-                                                                reply: reply, arrived: time.nanos))
+                                                                reply: reply, user: user, arrived: time.nanos))
         // A session this node does not hold (yet) may be in Redis: it is read first, and
         // the command fails with `unknown_session` only when Redis has no such session.
         if sessions[name] == nil, cluster.replicas[name]!.reading != true {
@@ -88,6 +88,12 @@ extension Hub {
             r.last = last
             r.sinceSnapshot += f.records
             for p in f.patches where p.rev > had { broadcast(name, .patch(session: name, p)) }
+        }
+        // This node made these revisions: it tells the webhooks of them.
+        if unconfirmed == nil, hooks.configuration != nil {
+            for (i, p) in f.commands.enumerated() {
+                if case .ack(_, let ack) = f.answers[i], f.outcomes[i] == "applied" { noteRevision(name, rev: ack.rev, user: p.user, ack: ack) }
+            }
         }
         if unconfirmed == nil {
             for case .ack(_, let ack) in f.answers { r.acknowledged = max(r.acknowledged, ack.rev) }

@@ -38,6 +38,7 @@ extension Hub {
         for name in peer.sessions.sorted() {
             if let at = sessions.index(forKey: name), let m = sessions.values[at].remove(connection, detail: configuration.presenceDetail) {
                 noteLocal(name, left: m.client)
+                noteMembers(name)
             }
         }
     }
@@ -122,7 +123,7 @@ extension Hub {
                                  heartbeat: configuration.heartbeat, limits: configuration.limits)))
 
         case .join(let j):
-            join(j, peer, c, requestID)
+            joinAsking(j, peer, c, requestID)
 
         case .auth(let token):
             guard let policy else { return error(.badRequest, "this server has no auth file and no --jwt-key: there is no token to refresh") }
@@ -148,6 +149,7 @@ extension Hub {
             if let at = sessions.index(forKey: name), let m = sessions.values[at].remove(c, detail: configuration.presenceDetail) {
                 peers[c]?.sessions.removeAll { $0 == name }
                 noteLocal(name, left: m.client)
+                noteMembers(name)
             }
             reply(.left(session: name))
 
@@ -156,12 +158,8 @@ extension Hub {
                 commandOutcomes["rate_limited", default: 0] += 1
                 return error(.rateLimited, "more than \(Int(configuration.commandRate)) commands a second (burst \(configuration.commandBurst)); slow down")
             }
-            if isClustered {
-                clusterCommand(session: name, object, client: peer.client, name: peer.name, role: peer.role ?? .viewer,
-                               reply: .socket(c, id: requestID))
-            } else {
-                reply(command(session: name, object, client: peer.client, name: peer.name, role: peer.role ?? .viewer))
-            }
+            submit(Submission(session: name, object: object, client: peer.client, name: peer.name, role: peer.role ?? .viewer,
+                              reply: .socket(c, id: requestID), admission: peer.backend?.admitted[name]))
 
         case .sync(let name, let since, let epoch):
             guard let s = sessions[name] else { return error(.unknownSession, "no session '\(name)'") }
@@ -235,9 +233,11 @@ extension Hub {
         guard existing != nil || sessions.values[at].members.count < configuration.maxMembers else {
             return refuse(NavError(.full, "session '\(j.session)' has \(configuration.maxMembers) members, its limit"))
         }
-        let member = existing ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue)
+        let member = existing ?? Member(client: peer.client, name: peer.name, role: (peer.role ?? .viewer).rawValue,
+                                        user: peers[c]?.backend?.admitted[j.session]?.user)
         sessions.values[at].add(c, member)
         if existing == nil { noteLocal(j.session, joined: member) }
+        if existing == nil { noteMembers(j.session) }
         if !peers[c]!.sessions.contains(j.session) { peers[c]!.sessions.append(j.session) }
 
         let catchUp: ServerMessage.CatchUp
@@ -274,6 +274,9 @@ extension Hub {
         guard let session = sessions[name] else { return NavError(.unknownSession, "no session '\(name)'") }
         if let e = frozen[name] { return e }
         let members = session.memberOrder.filter { $0 != requester }
+        noteSession("session.deleted", name, extra: ["by": .string(client)])
+        hooks.occupied.remove(name)
+        hooks.vacating[name] = nil
         removeSession(name)
         writeJournal(.delete(session: name))
         if isClustered {

@@ -19,8 +19,9 @@ public struct Hub {
     public enum Event: Sendable {
         /// The runtime starts: the demo session is made (and journaled) if it is missing.
         case started
-        /// A WebSocket opened, with the grant of the token it showed on the upgrade.
-        case connected(Int, grant: AccessPolicy.Grant?)
+        /// A WebSocket opened, with the grant of the token it showed on the upgrade (and,
+        /// with a join hook, its address and the headers the hooks file names).
+        case connected(Int, grant: AccessPolicy.Grant?, upgrade: Upgrade? = nil)
         /// A message from a connection, decoded (or why not) by the runtime: the server
         /// parses its hot path with jansson, the core with its own parser (`text`).
         case request(Int, ClientRequest)
@@ -41,6 +42,10 @@ public struct Hub {
         case tick
         /// Cluster mode: what Redis answered or published (docs/cluster.md, "How it works").
         case cluster(ClusterEvent)
+        /// The hook endpoint answered a `hook` effect's call (docs/backend.md).
+        case hook(Int, HookReply)
+        /// A hooks file (SIGHUP), or none.
+        case hooks(HooksConfiguration?)
     }
 
     /// A command from the HTTP API: answered with `.answer`.
@@ -79,6 +84,10 @@ public struct Hub {
         case log(LogLevel, String)
         /// Cluster mode: a request to Redis (docs/cluster.md, "How it works").
         case cluster(ClusterRequest)
+        /// Post this to the hook endpoint and answer with `Event.hook` (docs/backend.md).
+        case hook(HookCall)
+        /// A webhook event, now durable, for the endpoints that want it.
+        case webhook(WebhookEvent)
     }
 
     /// Roles (docs/protocol.md, "Who may do what (--auth FILE)"); without an auth file every client is `admin`
@@ -118,6 +127,13 @@ public struct Hub {
         /// The sessions it joined: a list, not a set (a set of one name was a 96-byte
         /// block per peer, and a peer joins a few at most).
         var sessions: [String] = []
+        /// With a join hook: the upgrade's address and headers, and the hook's answers.
+        /// Boxed, like the grant: most servers have no hooks.
+        var backend: PeerBackend? {
+            get { backendBox?.value }
+            set { backendBox = newValue.map(Boxed.init) }
+        }
+        private var backendBox: Boxed<PeerBackend>?
 
         init(client: String, name: String, role: Role?, grant: AccessPolicy.Grant?, rate: TokenBucket) {
             self.client = client
@@ -175,14 +191,17 @@ public struct Hub {
     var journal = JournalSide()
     /// Cluster mode's part; untouched in the other modes.
     var cluster = ClusterSide()
+    /// The hooks' part (`--hooks`, docs/backend.md); untouched without one.
+    public internal(set) var hooks = HookSide()
 
     public var journaled: Bool { if case .journaled = mode { true } else { false } }
     public var isClustered: Bool { clusterSettings != nil }
     public var clusterSettings: ClusterSettings? { if case .clustered(let settings) = mode { settings } else { nil } }
 
     public init(configuration: HubConfiguration, flows: [Flow], policy: AccessPolicy? = nil, restored: [Session] = [],
-                mode: Mode = .plain, ids: IDSource) {
+                mode: Mode = .plain, ids: IDSource, hooks: HooksConfiguration? = nil) {
         self.configuration = configuration
+        self.hooks.configuration = hooks
         self.policy = policy
         var byName: [String: Flow] = [Flow.demo.name: Flow.demo]
         for flow in flows { byName[flow.name] = flow }
@@ -205,8 +224,9 @@ public struct Hub {
         case .started:
             // In cluster mode the demo session is made once Redis answers.
             if let demo = configuration.demoSession, sessions[demo] == nil, !isClustered { _ = try? createSession(demo, flow: Flow.demo.name) }
-        case .connected(let c, let grant):
+        case .connected(let c, let grant, let upgrade):
             connect(c, grant: grant, now: now)
+            if let upgrade { peers[c]?.backend = PeerBackend(addr: upgrade.addr, headers: upgrade.headers) }
         case .request(let c, let request):
             message(request, from: c, now: now)
         case .disconnected(let c):
@@ -218,16 +238,7 @@ public struct Hub {
             }
         case .httpCommand(let h):
             let client = h.client ?? "http-" + ids.nextClient()
-            if isClustered {
-                clusterCommand(session: h.session, h.command, client: client, name: client, role: h.role, reply: .http(h))
-                return out
-            }
-            var answer = command(session: h.session, h.command, client: client, name: client, role: h.role)
-            if let echo = h.echoID, case .ack(let s, var ack) = answer, let id = try? CommandID(field: echo) {
-                ack.id = id
-                answer = .ack(session: s, ack)
-            }
-            emit(.answer(connection: h.connection, h.request, answer, id: h.echoID ?? h.command["id"]))
+            submit(Submission(session: h.session, object: h.command, client: client, name: client, role: h.role, reply: .http(h)))
         case .httpDelete(let c, let request, let name):
             let by = "http"
             let refusal = deleteSession(name, by: by, requester: nil)
@@ -237,12 +248,17 @@ public struct Hub {
         case .journal(let result):
             journalDone(result)
         case .tick:
+            vacate()
             publishLocalPresence()
             flushPresence()
             closeExpired()
             trimHistory()
         case .cluster(let e):
             clusterEvent(e)
+        case .hook(let call, let reply):
+            hookAnswered(call, reply)
+        case .hooks(let configuration):
+            configure(hooks: configuration)
         }
         return out
     }
@@ -329,6 +345,7 @@ public struct Hub {
                                   historyCapacity: configuration.history)
         sessions[name] = Session(name: name, flow: flow, sequencer: sequencer)
         writeJournal(.create(session: name, flow: flow, sequencer))
+        noteSession("session.created", name, extra: ["flow": .string(flow.name)])
     }
 
     /// Forgets a session (its creation was never written, or it cannot be read back);
@@ -340,7 +357,8 @@ public struct Hub {
 
     /// Runs a command from a connection or from the HTTP API. On a new revision the
     /// patch goes to every member before the answer goes to the sender.
-    mutating func command(session name: String, _ object: JSONObject, client: String, name senderName: String, role: Role) -> ServerMessage {
+    mutating func command(session name: String, _ object: JSONObject, client: String, name senderName: String, role: Role,
+                          user: String? = nil) -> ServerMessage {
         func fail(_ e: NavError) -> ServerMessage {
             commandOutcomes[e.code.rawValue, default: 0] += 1
             return .error(e)
@@ -359,6 +377,7 @@ public struct Hub {
                                 sessions[name]!.sequencer))
             }
             broadcast(name, .patch(session: name, patch))
+            if hooks.configuration != nil { noteRevision(name, rev: ack.rev, user: user, ack: ack) }
             return .ack(session: name, ack)
         case .unchanged(let ack):
             commandOutcomes["unchanged", default: 0] += 1

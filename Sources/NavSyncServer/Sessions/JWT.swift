@@ -115,6 +115,7 @@ public enum JWT {
         }
         var grant = AccessPolicy.Grant(token: token, role: role, sessions: sessions, label: subject)
         grant.expires = exp
+        grant.claims = claims.objectValue
         return .success(grant)
     }
 }
