@@ -134,14 +134,16 @@ if options.wsEcho {
     } else if store != nil { .journaled } else { .plain }
     let hub = Hub(configuration: options.hub, flows: flows, policy: policy, restored: restored, mode: mode,
                   ids: .random(seed: UInt64.random(in: .min ... .max)))
-    do {
-        application = try SessionServer(hub: hub, lagThreshold: options.lagThreshold,
-                                        allowedOrigins: options.allowedOrigins, authFile: options.authFile,
-                                        store: store, cluster: cluster, hooksFile: options.hooksFile)
-    } catch {
-        say("navsyncd: --hooks: \(error)", to: 2)
-        exit(1)
+    var hooks: HooksFile?
+    if let file = options.hooksFile {
+        do { hooks = try HooksFile.load(file) } catch {
+            say("navsyncd: --hooks: \(error)", to: 2)
+            exit(1)
+        }
     }
+    application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
+                                allowedOrigins: options.allowedOrigins, authFile: options.authFile,
+                                store: store, cluster: cluster, hooks: hooks)
 }
 
 let server: Server

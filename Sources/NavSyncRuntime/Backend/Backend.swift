@@ -34,18 +34,8 @@ final class Backend {
 
     /// Reads and checks the hooks file and its secret file: errors name the file and place.
     static func load(file: String) throws(FlowError) -> (HooksConfiguration, WebhookSigner) {
-        guard let bytes = FileSystem.read(file) else {
-            throw FlowError(file: file, path: "", message: "cannot read: \(String(cString: strerror(errno)))")
-        }
-        let c = try HooksConfiguration.load(bytes: bytes, file: file)
-        guard let secret = FileSystem.read(c.secretFile) else {
-            throw FlowError(file: file, path: "secretFile", message: "cannot read \(c.secretFile): \(String(cString: strerror(errno)))")
-        }
-        let keys = try HooksConfiguration.secrets(from: String(decoding: secret, as: UTF8.self), file: c.secretFile)
-        if let ca = c.caFile, FileSystem.read(ca) == nil {
-            throw FlowError(file: file, path: "caFile", message: "cannot read \(ca): \(String(cString: strerror(errno)))")
-        }
-        return (c, WebhookSigner(keys: keys))
+        let h = try HooksFile.load(file)
+        return (h.configuration, h.signer)
     }
 
     init(configuration: HooksConfiguration, signer: WebhookSigner, file: String, loop: UnsafeMutablePointer<uv_loop_t>, dataDirectory: String?) {
@@ -275,5 +265,27 @@ struct WebhookSigner: Sendable {
     func headers(id: String, body: [UInt8], timestamp: Int64 = unixMilliseconds() / 1000) -> [String] {
         ["Content-Type: application/json", "webhook-id: \(id)", "webhook-timestamp: \(timestamp)",
          "webhook-signature: \(signature(id: id, timestamp: timestamp, body: body))"]
+    }
+}
+
+/// `--hooks FILE`, read and checked (with its secret file), before the server starts.
+public struct HooksFile: Sendable {
+    public let file: String
+    public let configuration: HooksConfiguration
+    let signer: WebhookSigner
+
+    public static func load(_ file: String) throws(FlowError) -> HooksFile {
+        guard let bytes = FileSystem.read(file) else {
+            throw FlowError(file: file, path: "", message: "cannot read: \(String(cString: strerror(errno)))")
+        }
+        let c = try HooksConfiguration.load(bytes: bytes, file: file)
+        guard let secret = FileSystem.read(c.secretFile) else {
+            throw FlowError(file: file, path: "secretFile", message: "cannot read \(c.secretFile): \(String(cString: strerror(errno)))")
+        }
+        let keys = try HooksConfiguration.secrets(from: String(decoding: secret, as: UTF8.self), file: c.secretFile)
+        if let ca = c.caFile, FileSystem.read(ca) == nil {
+            throw FlowError(file: file, path: "caFile", message: "cannot read \(ca): \(String(cString: strerror(errno)))")
+        }
+        return HooksFile(file: file, configuration: c, signer: WebhookSigner(keys: keys))
     }
 }

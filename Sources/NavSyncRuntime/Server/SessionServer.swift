@@ -49,18 +49,15 @@ public final class SessionServer: ServerApplication {
 
     /// `--hooks`: the file, read and checked, waiting for the loop (the backend starts
     /// on the first iteration); then the backend itself.
-    private var hooksFile: (file: String, configuration: HooksConfiguration, signer: WebhookSigner)?
+    private var hooksFile: HooksFile?
     private(set) var backend: Backend?
     /// Webhook events made before the backend started (the demo session's creation).
     private var earlyEvents: [WebhookEvent] = []
 
     /// `hub` must be `journaled` exactly when there is a `store`.
     public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String] = [], authFile: String? = nil, store: DataStore? = nil,
-                cluster: ClusterStore? = nil, hooksFile: String? = nil) throws(FlowError) {
-        if let hooksFile {
-            let (configuration, signer) = try Backend.load(file: hooksFile)
-            self.hooksFile = (hooksFile, configuration, signer)
-        }
+                cluster: ClusterStore? = nil, hooks: HooksFile? = nil) {
+        hooksFile = hooks
         precondition(hub.journaled == (store != nil), "a journaled hub needs a store, and a store a journaled hub")
         precondition(hub.isClustered == (cluster != nil), "a clustered hub needs Redis, and Redis a clustered hub")
         self.cluster = cluster
