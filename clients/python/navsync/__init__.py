@@ -12,11 +12,12 @@ starts navsyncd for tests. The guide is docs/python.md in the navsync repository
 from . import sync
 from .client import Batch, Sent, Session, active_path, connect
 from .errors import (Ack, BadParams, BadRequest, Change, Closed, Conflict, Forbidden, Gone, Guarded, InvalidOp, NavError,
-                     NotConnected, NotFound, Offline, RateLimited, RedirectLoop, Reset, Timeout, Unavailable, UnknownRoute,
-                     UnknownSession)
+                     NotConnected, NotFound, Offline, RateLimited, RedirectLoop, Refused, Reset, Timeout, Unavailable,
+                     UnknownRoute, UnknownSession)
+from . import webhooks
 
 __all__ = ["connect", "Session", "Batch", "Sent", "Ack", "Change", "NavError", "active_path", "sync",
            "Guarded", "RedirectLoop", "Conflict", "BadRequest", "BadParams", "UnknownRoute", "InvalidOp", "NotFound",
            "UnknownSession", "Forbidden", "RateLimited", "Unavailable", "Gone", "Timeout", "Closed", "NotConnected",
-           "Offline", "Reset"]
+           "Offline", "Reset", "Refused", "webhooks"]
 __version__ = "0.1.0"

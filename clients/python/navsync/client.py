@@ -489,9 +489,12 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
                 # confirmed it yet (`unconfirmed`), or the node cannot reach Redis, a
                 # failover under way (`unavailable`: nothing applied). The same id again
                 # is safe, and is answered once the store is back.
+                # A backend hook that failed says when to try again (`retryAfter`, seconds).
                 tries = self._unconfirmed[m["id"]] = self._unconfirmed.get(m["id"], 0) + 1
                 if tries <= 30:
-                    asyncio.get_running_loop().create_task(self._resend(m["id"], after=1.0))
+                    after = m.get("retryAfter")
+                    delay = float(after) if isinstance(after, (int, float)) and 0 <= after <= 60 else 1.0
+                    asyncio.get_running_loop().create_task(self._resend(m["id"], after=delay))
                     return
             self._unconfirmed.pop(m.get("id"), None)
             entry = self._pending.pop(m.get("id"), None)

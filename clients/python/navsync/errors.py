@@ -136,6 +136,17 @@ class Unavailable(NavError):
     code_name = "unavailable"
 
 
+class Refused(NavError):
+    """`refused`: the app's backend refused the command through its command hook
+    (docs/backend.md): `message` is its reason, `details` what else it said."""
+    code_name = "refused"
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """The backend's `details` object ({} when it gave none)."""
+        return dict(self.extra.get("details") or {})
+
+
 class Gone(NavError):
     """`gone`: a revision older than history holds."""
     code_name = "gone"
@@ -169,7 +180,7 @@ class Reset(NavError):
 
 _BY_CODE: dict[str, type[NavError]] = {c.code_name: c for c in (
     Guarded, RedirectLoop, Conflict, BadRequest, BadParams, UnknownRoute, InvalidOp, NotFound, UnknownSession,
-    Forbidden, RateLimited, Unavailable, Gone, Timeout, Closed, NotConnected, Offline, Reset)}
+    Forbidden, RateLimited, Unavailable, Refused, Gone, Timeout, Closed, NotConnected, Offline, Reset)}
 _BY_CODE.update({"bad_json": BadRequest, "unconfirmed": Unavailable, "deleted": Closed})
 
 

@@ -8,6 +8,11 @@ Fixtures:
   `.build/release/navsyncd`; flows from `--navsync-flows DIR`. Give it more flags with
   `@pytest.mark.navsyncd_args("--data", "{tmp_path}/data")` (`{tmp_path}`: the test's
   temporary directory).
+- `navsync_backend`: a programmable app backend for hook-driven flows
+  (`navsync.testing.Backend`): answers join and command hooks as the test says
+  (`on_join`, `on_command`), takes webhooks (`events`), checks every signature. Start
+  navsyncd with it by `@pytest.mark.navsyncd_args("--hooks", "{hooks}")` and say what
+  the file asks for with `@pytest.mark.navsync_hooks(join=True, commands={"*": ["open"]})`.
 - `navsync_session`: a fresh session on it (made from the demo flow), connected through
   `navsync.sync` (plain calls, no event loop needed): `navsync_session.open("/product/42")`.
 """
@@ -33,6 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "navsyncd_args(*args): more command-line flags for the navsyncd fixture")
+    config.addinivalue_line("markers", "navsync_hooks(**settings): what the hooks file of navsync_backend asks for ({hooks})")
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -137,6 +143,13 @@ def navsyncd(request: pytest.FixtureRequest) -> Iterator[Navsyncd]:
     if any("{tmp_path}" in a for a in args):
         tmp = str(request.getfixturevalue("tmp_path"))
         args = [a.replace("{tmp_path}", tmp) for a in args]
+    if any("{hooks}" in a for a in args):
+        backend = request.getfixturevalue("navsync_backend")
+        settings: dict[str, Any] = {}
+        for mark in request.node.iter_markers("navsync_hooks"):
+            settings.update(mark.kwargs)
+        hooks = backend.write_hooks_file(**settings)
+        args = [a.replace("{hooks}", hooks) for a in args]
     log = str(request.getfixturevalue("tmp_path") / "navsyncd.log")
     server = Navsyncd(binary, args, log=log)
     yield server
@@ -144,6 +157,14 @@ def navsyncd(request: pytest.FixtureRequest) -> Iterator[Navsyncd]:
     report = getattr(request.node, "_navsync_call", None)
     if report is not None and report.failed:
         print(f"--- navsyncd's output ({server.log}, exit {code}):\n{server.output()}")
+
+
+@pytest.fixture
+def navsync_backend(tmp_path: Any) -> Iterator[Any]:
+    from .testing import Backend
+    backend = Backend(str(tmp_path))
+    yield backend
+    backend.close()
 
 
 @pytest.fixture
