@@ -3,11 +3,11 @@
 
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
 
-/** Error codes of docs/protocol.md, and the module's own: closed, offline, refused, deleted, lost, missing, timeout, reset. */
+/** Error codes of docs/protocol.md, and the module's own: closed, offline, rejected, deleted, lost, missing, timeout, reset. */
 export type ErrorCode =
   | "bad_json" | "bad_request" | "unknown_session" | "unknown_route" | "bad_params" | "invalid_op"
   | "not_found" | "conflict" | "busy" | "forbidden" | "rate_limited" | "too_large" | "full" | "gone"
-  | "id_reused" | "guarded" | "redirect_loop" | "unconfirmed" | "unavailable" | "internal" | "closed" | "offline" | "refused" | "deleted" | "lost" | "missing" | "timeout" | "reset";
+  | "id_reused" | "guarded" | "redirect_loop" | "unconfirmed" | "unavailable" | "refused" | "internal" | "closed" | "offline" | "rejected" | "deleted" | "lost" | "missing" | "timeout" | "reset";
 
 export class NavsyncError extends Error {
   code: ErrorCode;
@@ -21,7 +21,13 @@ export class NavsyncError extends Error {
   entry?: string;
   /** For `redirect_loop`: each redirect taken, the one that failed again last. */
   chain?: { guard: string; route: string; link: string }[];
+  /** For `refused`: what the app's backend said beside its message (docs/backend.md). */
+  details?: { [key: string]: JSONValue };
+  /** For `unavailable`: seconds after which the same command may be sent again. */
+  retryAfter?: number;
 }
+/** `refused`: the app's backend refused the command through its command hook. */
+export class RefusedError extends NavsyncError { details: { [key: string]: JSONValue } }
 /** `guarded`. */
 export class GuardedError extends NavsyncError { guard: string; route: string; entry: string }
 /** `redirect_loop`. */

@@ -15,7 +15,7 @@
 // Types: /navsync.d.ts. Guide: docs/javascript.md.
 
 /** An error the server answered (`code` as in docs/protocol.md), or one of this
- *  module's own: `closed` (the client was closed), `refused` (the server refused the
+ *  module's own: `closed` (the client was closed), `rejected` (the server refused the
  *  connection for good: a bad token, a forbidden origin), `deleted`, `lost`, `timeout`
  *  (no answer within the call's deadline), `reset` (the session was made anew while
  *  away). `new NavsyncError({code, …})` makes the class for its code (GuardedError,
@@ -25,7 +25,7 @@ export class NavsyncError extends Error {
   constructor(fields) {
     const kind = ERROR_CLASSES[fields.code];
     if (new.target === NavsyncError && kind) return new kind(fields);
-    const { code, message, op, rev, guard, route, entry, chain } = fields;
+    const { code, message, op, rev, guard, route, entry, chain, details, retryAfter } = fields;
     super(message || code);
     this.name = new.target.name;
     this.code = code;
@@ -35,6 +35,10 @@ export class NavsyncError extends Error {
     if (guard !== undefined) { this.guard = guard; this.route = route; this.entry = entry; }
     // `redirect_loop`: each redirect taken, {guard, route, link}, the one that failed again last.
     if (chain !== undefined) this.chain = chain;
+    // `refused`: what the app's backend said beside its message (docs/backend.md).
+    if (code === "refused") this.details = details || {};
+    // `unavailable`: seconds after which the same command may be sent again.
+    if (retryAfter !== undefined) this.retryAfter = retryAfter;
   }
 }
 /** `guarded`: a guard of the flow refused the command (`guard`, `route`, `entry`). */
@@ -49,19 +53,21 @@ export class InvalidCommandError extends NavsyncError {}
 export class ForbiddenError extends NavsyncError {}
 /** `unavailable` / `unconfirmed` after every resend, `rate_limited`: try again later. */
 export class UnavailableError extends NavsyncError {}
+/** `refused`: the app's backend refused the command through its command hook (`message`, `details`). */
+export class RefusedError extends NavsyncError {}
 /** `timeout`: no answer within the call's deadline (the server is named). */
 export class DeadlineError extends NavsyncError {}
 /** `reset`: the session was made anew while this client was away; the command was not sent to it. */
 export class ResetError extends NavsyncError {}
-/** `closed`, `deleted`, `lost`, `missing`, `refused`, `offline`: no session to send to. */
+/** `closed`, `deleted`, `lost`, `missing`, `rejected`, `offline`: no session to send to. */
 export class ClosedError extends NavsyncError {}
 const ERROR_CLASSES = {
   guarded: GuardedError, redirect_loop: RedirectLoopError, conflict: ConflictError,
   unknown_route: InvalidCommandError, bad_params: InvalidCommandError, invalid_op: InvalidCommandError,
   not_found: InvalidCommandError, bad_request: InvalidCommandError, bad_json: InvalidCommandError,
   forbidden: ForbiddenError, unavailable: UnavailableError, unconfirmed: UnavailableError, rate_limited: UnavailableError,
-  timeout: DeadlineError, reset: ResetError,
-  closed: ClosedError, deleted: ClosedError, lost: ClosedError, missing: ClosedError, refused: ClosedError, offline: ClosedError,
+  refused: RefusedError, timeout: DeadlineError, reset: ResetError,
+  closed: ClosedError, deleted: ClosedError, lost: ClosedError, missing: ClosedError, rejected: ClosedError, offline: ClosedError,
 };
 
 /** Connects to one server, or to the first that answers of a list (a cluster, a
@@ -271,7 +277,7 @@ class Client extends Emitter {
     clearTimeout(this.retryTimer);
     if (this.ws) { this.ws.onclose = null; this.ws.close(); this.ws = null; }
     this.#setStatus("refused", reason);
-    const error = new NavsyncError({ code: "refused", message: reason });
+    const error = new NavsyncError({ code: "rejected", message: reason });
     for (const s of this.sessions.values()) s._refused(error);
   }
 
@@ -434,7 +440,8 @@ class Session extends Emitter {
   command(ops, options = {}) {
     if (this.client.closed) return Promise.reject(new NavsyncError({ code: "closed", message: "the navsync client was closed" }));
     if (["deleted", "refused", "missing", "lost"].includes(this.snapshot.status)) {
-      return Promise.reject(new NavsyncError({ code: this.snapshot.status, message: this.snapshot.error || "session " + this.snapshot.status }));
+      const code = this.snapshot.status === "refused" ? "rejected" : this.snapshot.status;
+      return Promise.reject(new NavsyncError({ code, message: this.snapshot.error || "session " + this.snapshot.status }));
     }
     const message = { type: "command", session: this.name, id: options.id ?? commandPrefix + "-" + (++commandCounter), ops };
     for (const key of ["base", "onConflict", "label"]) if (options[key] !== undefined) message[key] = options[key];
@@ -725,9 +732,10 @@ class Session extends Emitter {
     // Cluster mode: with --redis-wait Redis has it and too few replicas confirmed it yet
     // (unconfirmed), or the node cannot reach Redis, a failover under way (unavailable:
     // nothing applied). The same id again is safe and is answered once the store is
-    // back (30 tries, a second apart).
+    // back (30 tries, a second apart, or after the `retryAfter` a failed backend hook gives).
     if (p && (m.code === "unconfirmed" || m.code === "unavailable") && (p.unconfirmed = (p.unconfirmed || 0) + 1) <= 30) {
-      setTimeout(() => { if (this.pending.get(m.id) === p) this.client.send(p.message); }, 1000);
+      const after = typeof m.retryAfter === "number" && m.retryAfter >= 0 && m.retryAfter <= 60 ? m.retryAfter * 1000 : 1000;
+      setTimeout(() => { if (this.pending.get(m.id) === p) this.client.send(p.message); }, after);
       return;
     }
     if (p) { this.pending.delete(m.id); p.reject(error); return; }
