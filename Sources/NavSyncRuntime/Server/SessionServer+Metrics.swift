@@ -22,6 +22,23 @@ extension SessionServer {
             m.gauge("navsync_cluster_ready", "1 while this node can acknowledge commands (/readyz).", cluster.notReady == nil ? 1 : 0)
             m.gauge("navsync_cluster_nodes", "Nodes whose heartbeat is at most 5 s old.", cluster.nodes.values.filter { unixMilliseconds() - $0.seen <= 5_000 }.count)
         }
+        if let backend {
+            m.counter("navsync_hook_calls_total", "Hook calls to the app's backend by outcome: allowed, refused, failed (docs/backend.md).",
+                      labelled: hub.hooks.outcomes.sorted { $0.key < $1.key }.map { ("outcome=\"\($0.key)\"", $0.value) })
+            let hl = backend.hookLatency
+            m.histogram("navsync_hook_seconds", "Hook round trips, from the post to the answer.", bounds: LatencyHistogram.bounds,
+                        cumulative: hl.cumulative, sum: hl.sum, count: hl.count)
+            let t = server?.now ?? 0
+            func each(_ value: (WebhookOutbox) -> Int) -> [(String, Int)] {
+                backend.outboxes.map { ("endpoint=\"\($0.endpoint.url)\"", value($0)) }
+            }
+            m.counter("navsync_webhook_events_delivered_total", "Webhook events delivered (answered 2xx), per endpoint.", labelled: each(\.delivered))
+            m.gauge("navsync_webhook_events_pending", "Webhook events not yet delivered, per endpoint.", labelled: each(\.pending))
+            m.gauge("navsync_webhook_oldest_pending_seconds", "Age of the oldest undelivered event, per endpoint.",
+                    labelled: each { Int($0.oldestAge(now: t) / 1000) })
+            m.counter("navsync_webhook_failures_total", "Webhook batches that failed (retried with backoff), per endpoint.", labelled: each(\.failures))
+            m.counter("navsync_webhook_events_dropped_total", "Webhook events dropped past maxQueue, per endpoint.", labelled: each(\.dropped))
+        }
         m.gauge("navsync_sessions", "Sessions held.", hub.sessionCount)
         m.gauge("navsync_members", "Session memberships (a connection in two sessions counts twice).", hub.memberCount)
         m.counter("navsync_commands_total", "Commands by outcome: applied, unchanged, duplicate, or the error code.",

@@ -26,7 +26,7 @@ public final class SessionServer: ServerApplication {
     /// The server this application runs in, set on its first loop iteration. Not
     /// `weak`: a weak reference gives the server a side table, and every retain and
     /// release of it then takes the slow path, on every send to every member.
-    private unowned(unsafe) var server: Server?
+    private(set) unowned(unsafe) var server: Server?
     /// Patch messages queued to members (one per member per patch), for /metrics.
     public private(set) var patchesSent = 0
     /// Presence messages queued to members (a herd's cost), for /metrics.
