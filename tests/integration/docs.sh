@@ -18,6 +18,8 @@ extract() {   # extract FILE: one command per line, continuations joined
 
 for doc in "$ROOT/README.md" "$ROOT"/docs/*.md; do
     name="$(basename "$doc" .md)"
+    # backend.md's recipe needs its example backend beside the server: backend_docs.sh runs it.
+    [ "$name" = backend ] && continue
     commands="$(extract "$doc")"
     [ -n "$commands" ] || continue
     start_navsyncd "docs-$name"

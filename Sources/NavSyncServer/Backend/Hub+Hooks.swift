@@ -21,6 +21,9 @@ extension Hub {
         /// empty one is due to be told vacated (loop ms).
         var occupied: Set<String> = []
         var vacating: [String: Int64] = [:]
+        /// Cluster mode: commands for a session this node does not hold yet, waiting for
+        /// its read (its flow decides whether they go to the hook).
+        var awaitingRead: [String: [Submission]] = [:]
         /// Tells apart session events of one type at one revision.
         var eventCount = 0
         /// Hook calls by outcome (`allowed`, `refused`, `failed`), for /metrics.
@@ -101,6 +104,17 @@ extension Hub {
             commandOutcomes[ErrorCode.badParams.rawValue, default: 0] += 1
             return answer(s.reply, .error(NavError(.badParams, "'by' is the server's to set (the command hook's set): a client may not send it", op: at)))
         }
+        // Cluster mode: a session not held here yet is read first, or its flow is unknown.
+        if isClustered, sessions[s.session] == nil, hooks.configuration!.commands.values.contains(where: { !$0.isEmpty }) {
+            guard cluster.storeUp else {
+                return answer(s.reply, .error(NavError(.unavailable, "store unavailable: \(cluster.storeDown ?? "not connected to Redis"); nothing was applied, try again",
+                                                       retryAfter: Self.hookRetryAfter)))
+            }
+            hooks.awaitingRead[s.session, default: []].append(s)
+            guard cluster.replicas[s.session]?.reading != true else { return }
+            cluster.replicas[s.session, default: Replica()].reading = true
+            return out.append(.cluster(.read(session: s.session, after: cluster.replicas[s.session]!.last)))
+        }
         if let line = hooks.lines[s.client], !line.isEmpty {
             if let key = commandKey(s), hooks.asking[key] != nil {
                 hooks.asking[key]!.resends.append(s)
@@ -110,6 +124,19 @@ extension Hub {
             return
         }
         if !ask(s) { run(s) }
+    }
+
+    /// Cluster mode: the session was read (or found missing): the commands that waited go on.
+    mutating func resumeAwaitingRead(_ name: String) {
+        guard let waiting = hooks.awaitingRead.removeValue(forKey: name) else { return }
+        for s in waiting {
+            if sessions[name] == nil {
+                commandOutcomes[ErrorCode.unknownSession.rawValue, default: 0] += 1
+                answer(s.reply, .error(NavError(.unknownSession, "no session '\(name)'")))
+            } else {
+                submit(s)
+            }
+        }
     }
 
     /// Runs a command now, in this mode's way.

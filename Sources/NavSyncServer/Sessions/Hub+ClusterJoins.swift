@@ -12,8 +12,10 @@ extension Hub {
     }
 
     mutating func answerParkedReads(_ name: String) {
-        guard let waiting = cluster.parkedReads.removeValue(forKey: name) else { return }
-        for p in waiting { serve(p.message, id: p.id, from: p.connection, first: false, now: p.now) }
+        if let waiting = cluster.parkedReads.removeValue(forKey: name) {
+            for p in waiting { serve(p.message, id: p.id, from: p.connection, first: false, now: p.now) }
+        }
+        resumeAwaitingRead(name)
     }
 
     // MARK: Creating and joining
