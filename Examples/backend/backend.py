@@ -77,6 +77,9 @@ def command_hook(hook):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go in two writes: with Nagle on, the second waits for the
+    # peer's delayed ACK (some 40 ms an answer on Linux).
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         url = urlparse(self.path)
