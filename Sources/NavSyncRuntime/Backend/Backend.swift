@@ -22,6 +22,9 @@ final class Backend {
     private let cursorFile: String?
     /// Per endpoint URL, per session: the last revision delivered (`epoch`, `rev`).
     private var cursors: [String: [String: (epoch: String, rev: Int)]] = [:]
+    /// Per endpoint URL: session events (`session.created`…) not yet delivered, kept in the
+    /// cursor file too: history does not hold them, so they could not be made again.
+    private var held: [String: [WebhookEvent]] = [:]
     /// The hub's answer: the runtime hands it to `Hub.Event.hook`.
     var onAnswer: (Int, HookReply) -> Void = { _, _ in }
     var log: (LogLevel, String) -> Void = { _, _ in }
@@ -96,9 +99,17 @@ final class Backend {
     /// A durable event: queued for every endpoint that wants it.
     func queue(_ event: WebhookEvent) {
         let t = now
-        for i in outboxes.indices where !outboxes[i].add(event, now: t) {
-            log(.warn, "webhooks: \(outboxes[i].endpoint.url) holds \(outboxes[i].maxQueue) events, its maxQueue: the oldest was dropped")
+        var keep = false
+        for i in outboxes.indices {
+            if !outboxes[i].add(event, now: t) {
+                log(.warn, "webhooks: \(outboxes[i].endpoint.url) holds \(outboxes[i].maxQueue) events, its maxQueue: the oldest was dropped")
+            }
+            if cursorFile != nil, event.type != "revision", outboxes[i].endpoint.wants(event.type, session: event.session) {
+                held[outboxes[i].endpoint.url, default: []].append(event)
+                keep = true
+            }
         }
+        if keep { saveCursors() }
         pump()
     }
 
@@ -154,8 +165,12 @@ final class Backend {
     private func advance(_ url: String, past events: [WebhookEvent]) {
         guard cursorFile != nil else { return }
         var changed = false
-        for e in events where e.type == "revision" {
-            cursors[url, default: [:]][e.session] = (e.epoch, e.rev)
+        for e in events {
+            if e.type == "revision" {
+                cursors[url, default: [:]][e.session] = (e.epoch, e.rev)
+            } else {
+                held[url]?.removeAll { $0.id == e.id }
+            }
             changed = true
         }
         if changed { saveCursors() }
@@ -169,7 +184,9 @@ final class Backend {
             for (name, c) in (cursors[o.endpoint.url] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 sessions[name] = ["epoch": .string(c.epoch), "rev": .int(Int64(c.rev))]
             }
-            endpoints[o.endpoint.url] = .object(sessions)
+            var entry: JSONObject = ["sessions": .object(sessions)]
+            if let pending = held[o.endpoint.url], !pending.isEmpty { entry["pending"] = .array(pending.map(\.json)) }
+            endpoints[o.endpoint.url] = .object(entry)
         }
         let bytes = JSON.object(["format": "navsync-webhooks/1", "endpoints": .object(endpoints)]).encoded()
         let tmp = cursorFile + ".tmp"
@@ -189,16 +206,20 @@ final class Backend {
         if let bytes = FileSystem.read(cursorFile), let json = try? Jansson.parse(bytes), let endpoints = json["endpoints"]?.objectValue {
             for (url, value) in endpoints {
                 known.insert(url)
-                for (name, c) in value.objectValue ?? [:] {
+                for (name, c) in value["sessions"]?.objectValue ?? [:] {
                     guard let epoch = c["epoch"]?.stringValue, let rev = c["rev"]?.intValue else { continue }
                     cursors[url, default: [:]][name] = (epoch, Int(rev))
                 }
+                held[url] = (value["pending"]?.arrayValue ?? []).compactMap(WebhookEvent.init(json:))
             }
         }
         let t = now
         var replayed = 0
         for i in outboxes.indices {
             let url = outboxes[i].endpoint.url
+            // Session events kept and revisions history holds, in the order they happened
+            // per session: by revision, a revision before the session events made after it.
+            var again: [WebhookEvent] = held[url] ?? []
             for s in sessions.sorted(by: { $0.name < $1.name }) where outboxes[i].endpoint.wants("revision", session: s.name) {
                 let seq = s.sequencer
                 let from: Int
@@ -214,10 +235,17 @@ final class Backend {
                     log(.warn, "webhooks: \(url): revisions \(from + 1)...\(seq.history.earliest) of '\(s.name)' fell out of history undelivered")
                 }
                 for entry in seq.history.entries(after: max(from, seq.history.earliest)) {
-                    outboxes[i].add(.revision(session: s.name, epoch: seq.epoch, entry: entry), now: t)
-                    replayed += 1
+                    again.append(.revision(session: s.name, epoch: seq.epoch, entry: entry))
                 }
             }
+            let order = Dictionary(again.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { a, _ in a })
+            again.sort { a, b in
+                if a.rev != b.rev { return a.rev < b.rev }
+                if (a.type == "revision") != (b.type == "revision") { return a.type == "revision" }
+                return order[a.id]! < order[b.id]!
+            }
+            for e in again { outboxes[i].add(e, now: t) }
+            replayed += again.count
         }
         saveCursors()
         if replayed > 0 { log(.info, "webhooks: \(replayed) events not yet delivered before the restart are queued again") }

@@ -16,6 +16,13 @@ public struct WebhookEvent: Sendable, Equatable {
         self.id = id; self.type = type; self.session = session; self.epoch = epoch; self.rev = rev; self.json = json
     }
 
+    /// An event as delivered (kept in the data directory until it is), read back.
+    public init?(json: JSON) {
+        guard let id = json["id"]?.stringValue, let type = json["type"]?.stringValue, let session = json["session"]?.stringValue,
+              let epoch = json["epoch"]?.stringValue, let rev = json["rev"]?.intValue else { return nil }
+        self.init(id: id, type: type, session: session, epoch: epoch, rev: Int(rev), json: json)
+    }
+
     /// `revision`: the history entry of the revision, with what only the ack knows
     /// (redirects, ids created) when it is at hand.
     public static func revision(session: String, epoch: String, entry: HistoryEntry, user: String? = nil, ack: Ack? = nil) -> WebhookEvent {
