@@ -69,7 +69,8 @@ export interface ClientStatus {
   reason: string;
 }
 
-export interface Member { client: string; name: string; role: string; rev?: number; focus?: string }
+/** `user`: who the app's backend says this is (its join hook, docs/backend.md), beside `name`. */
+export interface Member { client: string; name: string; role: string; rev?: number; focus?: string; user?: string }
 
 export interface Entry {
   id: string;
