@@ -8,7 +8,7 @@ import TestSupport
 @Suite("Protocol: server messages decoded")
 struct ServerMessageDecodingTests {
     static let patch = Patch(rev: 4, by: "c1", cmd: .string("k"), ops: [PatchOperation(.replace, "/alert", value: .null)])
-    static let member = Member(client: "c2", name: "tv", role: "viewer", rev: 3, focus: "e7")
+    static let member = Member(client: "c2", name: "tv", role: "viewer", rev: 3, focus: "e7", user: "ann")
 
     static let messages: [ServerMessage] = [
         .welcome(.init(client: "c1", server: "navsyncd/0.1.0", heartbeat: 30, limits: ProtocolLimits())),
@@ -18,6 +18,8 @@ struct ServerMessageDecodingTests {
         .patch(session: "demo", patch),
         .ack(session: "demo", Ack(id: .int(9), rev: 4, results: [.applied, .noop, .superseded])),
         .error(NavError(.conflict, "e3 changed", op: 1, rev: 4)),
+        .error(NavError(.refused, "the cart is empty", details: ["items": 0, "signIn": "/login"])),
+        .error(NavError(.unavailable, "the app's backend did not answer", retryAfter: 1)),
         .synced(session: "demo", rev: 4),
         .snapshot(session: "demo", rev: 4, state: ["root": ["type": "App"]]),
         .historic(session: "demo", rev: 2, state: ["root": ["type": "App"]]),
@@ -33,6 +35,16 @@ struct ServerMessageDecodingTests {
         .presence(session: "demo", .init(joined: [member], status: [.init(client: "c2", rev: 4, focus: nil)], others: 3)),
         .joined(.init(session: "big", epoch: "ep", rev: 1, flow: .null, members: [member], others: 9_999, catchUp: .state([:]))),
     ]
+
+    /// Byte vectors of the backend's errors (docs/backend.md): as a server sends them.
+    @Test func theBackendsErrorsAsBytes() throws {
+        let refused = try ServerMessage.decode(Array(#"{"type":"error","id":3,"code":"refused","message":"no","details":{"why":"cart"}}"#.utf8))
+        guard case .error(let e)? = refused?.message else { Issue.record("\(String(describing: refused))"); return }
+        #expect(e.code == .refused && e.message == "no" && e.details == ["why": "cart"] && e.retryAfter == nil)
+        #expect(ServerMessage.error(NavError(.unavailable, "x", retryAfter: 2)).json(id: 1).encoded()
+                == Array(#"{"type":"error","id":1,"code":"unavailable","message":"x","retryAfter":2}"#.utf8))
+        #expect(ErrorCode.refused.httpStatus == 409)
+    }
 
     @Test(arguments: messages)
     func roundTrips(_ message: ServerMessage) throws {
