@@ -237,7 +237,7 @@ extension Hub {
         case failed(NavError)
     }
 
-    /// What a hook's answer says (docs/backend.md, "Answers"); anything malformed is a
+    /// What a hook's answer says (docs/backend.md, "The command hook"); anything malformed is a
     /// failure of the backend, logged with the reason, and `unavailable` for the client.
     private mutating func verdict(_ reply: HookReply, what: String) -> Verdict {
         func failed(_ why: String) -> Verdict {
