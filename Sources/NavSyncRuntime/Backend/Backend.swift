@@ -28,6 +28,13 @@ final class Backend {
     /// The hub's answer: the runtime hands it to `Hub.Event.hook`.
     var onAnswer: (Int, HookReply) -> Void = { _, _ in }
     var log: (LogLevel, String) -> Void = { _, _ in }
+    /// Cluster mode: revision events come from the replicas of the sessions whose lease
+    /// this node holds (`Backend+Cluster.swift`), not from the hub's own revisions.
+    var cluster: ClusterDelivery? {
+        didSet { if cluster != nil { startClusterTimer() } }
+    }
+    private let clusterTimer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+    private var clusterTicks = 0
     /// Hook round trips (post to answer), for /metrics and the benchmark.
     private(set) var hookLatency = LatencyHistogram()
     private var started: [Int: UInt64] = [:]
@@ -51,6 +58,23 @@ final class Backend {
         cursorFile = dataDirectory.map { $0 + "/webhooks.json" }
         uv_timer_init(loop, timer)
         timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_timer_init(loop, clusterTimer)
+        clusterTimer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    /// Every 50 ms: events pulled from held replicas; every second, leases renewed and taken.
+    private func startClusterTimer() {
+        uv_timer_start(clusterTimer, { t in
+            let me = Unmanaged<Backend>.fromOpaque(t!.pointee.data).takeUnretainedValue()
+            guard let cluster = me.cluster else { return }
+            if me.clusterTicks % 20 == 0 { cluster.tick(endpoints: me.configuration.webhooks) }
+            me.clusterTicks += 1
+            let events = cluster.pull()
+            guard !events.isEmpty else { return }
+            let t = me.now
+            for e in events { for i in me.outboxes.indices { me.outboxes[i].add(e, now: t) } }
+            me.pump()
+        }, 50, 50)
     }
 
     private var now: Int64 { Int64(uv_now(loop)) }
@@ -98,6 +122,8 @@ final class Backend {
 
     /// A durable event: queued for every endpoint that wants it.
     func queue(_ event: WebhookEvent) {
+        // In a cluster the lease holder pulls every revision from its replica.
+        if cluster != nil, event.type == "revision" { return }
         let t = now
         var keep = false
         for i in outboxes.indices {
@@ -143,6 +169,7 @@ final class Backend {
                     log(.info, "webhooks: \(url) answers again; \(outboxes[at].pending) events pending")
                 }
                 advance(url, past: events)
+                cluster?.delivered(events, url: url)
             case .success(let r):
                 fail(at, "HTTP \(r.status)")
             case .failure(let f):
@@ -271,6 +298,8 @@ final class Backend {
         http.close()
         uv_timer_stop(timer)
         uv_close(UV.handle(timer)) { h in h!.deallocate() }
+        uv_timer_stop(clusterTimer)
+        uv_close(UV.handle(clusterTimer)) { h in h!.deallocate() }
     }
 }
 

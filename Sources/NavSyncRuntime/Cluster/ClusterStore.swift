@@ -447,6 +447,13 @@ public final class ClusterStore {
         return out
     }
 
+    /// A command of the webhooks' delivery (leases and cursors, `Backend+Cluster.swift`)
+    /// on the command connection; a failure when Redis is away.
+    func webhookCommand(_ args: [String], _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+        guard let commands, connected else { return done(.failure(.notSent("not connected"))) }
+        commands.send(args, done)
+    }
+
     private func eval(_ script: String, keys: [String], args: [String], _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
         evalBytes(script, keys: keys, args: args.map { Array($0.utf8) }, done)
     }

@@ -211,6 +211,13 @@ public final class SessionServer: ServerApplication {
                 b.onAnswer = { [unowned self, unowned server] id, reply in handle(.hook(id, reply), on: server) }
                 b.log = { [unowned server] level, line in server.logger.log(level, line) }
                 backend = b
+                if let cluster {
+                    let delivery = ClusterDelivery(store: cluster)
+                    delivery.sessions = { [unowned self] in hub.sessions }
+                    delivery.holdReplica = { [unowned self, unowned server] name in handle(.holdReplica(name), on: server) }
+                    delivery.log = { [unowned server] level, line in server.logger.log(level, line) }
+                    b.cluster = delivery
+                }
                 b.resume(sessions: Array(hub.sessions.values))
                 for e in earlyEvents { b.queue(e) }
                 earlyEvents = []

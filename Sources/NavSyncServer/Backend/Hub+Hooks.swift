@@ -139,6 +139,14 @@ extension Hub {
         }
     }
 
+    /// Cluster mode: this node delivers the session's webhooks (docs/backend.md,
+    /// "Webhooks"): its replica is read here when the node does not hold it yet.
+    mutating func holdReplica(_ name: String) {
+        guard isClustered, sessions[name] == nil, cluster.storeUp, cluster.replicas[name]?.reading != true else { return }
+        cluster.replicas[name, default: Replica()].reading = true
+        out.append(.cluster(.read(session: name, after: cluster.replicas[name]!.last)))
+    }
+
     /// Runs a command now, in this mode's way.
     mutating func run(_ s: Submission) {
         if isClustered {

@@ -46,6 +46,8 @@ public struct Hub {
         case hook(Int, HookReply)
         /// A hooks file (SIGHUP), or none.
         case hooks(HooksConfiguration?)
+        /// Cluster mode: this node delivers the session's webhooks; it needs its replica.
+        case holdReplica(String)
     }
 
     /// A command from the HTTP API: answered with `.answer`.
@@ -259,6 +261,8 @@ public struct Hub {
             hookAnswered(call, reply)
         case .hooks(let configuration):
             configure(hooks: configuration)
+        case .holdReplica(let name):
+            holdReplica(name)
         }
         return out
     }
