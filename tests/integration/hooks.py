@@ -89,6 +89,8 @@ class Backend:
                     self.wfile.flush()
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
+                if url == "/product/6":
+                    return self.reply(200, json.dumps({"allow": True, "set": {"pad": "x" * 70_000}}).encode())
                 if url == "/product/5":
                     return self.reply(200, json.dumps({"allow": True, "set": {"seen": 5}}).encode())
                 if url == "/checkout":
@@ -185,7 +187,7 @@ for what, path, place in [("a bad secret file", hooks_file(backend, "bad1.json",
 # ---- hooks that fail: unavailable with retryAfter, nothing sequenced; others never wait ----
 proc, port = start("--hooks", hooks_file(backend), name="faults")
 for url, why in [("/product/1", "hangs past timeoutMs"), ("/product/2", "answers junk"), ("/product/3", "answers 500"),
-                 ("/product/4", "closes mid-answer")]:
+                 ("/product/4", "closes mid-answer"), ("/product/6", "answers over 64 KiB")]:
     before = get(port, "/api/sessions/demo")["rev"]
     started = time.time()
     other = {}
@@ -285,6 +287,23 @@ check("while the receiver is down: events pending, failures counted, the last er
 check("...and the server serves meanwhile", post(port, "demo", {"id": "live", "ops": [{"op": "pop"}]})[0] in (200, 422))
 check("once it is back (30 s), every revision is delivered, in order", wait_until(lambda: down.revisions("demo")[:20] == list(range(1, 21)), 75),
       down.revisions("demo"))
+proc.terminate()
+proc.wait(10)
+
+# ---- a hooked command is journaled with its set: kill -9 and a restart keep both ----
+jdata = os.path.join(TMP, "journaled")
+proc, port = start("--data", jdata, "--hooks", hooks_file(backend, "journaled.json"), name="journaled")
+status, answer = post(port, "demo", {"id": "j5", "ops": [{"op": "open", "url": "/product/5"}]}, client="qa")
+proc.send_signal(signal.SIGKILL)
+proc.wait(10)
+proc, port = start("--data", jdata, "--hooks", hooks_file(backend, "journaled.json"), name="journaled")
+state = get(port, "/api/sessions/demo")
+entries = get(port, "/api/sessions/demo/history")["entries"]
+check("a hooked command survives kill -9: the set in the state, the hook's op in history, and its resend a duplicate",
+      status == 200 and state["rev"] == answer["rev"] and state["state"].get("data") == {"seen": 5}
+      and entries[0]["ops"][0].get("by") == "hook"
+      and post(port, "demo", {"id": "j5", "ops": [{"op": "open", "url": "/product/5"}]}, client="qa")[1].get("duplicate") is True,
+      (status, answer, state["state"].get("data"), entries[:1]))
 proc.terminate()
 proc.wait(10)
 
