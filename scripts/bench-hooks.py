@@ -149,21 +149,26 @@ print(f"  navsyncd CPU per event delivered (the difference per command): {(cpu1 
 
 
 # ---- 2. the command hook's cost ----
-async def round_trips(port, session, n):
+async def round_trips(port, session, n=None, stop=None, pause=0.0):
+    """Command round trips on one connection, one at a time: `n` of them, or until `stop`."""
     rtts = []
     async with websockets.connect(f"ws://127.0.0.1:{port}/ws", subprotocols=["navsync.v1"]) as ws:
         await ws.send(json.dumps({"type": "join", "session": session, "create": True}))
         while json.loads(await ws.recv())["type"] != "joined":
             pass
-        for i in range(n):
-            op = {"op": "update", "scope": "session", "data": {"n": i}}
+        i = 0
+        while (n is None or i < n) and (stop is None or time.monotonic() < stop):
+            i += 1
             t = time.perf_counter_ns()
-            await ws.send(json.dumps({"type": "command", "session": session, "id": i, "ops": [op]}))
+            await ws.send(json.dumps({"type": "command", "session": session, "id": i,
+                                      "ops": [{"op": "update", "scope": "session", "data": {"n": i}}]}))
             while True:
                 m = json.loads(await ws.recv())
                 if m.get("id") == i:
                     break
             rtts.append(time.perf_counter_ns() - t)
+            if pause:
+                await asyncio.sleep(pause)
     return rtts
 
 print()
@@ -196,7 +201,7 @@ async def others_p99(port, hang):
     stop = time.monotonic() + 5
 
     async def client(k):
-        return await round_trips_until(port, f"other-{k}", stop)
+        return await round_trips(port, f"other-{k}", stop=stop, pause=0.005)
 
     async def hanger():
         async with websockets.connect(f"ws://127.0.0.1:{port}/ws", subprotocols=["navsync.v1"]) as ws:
@@ -210,25 +215,6 @@ async def others_p99(port, hang):
     done = await asyncio.gather(*tasks)
     return [x for r in done[:20] for x in r]
 
-
-async def round_trips_until(port, session, stop):
-    rtts = []
-    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", subprotocols=["navsync.v1"]) as ws:
-        await ws.send(json.dumps({"type": "join", "session": session, "create": True}))
-        while json.loads(await ws.recv())["type"] != "joined":
-            pass
-        i = 0
-        while time.monotonic() < stop:
-            i += 1
-            t = time.perf_counter_ns()
-            await ws.send(json.dumps({"type": "command", "session": session, "id": i, "ops": [{"op": "update", "scope": "session", "data": {"n": i}}]}))
-            while True:
-                m = json.loads(await ws.recv())
-                if m.get("id") == i:
-                    break
-            rtts.append(time.perf_counter_ns() - t)
-            await asyncio.sleep(0.005)
-    return rtts
 
 print()
 print("== other sessions while one session's backend hangs: 20 clients, a command every ~5 ms each, 5 s")
