@@ -38,6 +38,9 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
         _ = hub.handle(.started, now: 0)
     }
 
+    /// The app's backend (docs/backend.md): answers each hook call the hub makes, at once.
+    var backend: ((HookCall) -> HookReply)?
+
     /// Commands sent, as their ops lists.
     var commands: [[JSON]] { sent.filter { $0["type"] == "command" }.map { $0["ops"]?.arrayValue ?? [] } }
 
@@ -114,6 +117,7 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
             case .send(let to, let m, let id): emit(to, .text(m.bytes(id: id)))
             case .broadcast(_, let m, let to): for c in to { emit(c, .text(m.bytes())) }
             case .close(let c, let code, _): if let conn = connections[c] { closed(conn, code: code) }
+            case .hook(let call): if let backend { perform(hub.handle(.hook(call.id, backend(call)), now: 0)) }
             default: break
             }
         }

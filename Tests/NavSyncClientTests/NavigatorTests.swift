@@ -100,6 +100,29 @@ struct NavigatorTests {
         #expect(a.state == b.state && b.lastError == nil)
     }
 
+    /// A hook-driven flow (docs/backend.md): the backend refuses checkout without a cart,
+    /// with its message and details, and its set lands in the same revision as the
+    /// command it allowed; the navigator shows what the server confirmed.
+    @Test func theBackendsRefusalAndSetReachTheNavigator() async throws {
+        server.hub.configureHooks(HooksConfiguration(url: "http://backend.test/hook", commands: ["*": ["open"]]))
+        server.backend = { call in
+            let url = call.body["command"]?["ops"]?.arrayValue?.first?["url"]?.stringValue ?? ""
+            if url == "/checkout" { return .answered(["allow": false, "message": "the cart is empty", "details": ["items": 0]]) }
+            return .answered(["allow": true, "set": ["lastOpen": .string(url)]])
+        }
+        let nav = try await joinedAtHome()
+        do {
+            try await nav.open("/checkout")
+            Issue.record("expected the backend's refusal")
+        } catch {
+            #expect(error.code == .refused && error.message == "the cart is empty" && error.details == ["items": 0])
+        }
+        #expect(nav.rev == 0 && server.hub.sessions["demo"]!.sequencer.rev == 0)
+        let ack = try await nav.open("/product/7")
+        #expect(ack.rev == 1 && ack.results == [.applied], "the sender's op only")
+        #expect(nav.sessionData == ["lastOpen": "/product/7"] && nav.state == nav.confirmedState)
+    }
+
     @Test func aRefusedWriteSnapsBackAndSaysWhy() async throws {
         let admin = try await joinedAtHome()
         try await admin.open("/product/7")
