@@ -225,6 +225,10 @@ extension Hub {
                         out.append(.log(.info, "cluster: session '\(name)' goes on at revision \(now) under epoch \(epoch) (a new Redis primary; nothing lost); members resync"))
                     }
                 }
+                // Another lineage: the session was made anew in Redis (docs/protocol.md, "Epochs").
+                if let previous, previous.sequencer.epoch.split(separator: "/").first != epoch.split(separator: "/").first {
+                    noteSession("session.reset", name, extra: ["previousEpoch": .string(previous.sequencer.epoch)])
+                }
                 if previous != nil {
                     let s = sessions[name]!
                     for c in s.memberOrder {
