@@ -90,6 +90,9 @@ if !options.jwtKeys.isEmpty {
     }
 }
 
+// libcurl (the backend's hooks and webhooks) sets itself up before any thread starts.
+HTTPClient.setUp()
+
 let filesLimit = raiseOpenFilesLimit()
 let wantedConnections = options.server.maxConnections
 options.server.maxConnections = min(options.server.maxConnections, max(16, filesLimit - 64))

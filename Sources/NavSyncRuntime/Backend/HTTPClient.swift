@@ -10,7 +10,7 @@ import CUV
 /// TLS (system CAs, `caFile`), keep-alive, timeouts, proxies from the environment
 /// (`https_proxy`, `no_proxy`) and threaded name resolution are curl's: nothing here
 /// blocks the loop. One client per loop; all calls on the loop's thread.
-final class HTTPClient {
+public final class HTTPClient {
     struct Response: Sendable {
         var status: Int
         var body: [UInt8]
@@ -36,6 +36,10 @@ final class HTTPClient {
     var inFlight: Int { transfers.count }
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    /// libcurl's global setup, which must run before any other thread starts: navsyncd
+    /// calls it first thing (a client made later finds it done).
+    public static func setUp() { _ = globalInit }
 
     init(loop: UnsafeMutablePointer<uv_loop_t>, caFile: String? = nil) {
         _ = Self.globalInit
