@@ -257,6 +257,31 @@ metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).
 check("/metrics has the webhook and hook counters", "navsync_webhook_events_delivered_total" in metrics
       and 'navsync_hook_calls_total{outcome="failed"}' in metrics, [l for l in metrics.splitlines() if "hook" in l][:6])
 
+# ---- an https:// hook endpoint, trusted through caFile ----
+import ssl
+cert, key = os.path.join(TMP, "cert.pem"), os.path.join(TMP, "key.pem")
+subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+tls = Backend()
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(cert, key)
+tls.server.socket = context.wrap_socket(tls.server.socket, server_side=True)
+https_hooks = hooks_file(tls, "https.json", url=f"https://127.0.0.1:{tls.port}/hook", caFile=cert, webhooks=[])
+tproc, tport = start("--hooks", https_hooks, name="https")
+status, answer = post(tport, "demo", {"id": "tls", "ops": [{"op": "open", "url": "/product/5"}]})
+check("an https:// hook endpoint whose certificate caFile names answers the hook", status == 200 and len(tls.hooks) == 1, (status, answer))
+tproc.terminate()
+tproc.wait(10)
+untrusted = hooks_file(tls, "https-untrusted.json", url=f"https://127.0.0.1:{tls.port}/hook", webhooks=[])
+tproc, tport = start("--hooks", untrusted, name="https")
+status, answer = post(tport, "demo", {"id": "tls", "ops": [{"op": "open", "url": "/product/5"}]})
+check("...and without caFile its certificate is refused: unavailable, the reason logged",
+      status == 503 and answer.get("code") == "unavailable" and len(tls.hooks) == 1, (status, answer))
+tproc.terminate()
+tproc.wait(10)
+with open(f"{OUT}/hooks-https.log") as f:
+    check("...the log names the certificate problem", "certificate" in f.read().lower())
+
 # ---- SIGHUP: a bad file keeps the old one ----
 good = hooks_file(backend)
 with open(good) as f:

@@ -108,7 +108,11 @@ public final class HTTPClient {
         navsync_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         // Only the endpoint configured answers: redirects are not followed.
         navsync_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        if let caFile { navsync_easy_setopt_string(easy, CURLOPT_CAINFO, caFile) }
+        // The extra CA beside the system's (OpenSSL takes the file and the directory both).
+        if let caFile {
+            navsync_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)
+            navsync_easy_setopt_string(easy, CURLOPT_CAPATH, "/etc/ssl/certs")
+        }
         navsync_easy_setopt_string(easy, CURLOPT_USERAGENT, "navsyncd")
         for h in headers + ["Expect:"] { t.headers = curl_slist_append(t.headers, h) }
         navsync_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(t.headers))
