@@ -501,13 +501,15 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
             if entry and not entry[1].done():
                 entry[1].set_exception(NavError.from_message(m))
             elif m.get("id") in self._requests:
-                self._requests.pop(m["id"]).set_exception(NavError.from_message(m))
+                waiting = self._requests.pop(m["id"])
+                if not waiting.done():
+                    waiting.set_exception(NavError.from_message(m))
         elif kind == "snapshot" and m.get("session") == self.session and not m.get("historic"):
             self._set_state(m["state"], m["rev"])
             if m.get("id") in self._requests:
-                self._requests.pop(m["id"]).set_result(m)
+                self._answer(m)
         elif kind in ("history", "snapshot", "synced", "sessions", "pong", "auth") and m.get("id") in self._requests:
-            self._requests.pop(m["id"]).set_result(m)
+            self._answer(m)
         elif kind == "presence" and m.get("session") == self.session:
             for x in m.get("joined", []):
                 self.presence[x["client"]] = x
@@ -676,13 +678,24 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
         self.token = token
         return {"role": reply["role"], "expires": reply.get("expires")}
 
+    def _answer(self, m: dict[str, Any]) -> None:
+        waiting = self._requests.pop(m["id"])
+        if not waiting.done():
+            waiting.set_result(m)
+
     async def request(self, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
         """Any other request (`history`, `get` of a past revision, `sessions`): its reply."""
         rid = self._prefix + "r" + str(next(self._ids))
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._requests[rid] = future
-        await self._send({**message, "id": rid})
-        return await asyncio.wait_for(future, timeout)
+        try:
+            await self._send({**message, "id": rid})
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            # Given up on (a timeout) or answered: a late answer finds nothing to resolve,
+            # and is dropped rather than resolving a cancelled future (which killed the
+            # connection's reader).
+            self._requests.pop(rid, None)
 
 
 def active_path(state: dict[str, Any] | None) -> list[dict[str, Any]]:

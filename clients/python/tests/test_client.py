@@ -401,3 +401,27 @@ def test_errors_are_classes_per_code_carrying_the_servers_fields() -> None:
     import pickle
     again = pickle.loads(pickle.dumps(e))
     assert isinstance(again, navsync.Guarded) and again.guard == "signedIn"
+
+
+def test_a_request_that_timed_out_leaves_the_session_working() -> None:
+    # The late answer to a request given up on is dropped; it used to resolve a
+    # cancelled future, which killed the connection's reader and every later call.
+    async def main() -> None:
+        server = FakeServer()
+        s, sock = await joined(server)
+        try:
+            await s.request({"type": "sessions"}, timeout=0.05)
+            raise AssertionError("expected a timeout")
+        except asyncio.TimeoutError:
+            pass
+        late = next(m for m in sock.sent if m["type"] == "sessions")
+        sock.say(type="sessions", id=late["id"], sessions=[])
+        sock.say(type="error", id=late["id"], code="internal", message="late too")
+        again = asyncio.create_task(s.request({"type": "sessions"}, timeout=2))
+        await until(lambda: sum(1 for m in sock.sent if m["type"] == "sessions") == 2, "the second request")
+        second = [m for m in sock.sent if m["type"] == "sessions"][-1]
+        sock.say(type="sessions", id=second["id"], sessions=[{"session": "s", "flow": "shop", "rev": 0, "members": 1}])
+        assert (await again)["sessions"][0]["session"] == "s"
+        assert not sock.closed
+        await s.close()
+    run(main())
