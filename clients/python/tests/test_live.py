@@ -169,3 +169,18 @@ def test_a_server_killed_mid_call_fails_within_the_deadline_naming_it(navsyncd: 
             assert e.value.code == "timeout" and navsyncd.url in e.value.message, e.value
             assert took < 4, took
     asyncio.run(run())
+
+
+def test_the_sync_api_closes_its_event_loop(navsyncd: Navsyncd) -> None:
+    # Each connect and close left an event loop open (an epoll handle, two sockets).
+    import gc
+    import warnings
+    before = len(os.listdir("/proc/self/fd"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        for _ in range(5):
+            with navsync.sync.connect(navsyncd.url, "demo") as s:
+                assert s.rev >= 0
+            assert s._loop.is_closed()
+        gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= before + 1
