@@ -628,7 +628,7 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
 
     async def wait_for(self, predicate: Callable[[dict[str, Any]], Any], timeout: float = 5.0) -> dict[str, Any]:
         """Returns the state once `predicate(state)` is true, checked now and on every
-        change (never by polling); raises `TimeoutError` showing the last state."""
+        change (never by polling); raises `navsync.Timeout` (a `TimeoutError` too) showing the last state."""
         if self.state is not None and predicate(self.state):
             return self.state
         if self._fatal is not None:
@@ -640,8 +640,8 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
         try:
             return await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:
-            raise TimeoutError(f"the state did not satisfy the condition within {timeout} s; "
-                               f"at revision {self.rev}: {json.dumps(self.state)}") from None
+            raise NavError("timeout", f"the state of '{self.session}' on {self.url} did not satisfy the condition within "
+                                      f"{timeout:g} s; at revision {self.rev}: {json.dumps(self.state)}") from None
 
     async def changes(self) -> AsyncIterator[Change]:
         """Each applied patch from now on, in revision order (`async for c in s.changes()`);
@@ -691,6 +691,8 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
         try:
             await self._send({**message, "id": rid})
             return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            raise NavError("timeout", f"no answer from {self.url} within {timeout:g} s to {message.get('type')!r}") from None
         finally:
             # Given up on (a timeout) or answered: a late answer finds nothing to resolve,
             # and is dropped rather than resolving a cancelled future (which killed the

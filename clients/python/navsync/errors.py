@@ -27,6 +27,8 @@ class NavError(Exception):
     def __init__(self, code: str, message: str, *, op: int | None = None, rev: int | None = None,
                  extra: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {message}")
+        # (OSError, a base of `Timeout`, takes its args in __new__, not here.)
+        self.args = (f"{code}: {message}",)
         self.code = code
         self.message = message
         self.op = op
@@ -152,8 +154,10 @@ class Gone(NavError):
     code_name = "gone"
 
 
-class Timeout(NavError):
-    """`timeout`: no answer within the call's deadline (the server is named)."""
+class Timeout(NavError, TimeoutError):
+    """`timeout`: no answer within the call's deadline, for a command, a request or
+    `wait_for` alike; the message names the server and what was awaited. Also a
+    `TimeoutError`, so `except TimeoutError` catches it as well."""
     code_name = "timeout"
 
 

@@ -425,3 +425,18 @@ def test_a_request_that_timed_out_leaves_the_session_working() -> None:
         assert not sock.closed
         await s.close()
     run(main())
+
+
+def test_every_deadline_is_one_class_naming_the_server_and_what_was_awaited() -> None:
+    async def main() -> None:
+        server = FakeServer()
+        s, sock = await joined(server, url="ws://deadline.test/ws")
+        for call in (s.request({"type": "sessions"}, timeout=0.02), s.wait_for(lambda st: False, timeout=0.02)):
+            try:
+                await call
+                raise AssertionError("expected a deadline")
+            except navsync.Timeout as e:
+                assert isinstance(e, TimeoutError) and isinstance(e, navsync.NavError) and e.code == "timeout"
+                assert "ws://deadline.test/ws" in e.message, e.message
+        await s.close()
+    run(main())
