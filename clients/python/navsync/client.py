@@ -718,7 +718,11 @@ def active_path(state: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def connect(urls: str | Iterable[str], session: str, *, create: bool = False, flow: str | None = None,
-            token: str | None = None, name: str | None = None, role: str | None = None, **options: Any) -> Session:
+            token: str | None = None, name: str | None = None, role: str | None = None,
+            connector: Connector | None = None, backoff: tuple[float, float] = (0.1, 5.0),
+            cafile: str | None = None, timeout: float = 10.0, recreate: bool = False) -> Session:
     """A `Session` of `session` on the first of `urls` that answers (tried in turn, and
-    again on every reconnect). Use it as `async with navsync.connect(url, "demo") as s:`."""
-    return Session(urls, session, create=create, flow=flow, token=token, name=name, role=role, **options)
+    again on every reconnect). Use it as `async with navsync.connect(url, "demo") as s:`.
+    Every option is typed, so `mypy --strict` refuses `creat=True` or `timeout="10"`."""
+    return Session(urls, session, create=create, flow=flow, token=token, name=name, role=role, connector=connector,
+                   backoff=backoff, cafile=cafile, timeout=timeout, recreate=recreate)

@@ -11,7 +11,7 @@ import asyncio
 import threading
 from typing import Any, Callable, Iterable, Iterator
 
-from .client import Batch, CommandOptions, Helpers, Session, active_path
+from .client import Batch, CommandOptions, Connector, Helpers, Session, active_path
 from .errors import Ack, Change
 
 __all__ = ["connect", "SyncSession"]
@@ -153,6 +153,10 @@ class _SyncBatch(Helpers[None]):
             self.ack = self._session.command(self._batch.ops, **self._batch._options)
 
 
-def connect(urls: str | Iterable[str], session: str, **options: Any) -> SyncSession:
+def connect(urls: str | Iterable[str], session: str, *, create: bool = False, flow: str | None = None,
+            token: str | None = None, name: str | None = None, role: str | None = None,
+            connector: Connector | None = None, backoff: tuple[float, float] = (0.1, 5.0),
+            cafile: str | None = None, timeout: float = 10.0, recreate: bool = False) -> SyncSession:
     """`navsync.connect` for plain scripts: `with navsync.sync.connect(url, "demo") as s:`."""
-    return SyncSession(Session(urls, session, **options))
+    return SyncSession(Session(urls, session, create=create, flow=flow, token=token, name=name, role=role, connector=connector,
+                               backoff=backoff, cafile=cafile, timeout=timeout, recreate=recreate))
