@@ -118,6 +118,7 @@ struct NavigatorTests {
             #expect(error.code == .refused && error.message == "the cart is empty" && error.details == ["items": 0])
         }
         #expect(nav.rev == 0 && server.hub.sessions["demo"]!.sequencer.rev == 0)
+        #expect(nav.pendingCommands == 0 && !nav.isWriting, "a refusal ends the command, though nothing shown changed")
         let ack = try await nav.open("/product/7")
         #expect(ack.rev == 1 && ack.results == [.applied], "the sender's op only")
         #expect(nav.sessionData == ["lastOpen": "/product/7"] && nav.state == nav.confirmedState)

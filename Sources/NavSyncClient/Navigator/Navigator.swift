@@ -295,6 +295,10 @@ public final class Navigator {
             perform(machine.opened())
         case .text(let bytes):
             perform(machine.received(bytes))
+            // An answer that changed nothing shown (a refusal of a gesture the replay
+            // refused too) still ends a pending command: `pendingCommands` and
+            // `isWriting` stayed up for ever.
+            if pendingCommands != machine.pending.count { publish() }
         case .closed(let code, let reason):
             connection = nil
             perform(machine.closed(code: code, reason: reason, jitter: Double.random(in: 0...1)))
