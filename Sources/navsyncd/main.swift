@@ -90,8 +90,9 @@ if !options.jwtKeys.isEmpty {
     }
 }
 
-// libcurl (the backend's hooks and webhooks) sets itself up before any thread starts.
-HTTPClient.setUp()
+// libcurl (the backend's hooks and webhooks) sets itself up before any thread starts,
+// and only when there is a backend: a server without --hooks never initializes it.
+if options.hooksFile != nil { HTTPClient.setUp() }
 
 let filesLimit = raiseOpenFilesLimit()
 let wantedConnections = options.server.maxConnections
