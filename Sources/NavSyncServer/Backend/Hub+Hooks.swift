@@ -99,11 +99,12 @@ extension Hub {
     /// A command from a connection or over HTTP: run at once, or held for its hook, or
     /// behind an earlier command of the same client that is held.
     mutating func submit(_ s: Submission) {
-        guard hooks.configuration != nil else { return run(s) }
+        // `by` is the server's, with or without hooks: a client's would pass for the backend's.
         if let ops = s.object["ops"]?.arrayValue, let at = ops.firstIndex(where: { $0.objectValue?["by"] != nil }) {
             commandOutcomes[ErrorCode.badParams.rawValue, default: 0] += 1
             return answer(s.reply, .error(NavError(.badParams, "'by' is the server's to set (the command hook's set): a client may not send it", op: at)))
         }
+        guard hooks.configuration != nil else { return run(s) }
         // Cluster mode: a session not held here yet is read first, or its flow is unknown.
         if isClustered, sessions[s.session] == nil, hooks.configuration!.commands.values.contains(where: { !$0.isEmpty }) {
             guard cluster.storeUp else {

@@ -85,8 +85,9 @@ struct HubHookTests {
         #expect(done.map { $0["rev"] } == [2, 2, 3] && done[1]["duplicate"] == true)
     }
 
-    @Test func aClientMayNotSendBy() {
-        let f = Self.fixture(Self.opens)
+    @Test(arguments: [true, false])
+    func aClientMayNotSendBy(hooks: Bool) {
+        let f = hooks ? Self.fixture(Self.opens) : Fixture()
         let a = f.connect()
         let got = f.inbox(a, f.send(a, ["type": "command", "session": "demo", "id": 1,
                                         "ops": [["op": "update", "scope": "session", "data": ["paid": true], "by": "hook"]]]))
