@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The navigator that never waits (docs/swift.md, "Three states: confirmed, pending, shown"), on a real network:
 # the headless shop's navigator making random binding gestures 20 ms apart through
-# ../shared/bench/delayproxy.py (150 ms each way), then across a 3 s outage, then two
+# the project's fault proxy, tests/integration/faultproxy.py (150 ms each way), then across a 3 s outage, then two
 # navigators at once. Each run checks that every gesture read back as written in the
 # same turn and that the server's state, the confirmed state and the shown state end
 # the same (and, with one navigator, are what the gestures made); it prints the time
 # from gesture to shown and to confirmed.
 . "$(dirname "$0")/lib.sh"
 SHOP="${SHOP_HEADLESS_BIN:-$ROOT/.build/release/shop-headless}"
-PROXY="$ROOT/../shared/bench/delayproxy.py"
+PROXY="$ROOT/tests/integration/faultproxy.py"
 
 start_navsyncd never-waits
 ready="$OUT/never-waits-proxy.ready"
