@@ -1,3 +1,3 @@
 // What an app names besides the navigator (`NavError`, `JSON`, `WebSocketURL`,
-// `Operation`, `Ack`, `Flow`…) comes with `import NavSyncClient` alone.
+// `NavOperation`, `Ack`, `Flow`…) comes with `import NavSyncClient` alone.
 @_exported import NavSync

@@ -37,11 +37,12 @@ public final class LibuvTransport: WebSocketTransport, @unchecked Sendable {
             socket.onText = { events(.text($0)) }
             socket.onClose = { code, reason in
                 connection.socket = nil
-                events(.closed(code: code, reason: reason))
+                // (The socket is held here until its end is reported.)
+                if let failure = socket.failure { events(.failed(NavError(failure, reason))) } else { events(.closed(code: code, reason: reason)) }
             }
             socket.connect()
         }
-        if !posted { events(.closed(code: nil, reason: "the transport is shut down")) }
+        if !posted { events(.failed(NavError(.closed, "the transport is shut down"))) }
         return connection
     }
 }

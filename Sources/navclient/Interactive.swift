@@ -121,6 +121,8 @@ final class Interactive {
                 say(describe(e), error: true)
             case .reset(let reason):
                 say(reason, error: true)
+            case .refusedLocally:
+                break   // navclient's machine does not replay (not speculative)
             }
             draw()
         }

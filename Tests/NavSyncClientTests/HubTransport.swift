@@ -54,7 +54,7 @@ final class HubTransport: WebSocketTransport, @unchecked Sendable {
         let c = Connection(id: nextID, transport: self, events: events)
         connects.append(url.description)
         if dead.contains("\(url.host):\(url.port)") {
-            events(.closed(code: nil, reason: "connection refused"))
+            events(.failed(NavError(.offline, "connection refused")))
             return c
         }
         connections[c.id] = c

@@ -102,7 +102,7 @@ struct NavigatorSpeculationTests {
         let nav = try await onHomeBehindARoundTrip()
         let home = nav.stack("Home", HomeRoute.self)
         // The server refuses this one ('base' ahead of its revision); the replay shows it.
-        let refused = Task { try await nav.send([Operation(.route(.init("detail", params: ["id": 1])), at: "Home")], base: 99) }
+        let refused = Task { try await nav.send([NavOperation(.route(.init("detail", params: ["id": 1])), at: "Home")], base: 99) }
         _ = await settle { nav.pendingCommands == 1 }
         #expect(home.path == [.detail(id: 1)], "shown before the answer")
         home.path = [.detail(id: 1), .reviews(id: 1)]    // names nothing of the refused one by id: a push
@@ -115,7 +115,7 @@ struct NavigatorSpeculationTests {
         #expect(nav.state == serverState)
         // A back swipe from an entry of a refused command fails with it (not_found), and
         // lands nowhere else.
-        let refusedAgain = Task { try await nav.send([Operation(.route(.init("detail", params: ["id": 2])), at: "Home")], base: 99) }
+        let refusedAgain = Task { try await nav.send([NavOperation(.route(.init("detail", params: ["id": 2])), at: "Home")], base: 99) }
         _ = await settle { home.path.count == 2 }
         let id = try #require(home.coordinator?.entries.last?.id)
         home.path = [.reviews(id: 1)]
@@ -242,7 +242,7 @@ struct NavigatorSpeculationTests {
     }
 
     /// The session was made anew while the app was away (another epoch): reported as
-    /// a reset, and the pending commands are dropped with `gone`, not replayed onto it.
+    /// a reset, and the pending commands are dropped with `reset`, not replayed onto it.
     @Test func aSessionMadeAnewIsAResetAndPendingCommandsAreGone() async throws {
         let store = try await storeOfAnAppThatLeftAtRevisionOne()
         let fresh = HubTransport(epoch: "restarted")
@@ -255,13 +255,50 @@ struct NavigatorSpeculationTests {
         fresh.dead = []
         do {
             _ = try await queued.value
-            Issue.record("expected gone")
+            Issue.record("expected reset")
         } catch let e as NavError {
-            #expect(e.code == .gone)
+            #expect(e.code == .reset)
         }
         #expect(nav.lastReset != nil && nav.status == .joined)
         #expect(nav.state == (try? fresh.hub.sessionDocument("demo").get())?["state"])
         #expect(nav.tree?.root.visible?.route == "onboarding", "nothing was replayed onto the new session")
+    }
+
+    /// A stored session the server no longer has (it restarted without its data), joined
+    /// without `create`: the reason stays in `lastError` (not overwritten by the close),
+    /// the commands made offline are dropped with it and said to be, nothing stays
+    /// pending, and the store forgets the session. Regression: `pendingCommands` stayed
+    /// at 6 (`isWriting` true for ever) and `lastError` became `internal`.
+    @Test func aStoredSessionThatIsGoneKeepsItsReasonAndDropsWhatWaited() async throws {
+        let store = MemoryStore()
+        let first = Navigator(.init(session: "kept", name: "first", create: true, flow: "shop", store: store),
+                              routes: RouteCheck.shop, transport: server, sleep: noSleep)
+        try await first.connect()
+        try await first.setRoot(AppRoute.main)
+        _ = await settle { store.load(session: "kept", server: .default)?.rev == 1 }
+        await first.close()
+        let fresh = HubTransport(epoch: "restarted")
+        fresh.dead = ["127.0.0.1:7420"]
+        let nav = Navigator(.init(session: "kept", name: "again", store: store), routes: RouteCheck.shop, transport: fresh,
+                            sleep: { ms in if ms == 1_000 { await noSleep(ms) } else { await Task.yield() } })
+        try await nav.connect()
+        #expect(nav.connectionError?.code == .offline, "\(String(describing: nav.connectionError))")
+        let home = nav.stack("Home", HomeRoute.self)
+        for id in 1...6 { home.path = home.path + [.detail(id: id)] }
+        let awaited = Task { try await nav.route(to: HomeRoute.reviews(id: 6)) }
+        _ = await settle { nav.pendingCommands == 7 }
+        fresh.dead = []
+        do {
+            _ = try await awaited.value
+            Issue.record("expected unknown_session")
+        } catch let e as NavError {
+            #expect(e.code == .unknownSession, "\(e)")
+        }
+        #expect(await settle { if case .closed = nav.status { true } else { false } })
+        #expect(nav.lastError?.code == .unknownSession, "\(String(describing: nav.lastError)) \(nav.status)")
+        #expect(nav.lastError?.message.contains("the 7 commands waiting for it were dropped") == true, "\(String(describing: nav.lastError))")
+        #expect(nav.pendingCommands == 0 && !nav.isWriting && nav.state == nav.confirmedState)
+        #expect(store.load(session: "kept", server: .default) == nil, "the store forgot the session")
     }
 
     /// Another generation of the same lineage (a cluster's Redis changed primary while
@@ -296,11 +333,11 @@ struct NavigatorSpeculationTests {
         let nav = Navigator(.init(session: "demo", store: nil, maxPending: 2), transport: server,
                             sleep: { ms in if ms == 1_000 { await noSleep(ms) } else { await noSleep(ms) } })
         await #expect(throws: NavError.self) { try await nav.connect() }
-        let a = Task { try await nav.send([Operation(.dismiss(all: false))]) }
-        let b = Task { try await nav.send([Operation(.dismiss(all: false))]) }
+        let a = Task { try await nav.send([NavOperation(.dismiss(all: false))]) }
+        let b = Task { try await nav.send([NavOperation(.dismiss(all: false))]) }
         _ = await settle { nav.pendingCommands == 2 }
         do {
-            try await nav.send([Operation(.dismiss(all: false))])
+            try await nav.send([NavOperation(.dismiss(all: false))])
             Issue.record("expected full")
         } catch { #expect(error.code == .full) }
         a.cancel(); b.cancel()

@@ -24,8 +24,8 @@ struct SessionClientTests {
         }
         var session = Sequencer(flow: flow, epoch: "e1")
         let outcome = session.submit(Command(id: .int(1), operations: [
-            Operation(.setRoot(.init("main"))),
-            Operation(.route(.init("detail", params: ["id": 42]))),
+            NavOperation(.setRoot(.init("main"))),
+            NavOperation(.route(.init("detail", params: ["id": 42]))),
         ]), client: "me")
         guard case .applied(let ack, let patch) = outcome else { Issue.record("\(outcome)"); return }
         #expect(ack.rev == 1 && ack.results == [.applied, .applied])
@@ -54,7 +54,7 @@ struct SessionClientTests {
             client.onEvent = { event in
                 guard case .connection(true, _) = event, !sent else { return }
                 sent = true
-                client.send([Operation(.setRoot(.init("main"))), Operation(.route(.init("detail", params: ["id": 42])))]) { r in
+                client.send([NavOperation(.setRoot(.init("main"))), NavOperation(.route(.init("detail", params: ["id": 42])))]) { r in
                     if case .success(let a) = r { box.acks.append(a) }
                 }
                 client.send([["op": "push", "route": "nowhere"]]) { r in

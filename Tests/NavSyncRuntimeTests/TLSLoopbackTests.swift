@@ -117,7 +117,7 @@ struct TLSLoopbackTests {
             client.onEvent = { event in
                 guard case .connection(true, _) = event, !sent else { return }
                 sent = true
-                client.send([Operation(.setRoot(.init("main")))]) { r in
+                client.send([NavOperation(.setRoot(.init("main")))]) { r in
                     if case .success(let a) = r { box.ack = a }
                     client.stop()
                     loop.after(50) { loop.stop() }

@@ -60,6 +60,15 @@ struct ClientTests {
         #expect(try ClientOptions.parse(["ws://[::1]:7420/ws?token=t"]).get().url == WebSocketURL(host: "::1", port: 7420, target: "/ws?token=t"))
         #expect(WebSocketURL("localhost:8000") == WebSocketURL(host: "127.0.0.1", port: 8000, target: "/ws"))
         #expect(WebSocketURL("host:99999") == nil && WebSocketURL("ftp://h") == nil)
+        // Regression: a colon forgotten became host `ws` or `http`, and "" the default server
+        // (which joined another program's server).
+        for bad in ["ws//x", "http//127.0.0.1:17510", "", "ws://", "ws://:7420/ws", "localhost", "h st:1", "a:b:1",
+                    "ws://[]:1", "wss://user@h/ws", "ws://h:/ws", "ws:/h:1"] {
+            #expect(WebSocketURL(bad) == nil, "accepted '\(bad)'")
+        }
+        #expect(WebSocketURL("ws://h") == WebSocketURL(host: "h", port: 7420, target: "/ws"))
+        #expect(WebSocketURL("my-host.local_1:80/x") == WebSocketURL(host: "my-host.local_1", port: 80, target: "/x"))
+        #expect(WebSocketURL("[fe80::1%25en0]:1") == WebSocketURL(host: "fe80::1%25en0", port: 1, target: "/ws"))
         // TLS: the name stays as written (the certificate is checked against it); 443 by default.
         #expect(WebSocketURL("wss://x") == WebSocketURL(host: "x", port: 443, target: "/ws", secure: true))
         #expect(WebSocketURL("https://localhost:7443/?session=demo") == WebSocketURL(host: "localhost", port: 7443, target: "/ws", secure: true))

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import NavSync
 import NavSyncClient
 import NavSyncLibuvTransport
@@ -26,6 +29,15 @@ struct GestureRun {
     var offline = false
     /// `--expect-reset`: the session was made anew meanwhile.
     var expectReset = false
+    /// `--watch-network URL`: the fault proxy's control address, polled every 50 ms as an
+    /// app's path monitor would watch the network; the time from the network's return to
+    /// every command made before it confirmed is printed.
+    var networkWatch: String?
+    /// `--reconnect-now`: when the watched network comes back, each navigator is told
+    /// (`reconnectNow()`, what an app's `NWPathMonitor` handler calls).
+    var reconnectNow = false
+    /// `--backoff-max MS`: the navigators' backoff cap.
+    var backoffMax: Int?
 }
 
 @MainActor
@@ -34,8 +46,9 @@ func runGestures(_ run: GestureRun, transport: LibuvTransport) async throws -> B
     if run.offline { return try await runOffline(run, transport: transport) }
     for i in 0..<run.navigators {
         let store = i == 0 ? run.store.map { FileStore(directory: URL(fileURLWithPath: $0)) } : nil
-        let nav = Navigator(.init(session: run.session, urls: run.urls, name: "thumb-\(i + 1)", create: true, store: store),
-                            routes: RouteCheck.shop, transport: transport)
+        var options = Navigator.Options(session: run.session, urls: run.urls, name: "thumb-\(i + 1)", create: true, store: store)
+        if let max = run.backoffMax { options.backoff.max = .milliseconds(max) }
+        let nav = Navigator(options, routes: RouteCheck.shop, transport: transport)
         try await nav.connect()
         navs.append(nav)
     }
@@ -54,6 +67,11 @@ func runGestures(_ run: GestureRun, transport: LibuvTransport) async throws -> B
     // Per navigator: commands made, and those not yet confirmed with when they were made.
     var made = Array(repeating: 0, count: navs.count)
     var waiting: [[(index: Int, at: UInt64)]] = Array(repeating: [], count: navs.count)
+    // The network's returns (watched as a path monitor would) and, for each, how long
+    // until every command made before it was confirmed.
+    var back: (at: UInt64, made: [Int])?
+    var afterBack: [Double] = []
+    var joinedAfterBack: [Double] = []
     func collect() {
         let now = DispatchTime.now().uptimeNanoseconds
         for (n, nav) in navs.enumerated() {
@@ -61,6 +79,27 @@ func runGestures(_ run: GestureRun, transport: LibuvTransport) async throws -> B
             while let first = waiting[n].first, first.index <= confirmed {
                 confirmedMs.append(Double(now - first.at) / 1e6)
                 waiting[n].removeFirst()
+            }
+        }
+        if let (at, _) = back, joinedAfterBack.count < afterBack.count + 1, navs.allSatisfy({ $0.status == .joined }) {
+            joinedAfterBack.append(Double(now - at) / 1e6)
+        }
+        if let (at, before) = back, navs.indices.allSatisfy({ made[$0] - navs[$0].pendingCommands >= before[$0] }) {
+            afterBack.append(Double(now - at) / 1e6)
+            back = nil
+        }
+    }
+    let monitor = run.networkWatch.map { control in
+        Task { @MainActor in
+            var wasDark = false
+            while !Task.isCancelled {
+                let dark = await networkIsDark(control)
+                if wasDark && !dark {
+                    back = (DispatchTime.now().uptimeNanoseconds, made)
+                    if run.reconnectNow { for nav in navs { nav.reconnectNow() } }
+                }
+                wasDark = dark
+                try? await Task.sleep(for: .milliseconds(50))
             }
         }
     }
@@ -114,6 +153,7 @@ func runGestures(_ run: GestureRun, transport: LibuvTransport) async throws -> B
         return navs.allSatisfy { $0.pendingCommands == 0 } && Set(navs.map(\.confirmedRev)).count == 1
     }
     watcher.cancel()
+    monitor?.cancel()
     collect()
     for (n, nav) in navs.enumerated() {
         if let e = nav.lastError { problems.append("navigator \(n + 1): \(e)") }
@@ -142,6 +182,11 @@ func runGestures(_ run: GestureRun, transport: LibuvTransport) async throws -> B
     print("gesture -> shown:     \(summary(shownMs))")
     print("gesture -> confirmed: \(summary(confirmedMs))")
     print("server == shown == confirmed: \(serverMatches); shown == what the gestures made: \(meantMatches)")
+    if run.networkWatch != nil {
+        let how = run.reconnectNow ? "reconnectNow() when it is back" : "backoff up to \(run.backoffMax.map { "\($0) ms" } ?? "the default")"
+        func ms(_ values: [Double]) -> String { values.map { String(format: "%.0f ms", $0) }.joined(separator: ", ") }
+        print("network back -> joined: \(ms(joinedAfterBack)); -> all made before it confirmed (\(how)): " + (afterBack.isEmpty ? "no outage seen" : ms(afterBack)))
+    }
     for p in problems.prefix(20) { print("problem: \(p)") }
     print(problems.isEmpty ? "ok" : "\(problems.count) problem(s)")
     return problems.isEmpty
@@ -208,6 +253,14 @@ func runOffline(_ run: GestureRun, transport: LibuvTransport) async throws -> Bo
     for p in problems { print("problem: \(p)") }
     print(problems.isEmpty ? "ok" : "\(problems.count) problem(s)")
     return problems.isEmpty
+}
+
+/// Whether the fault proxy at `control` has the network cut now (its `/stats`).
+func networkIsDark(_ control: String) async -> Bool {
+    guard let url = URL(string: control + "/stats"),
+          let (data, _) = try? await URLSession.shared.data(from: url),
+          let stats = try? JSON.parse(Array(data)) else { return false }
+    return stats["dark"] == .bool(true)
 }
 
 @MainActor

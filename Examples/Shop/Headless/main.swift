@@ -14,6 +14,9 @@ import ShopModel
 //       random gestures through the bindings, measured (Gestures.swift)
 //   shop-headless URL --orders     the README's orders example: redirected to sign-in,
 //                                   signed in, back on /orders/7
+//       [--watch-network CONTROL [--reconnect-now] [--backoff-max MS]]: the fault
+//       proxy's control address watched as a path monitor would; prints the time from
+//       the network's return to every command made before it confirmed
 //   shop-headless URL --gestures N --store DIR [--offline [--expect-reset]]
 //       the first navigator keeps its session in DIR; --offline: launched with the
 //       server down, it opens on what DIR kept and navigates until the server is up
@@ -22,6 +25,7 @@ let usage = """
     usage: shop-headless [URL...] [--session NAME]
            shop-headless URL... --gestures N [--every-ms MS] [--navigators K] [--seed S] [--check URL] [--session NAME]
                          [--store DIR [--offline [--expect-reset]]]
+                         [--watch-network CONTROL [--reconnect-now] [--backoff-max MS]]
 
     """
 var urls: [WebSocketURL] = []
@@ -45,6 +49,9 @@ while let a = arguments.popFirst() {
     case "--store": gestures?.store = arguments.popFirst()
     case "--offline": gestures?.offline = true
     case "--expect-reset": gestures?.expectReset = true
+    case "--watch-network": gestures?.networkWatch = arguments.popFirst()
+    case "--reconnect-now": gestures?.reconnectNow = true
+    case "--backoff-max": gestures?.backoffMax = number(a)
     case "--check":
         guard let u = arguments.popFirst().flatMap(WebSocketURL.init) else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
         gestures?.check = u

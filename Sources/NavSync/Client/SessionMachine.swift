@@ -27,7 +27,7 @@ public struct SessionMachine: Sendable {
         public var reconnect = true
         /// First reconnect delay and its cap, in ms; each attempt doubles the delay and
         /// waits a random 50–100% of it, so many clients do not return in lockstep.
-        public var backoff: (first: Int64, max: Int64) = (250, 8_000)
+        public var backoff: (first: Int64, max: Int64) = (250, 5_000)
         /// Seconds of silence after which the client pings the server, and after which a
         /// server that still said nothing counts as gone (a stalled node: the client moves
         /// on). `tick()` is called once a second.
@@ -62,6 +62,10 @@ public struct SessionMachine: Sendable {
         /// The session was made anew while this client was away (another epoch): the
         /// state is the new session's, and (speculative) pending commands were dropped.
         case reset(reason: String)
+        /// (Speculative) the replay of this new command over what is shown failed (a
+        /// guard, a route the stack does not have): what the server will most likely
+        /// answer, known at once. The command is sent all the same.
+        case refusedLocally(command: Int64, NavError)
     }
 
     public enum Effect: Sendable, Equatable {
@@ -83,7 +87,8 @@ public struct SessionMachine: Sendable {
         case replied(request: String, JSON)
         /// Every message from the server, as it came (`navclient watch --json`).
         case received(JSON)
-        /// Done for good: the shell may let go of its callbacks.
+        /// Done for good (every command still waiting was answered just before, with why
+        /// the client ended): the shell may let go of its callbacks.
         case finished
     }
 
@@ -104,14 +109,21 @@ public struct SessionMachine: Sendable {
     public private(set) var connection = Connection.idle
     /// The confirmed state: the mirror as of the last patch applied.
     public package(set) var state: JSON? {
-        didSet { confirmedModel = nil; speculation = nil }
+        didSet { confirmedModel = nil; speculation = nil; stale = true }
     }
     /// The revision of `state`.
     public package(set) var rev = 0
     /// What the program shows: with `speculative`, the pending commands replayed over
     /// `state`; else `state` itself.
-    public var shown: JSON? { options.speculative ? replayed : state }
+    /// Answers arriving in a burst (a queue resent after an outage) make the replay
+    /// stale once per message: it is made again when asked for, once (`showNow()`).
+    public var shown: JSON? {
+        guard options.speculative else { return state }
+        return stale ? replay()?.state ?? state : replayed
+    }
     private var replayed: JSON?
+    /// `replayed` no longer follows from the confirmed state and what is pending.
+    private var stale = false
     public package(set) var epoch: String?
     /// The session's flow as the server sent it.
     public package(set) var flow: Flow?
@@ -123,6 +135,8 @@ public struct SessionMachine: Sendable {
     /// This client's identity; kept across reconnects.
     public package(set) var clientID: String?
     private var attempts = 0
+    /// The next lost connection is tried again at once (`reconnectNow`).
+    private var immediateRetry = false
     private var everJoined = false
     /// Which of `options.urls` the connection goes to.
     public private(set) var serverIndex = 0
@@ -165,6 +179,11 @@ public struct SessionMachine: Sendable {
     private var unconfirmed: [Int64: Int] = [:]
     private var resendAtTick: Set<Int64> = []
     public static let unconfirmedRetries = 30
+    /// Why the client ends, once it knows it will: a refusal of its join, its session
+    /// deleted. The commands still waiting are answered with it.
+    public private(set) var ending: NavError?
+    /// How many commands were still waiting when it ended (each answered with `ending`).
+    public private(set) var droppedAtEnd = 0
     /// Requests other than commands waiting for a reply, by request id.
     private var requests: Set<String> = []
     private var nextRequest = 1
@@ -189,7 +208,29 @@ public struct SessionMachine: Sendable {
     public mutating func stop() -> [Effect] {
         let wasOpen = connection == .joining || connection == .joined
         connection = .stopped
-        return wasOpen ? [.close] : [.finished]
+        if ending == nil { ending = NavError(.closed, "the client was closed before the command was answered") }
+        return wasOpen ? [.close] : finish()
+    }
+
+    /// Done for good: the commands still waiting are answered with why (they are never
+    /// sent again), what is shown is the confirmed state again, and the shell may let go.
+    private mutating func finish() -> [Effect] {
+        let why = ending ?? NavError(.closed, "the client ended before the command was answered")
+        var out: [Effect] = pending.filter { $0.ackedAt == nil }.map { .answered(command: $0.id, .failure(why)) }
+        droppedAtEnd = out.count
+        pending = []
+        known = [:]
+        unconfirmed = [:]
+        resendAtTick = []
+        if options.speculative { reshow(&out) }
+        out.append(.finished)
+        return out
+    }
+
+    /// The client will end, for this reason (the first one given stays).
+    private mutating func end(_ why: NavError) {
+        if ending == nil { ending = why }
+        connection = .stopped
     }
 
     /// A command of operations; its answer comes as `.answered(command: id, …)`.
@@ -211,13 +252,17 @@ public struct SessionMachine: Sendable {
         pending.append(Pending(id: id, ops: ops, bytes: bytes))
         var out: [Effect] = isJoined ? [.send(bytes)] : []
         if options.speculative {
-            if speculation != nil {
+            if speculation != nil, !stale {
                 speculation!.replay(Speculation.Command(id: id, ops: ops))
                 replayed = speculation!.state
-                out.append(.event(.state))
             } else {
-                reshow(&out)
+                stale = true
+                showNow()
             }
+            out.append(.event(.state))
+            // Refused by the replay already (a guard, a route the stack does not have):
+            // said at once; the server, which has the last word, is asked all the same.
+            if let e = speculation?.failed[id] { out.append(.event(.refusedLocally(command: id, e))) }
         }
         return (id, out)
     }
@@ -257,6 +302,28 @@ public struct SessionMachine: Sendable {
         return out
     }
 
+    /// The network is back (an app's path monitor says so, a browser's `online`): a wait
+    /// for the next attempt ends now and the backoff starts over; an attempt under way
+    /// (perhaps into the network that was gone) is dropped and made again at once; a
+    /// joined connection is asked for a pong, and dropped if none comes within 2 s (the
+    /// old network's socket may be dead without a word).
+    public mutating func reconnectNow() -> [Effect] {
+        attempts = 0
+        switch connection {
+        case .waiting:
+            connection = .connecting
+            return [.connect]
+        case .connecting, .joining:
+            immediateRetry = true
+            return [.abort]
+        case .joined:
+            silentTicks = max(silentTicks, options.deadAfter - 2)
+            return [.send(JSON.object(["type": "ping"]).encoded())]
+        case .idle, .stopped:
+            return []
+        }
+    }
+
     /// The backoff wait is over.
     public mutating func retry() -> [Effect] {
         guard connection == .waiting else { return [] }
@@ -284,8 +351,9 @@ public struct SessionMachine: Sendable {
         return [.send(JSON.object(hello).encoded()), .send(JSON.object(join).encoded())]
     }
 
-    /// The socket is gone (`jitter` in 0...1 picks the wait within the backoff).
-    public mutating func closed(code: UInt16?, reason: String, jitter: Double) -> [Effect] {
+    /// The socket is gone (`jitter` in 0...1 picks the wait within the backoff);
+    /// `failure`: it never opened, for this kind of reason (`.offline`, `.tls`, `.rejected`).
+    public mutating func closed(code: UInt16?, reason: String, jitter: Double, failure: ErrorCode? = nil) -> [Effect] {
         let why = code.map { "closed (\($0))\(reason.isEmpty ? "" : ": \(reason)")" } ?? reason
         var out: [Effect] = [.event(.connection(connected: false, reason: why))]
         let servers = options.urls.count
@@ -299,8 +367,14 @@ public struct SessionMachine: Sendable {
         // Retrying is right only after a session was once joined: a server that cannot
         // be reached at all (a wrong address) is reported, not retried forever.
         guard connection != .stopped, options.reconnect, everJoined || options.retryFirstConnect else {
-            connection = .stopped
-            return out + [.finished]
+            end(everJoined ? NavError(.closed, "the connection was lost (\(why)) and this client does not reconnect")
+                           : NavError(failure ?? .offline, "could not join '\(options.session)' at \(currentURL): \(why)"))
+            return out + finish()
+        }
+        if immediateRetry {
+            immediateRetry = false
+            connection = .waiting
+            return out + [.retry(after: 0)]
         }
         // With several servers, the next one at once (a node died: its clients move);
         // after a whole round of them, with backoff.
@@ -373,9 +447,10 @@ public struct SessionMachine: Sendable {
                 out.append(reply(requestID, json))
             } else {
                 out.append(.event(.error(e)))
-                // Refused before ever joining (no such session, forbidden): give up.
+                // Refused before ever joining (no such session, forbidden): give up, and
+                // the commands that waited (made offline) fail with the same reason.
                 if !everJoined && !isJoined {
-                    connection = .stopped
+                    end(e)
                     out.append(.close)
                 }
             }
@@ -399,8 +474,9 @@ public struct SessionMachine: Sendable {
             if let requestID { out.append(reply(requestID, json)) }
             guard session == options.session, requestID == nil else { break }
             // Our session is gone: say so and stop (rejoining would create it again).
-            out.append(.event(.error(NavError(.unknownSession, "session '\(session)' was deleted by \(by)"))))
-            connection = .stopped
+            let deleted = NavError(.unknownSession, "session '\(session)' was deleted by \(by)")
+            out.append(.event(.error(deleted)))
+            end(deleted)
             out.append(.close)
         case .left, .synced, .sessions, .pong, .historic, .history, .auth:
             if let requestID { out.append(reply(requestID, json)) }
@@ -441,7 +517,7 @@ public struct SessionMachine: Sendable {
             out.append(.event(.reset(reason: "session '\(options.session)' was made anew (another epoch) while this client was away")))
             if options.speculative {
                 // Made for a session that is gone: not replayed onto the new one.
-                let gone = NavError(.gone, "session '\(options.session)' was made anew while this command waited; it was not sent to the new one")
+                let gone = NavError(.reset, "session '\(options.session)' was made anew while this command waited; it was not sent to the new one")
                 for p in pending where p.ackedAt == nil { out.append(.answered(command: p.id, .failure(gone))) }
                 pending = []
                 known = [:]
@@ -497,30 +573,33 @@ public struct SessionMachine: Sendable {
         let count = pending.count
         pending.removeAll { $0.ackedAt.map { $0 <= rev } ?? false }
         if pending.isEmpty { known = [:] }
-        reshow(&out, notify: notify)
-        // The confirmed state moved (or a command left) though what is shown did not.
-        if notify, applied > 0 || pending.count != count, out.last != .event(.state) { out.append(.event(.state)) }
+        if applied > 0 || pending.count != count || stale { reshow(&out, notify: notify) }
     }
 
-    /// Replays what is pending over the confirmed state.
+    /// What is pending is to be replayed over the confirmed state again: marked, and
+    /// made when next shown (`showNow()`), so a burst of answers costs one replay.
     mutating func reshow(_ out: inout [Effect], notify: Bool = true) {
-        let before = replayed
+        stale = true
         speculation = nil
-        if pending.isEmpty || flow == nil || state == nil {
-            replayed = state
-        } else {
-            if confirmedModel == nil, let state { confirmedModel = try? NavState(json: state) }
-            if let model = confirmedModel, let flow {
-                let answered = Set(pending.map(\.id))
-                let replay = Speculation.replay(over: model, flow: flow, pending: pending.map { Speculation.Command(id: $0.id, ops: $0.ops) },
-                                                known: known.filter { !answered.contains($0.key) }.map(\.value))
-                replayed = replay.state
-                speculation = replay
-            } else {
-                replayed = state
-            }
-        }
-        if notify, replayed != before { out.append(.event(.state)) }
+        if notify, out.last != .event(.state) { out.append(.event(.state)) }
+    }
+
+    /// Makes the shown state follow the confirmed one and what is pending, if it does
+    /// not yet (a shell calls it once after a burst of messages, before it shows).
+    public mutating func showNow() {
+        guard options.speculative, stale else { return }
+        stale = false
+        if confirmedModel == nil, !pending.isEmpty, flow != nil, let state { confirmedModel = try? NavState(json: state) }
+        speculation = replay()
+        replayed = speculation?.state ?? state
+    }
+
+    /// What is pending replayed over the confirmed state (nil: nothing to replay).
+    private func replay() -> Speculation? {
+        guard !pending.isEmpty, let flow, let state, let model = confirmedModel ?? (try? NavState(json: state)) else { return nil }
+        let answered = Set(pending.map(\.id))
+        return Speculation.replay(over: model, flow: flow, pending: pending.map { Speculation.Command(id: $0.id, ops: $0.ops) },
+                                  known: known.filter { !answered.contains($0.key) }.map(\.value))
     }
 
     /// A gap or a patch that does not apply: ask for what is missing (or a snapshot).

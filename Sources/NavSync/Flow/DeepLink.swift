@@ -3,14 +3,14 @@
 extension Flow {
     /// Expands a deep link into operations, or fails with `not_found` (no pattern
     /// matches), `bad_params` (a capture does not convert) or the error of a link op.
-    public func expand(url: String) throws(NavError) -> (link: Link, ops: [Operation]) {
+    public func expand(url: String) throws(NavError) -> (link: FlowLink, ops: [NavOperation]) {
         let (link, values) = try match(url: url)
         return (link, link.ops(filling: values))
     }
 
     /// The link `url` opens and its captures converted to their params' types, one per
-    /// slot of the link (`Link.slots`), nil where the URL does not give the capture.
-    func match(url: String) throws(NavError) -> (link: Link, values: [JSON?]) {
+    /// slot of the link (`FlowLink.slots`), nil where the URL does not give the capture.
+    func match(url: String) throws(NavError) -> (link: FlowLink, values: [JSON?]) {
         // Most URLs have no escapes: matched on their bytes where they are, with no list
         // or string made but the captures' (`URLBytes`).
         var text = url
@@ -25,7 +25,7 @@ extension Flow {
 
     /// The same against the URL's parts, read on its bytes or parsed (a test holds the
     /// two to the same answers).
-    func match(_ url: String, _ address: some LinkAddress) throws(NavError) -> (link: Link, values: [JSON?]) {
+    func match(_ url: String, _ address: some LinkAddress) throws(NavError) -> (link: FlowLink, values: [JSON?]) {
         guard let link = links.first(where: { $0.matches(address) }) else {
             throw NavError(.notFound, "no link of flow '\(name)' matches '\(url)'")
         }
@@ -63,7 +63,7 @@ extension Flow {
     }
 }
 
-extension Link {
+extension FlowLink {
     func matches(_ address: some LinkAddress) -> Bool {
         guard address.segmentCount == segments.count else { return false }
         for i in segments.indices {
@@ -146,20 +146,20 @@ struct URLBytes: LinkAddress {
     }
 }
 
-extension Link {
+extension FlowLink {
     /// The link's operations with `values` (one per slot, as `Flow.match` gives them)
     /// put in their params; a param whose capture is absent (nil) is left out.
-    func ops(filling values: [JSON?]) -> [Operation] { Self.ops(compiled, slots, filling: values) }
+    func ops(filling values: [JSON?]) -> [NavOperation] { Self.ops(compiled, slots, filling: values) }
 
     /// The same for operations and slots not yet made into a link (its plan's).
-    static func ops(_ compiled: [Operation], _ slots: [CaptureSlot], filling values: [JSON?]) -> [Operation] {
+    static func ops(_ compiled: [NavOperation], _ slots: [CaptureSlot], filling values: [JSON?]) -> [NavOperation] {
         var ops = compiled
         for (slot, value) in zip(slots, values) { ops[slot.op].setParam(slot.key, to: value, item: slot.item) }
         return ops
     }
 }
 
-extension Operation {
+extension NavOperation {
     /// Sets (or with nil removes) a param of the op's item, or of its item `index`.
     mutating func setParam(_ key: String, to value: JSON?, item index: Int?) {
         func set(_ items: inout [OpenItem]) { items[index!].params[key] = value }

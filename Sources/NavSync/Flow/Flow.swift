@@ -17,7 +17,7 @@ public struct Flow: Sendable {
         /// (itself included): where a search for it by type must look.
         let holders: NameTable<[String]>
         let coordinatorOrder: [String]
-        let links: [Link]
+        let links: [FlowLink]
         let source: JSON
         /// `source` encoded, once per flow: every session of it shares these bytes.
         let encodedSource: [UInt8]
@@ -25,7 +25,7 @@ public struct Flow: Sendable {
         let isGuarded: Bool
 
         init(name: String, root: String, coordinators: [String: CoordinatorSpec], coordinatorOrder: [String],
-             links: [Link], source: JSON, guards: [String: Guard]) {
+             links: [FlowLink], source: JSON, guards: [String: Guard]) {
             self.name = name
             self.root = root
             self.coordinators = coordinators
@@ -54,7 +54,7 @@ public struct Flow: Sendable {
     }
 
     init(name: String, root: String, coordinators: [String: CoordinatorSpec], coordinatorOrder: [String],
-         links: [Link], source: JSON, guards: [String: Guard] = [:]) {
+         links: [FlowLink], source: JSON, guards: [String: Guard] = [:]) {
         fields = Fields(name: name, root: root, coordinators: coordinators, coordinatorOrder: coordinatorOrder,
                         links: links, source: source, guards: guards)
     }
@@ -66,7 +66,7 @@ public struct Flow: Sendable {
     public var coordinators: [String: CoordinatorSpec] { fields.coordinators }
     public var coordinatorOrder: [String] { fields.coordinatorOrder }
     /// Deep links in declaration order: the first one that matches wins.
-    public var links: [Link] { fields.links }
+    public var links: [FlowLink] { fields.links }
     /// The flow as JSON, as clients receive it in `joined.flow`.
     public var source: JSON { fields.source }
     /// The same, as JSON text (made once, shared by every session of the flow).
@@ -264,7 +264,7 @@ public struct ParamType: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// One deep link: a URL path pattern and the operations it expands to.
-public struct Link: Sendable {
+public struct FlowLink: Sendable {
     public enum Segment: Sendable, Equatable {
         case literal(String)
         case capture(String)
@@ -276,7 +276,7 @@ public struct Link: Sendable {
     public let ops: [JSON]
     /// The operations, decoded once when the flow is loaded; captures are filled into
     /// the decoded params per opening.
-    let compiled: [Operation]
+    let compiled: [NavOperation]
     /// The params that take captures, op by op (and item by item within an op), with
     /// their declared types, looked up once when the flow is loaded.
     let slots: [CaptureSlot]
@@ -296,7 +296,7 @@ public struct Link: Sendable {
     }
 
     /// `decoded`: `ops` as the loader decoded and checked them, item for item.
-    init(pattern: String, segments: [Segment], ops: [JSON], decoded: [Operation], flow: Flow) {
+    init(pattern: String, segments: [Segment], ops: [JSON], decoded: [NavOperation], flow: Flow) {
         self.pattern = pattern
         self.segments = segments
         self.ops = ops
@@ -308,7 +308,7 @@ public struct Link: Sendable {
             func slots(_ item: JSON, _ index: Int?) -> [CaptureSlot] {
                 guard let route = item["route"]?.stringValue, let params = item["params"]?.objectValue else { return [] }
                 return params.compactMap { key, value in
-                    guard Link.isCapture(value), let text = value.stringValue else { return nil }
+                    guard FlowLink.isCapture(value), let text = value.stringValue else { return nil }
                     let type = flow.paramType(route: route, param: key, at: at, op: name) ?? ParamType(base: .string, optional: true)
                     return CaptureSlot(op: i, item: index, key: key, capture: String(text.dropFirst()), type: type)
                 }

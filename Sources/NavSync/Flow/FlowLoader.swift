@@ -127,7 +127,7 @@ private struct FlowLoader {
 
         let flowSoFar = Flow(name: name, root: rootName, coordinators: specs,
                              coordinatorOrder: coordinatorsJSON.keys, links: [], source: json)
-        var links: [Link] = []
+        var links: [FlowLink] = []
         if let linksJSON = doc["links"], !linksJSON.isNull {
             let lp = top.key("links")
             for (pattern, opsJSON) in try object(linksJSON, lp, "'links'") {
@@ -334,9 +334,9 @@ private struct FlowLoader {
     }
 
     /// A link: its pattern parsed, each op checked against the flow (docs/protocol.md, "Operations: fine points", "Flows").
-    func link(_ pattern: String, _ value: JSON, _ p: JSONPath, _ flow: Flow) throws(FlowError) -> Link {
+    func link(_ pattern: String, _ value: JSON, _ p: JSONPath, _ flow: Flow) throws(FlowError) -> FlowLink {
         guard pattern.hasPrefix("/") else { throw fail(p, "a link pattern must start with '/'") }
-        let segments: [Link.Segment] = pattern.split(separator: "/").map { part in
+        let segments: [FlowLink.Segment] = pattern.split(separator: "/").map { part in
             part.hasPrefix(":") && part.count > 1 ? .capture(String(part.dropFirst())) : .literal(String(part))
         }
         guard let ops = value.arrayValue, !ops.isEmpty else {
@@ -345,7 +345,7 @@ private struct FlowLoader {
         // Path captures no op uses, for spotting a misspelt capture below.
         func captures(_ v: JSON) -> [String] {
             switch v {
-            case .string(let s) where Link.isCapture(v): return [String(s.dropFirst())]
+            case .string(let s) where FlowLink.isCapture(v): return [String(s.dropFirst())]
             case .array(let a): return a.flatMap(captures)
             case .object(let o): return o.keys.flatMap { captures(o[$0]!) }
             default: return []
@@ -354,16 +354,16 @@ private struct FlowLoader {
         let used = Set(ops.flatMap(captures))
         let pathCaptures = segments.compactMap { if case .capture(let c) = $0 { c } else { nil } }
         let captured = LinkCaptures(path: Set(pathCaptures), unused: pathCaptures.filter { !used.contains($0) })
-        var decoded: [Operation] = []
+        var decoded: [NavOperation] = []
         for (i, opJSON) in ops.enumerated() {
-            let op: Operation
-            do throws(NavError) { op = try Operation(json: opJSON) } catch {
+            let op: NavOperation
+            do throws(NavError) { op = try NavOperation(json: opJSON) } catch {
                 throw fail(p.index(i), error.message)
             }
             try checkLinkOp(op, p.index(i), flow, captured)
             decoded.append(op)
         }
-        return Link(pattern: pattern, segments: segments, ops: ops, decoded: decoded, flow: flow)
+        return FlowLink(pattern: pattern, segments: segments, ops: ops, decoded: decoded, flow: flow)
     }
 
     /// The captures of a link's pattern path, and those no op of the link uses.
@@ -372,7 +372,7 @@ private struct FlowLoader {
         var unused: [String]
     }
 
-    func checkLinkOp(_ op: Operation, _ p: JSONPath, _ flow: Flow, _ captures: LinkCaptures) throws(FlowError) {
+    func checkLinkOp(_ op: NavOperation, _ p: JSONPath, _ flow: Flow, _ captures: LinkCaptures) throws(FlowError) {
         let name = op.action.name
         if name == .open { throw fail(p, "a link cannot 'open' another link") }
         var candidates = flow.coordinatorOrder.map { flow.spec($0) }
@@ -398,9 +398,9 @@ private struct FlowLoader {
     /// the path does not capture while a path capture goes unused: `/product/:id` with
     /// `":pid"`). Captures may come from query items too (`/search?q=…`).
     /// `candidates`: the types the op may go to (`at`'s, or those of a kind it works on).
-    func checkLinkParams(_ op: Operation, _ p: JSONPath, _ candidates: [CoordinatorSpec],
+    func checkLinkParams(_ op: NavOperation, _ p: JSONPath, _ candidates: [CoordinatorSpec],
                          _ captures: LinkCaptures) throws(FlowError) {
-        let items: [(Operation.OpenItem, JSONPath)]
+        let items: [(NavOperation.OpenItem, JSONPath)]
         switch op.action {
         case .route(let i), .present(let i, _), .setRoot(let i), .appendTab(let i), .insertTab(let i, _): items = [(i, p)]
         case .setStack(let list), .setTabs(let list): items = list.enumerated().map { ($1, p.key("routes").index($0)) }
@@ -415,7 +415,7 @@ private struct FlowLoader {
                 guard !types.isEmpty else {
                     throw fail(pp, "route \"\(item.route)\" has no param \"\(key)\" (it has \(routes[0].paramOrder.isEmpty ? "none" : routes[0].paramOrder.joined(separator: ", ")))")
                 }
-                if Link.isCapture(value), let text = value.stringValue {
+                if FlowLink.isCapture(value), let text = value.stringValue {
                     let capture = String(text.dropFirst())
                     if !captures.path.contains(capture), !captures.unused.isEmpty {
                         throw fail(pp, "\"\(text)\" is not captured by the pattern's path, and its \(captures.unused.map { ":" + $0 }.joined(separator: ", ")) is used by no op: misspelt? (only a query item named \(capture) would fill it)")
@@ -428,7 +428,7 @@ private struct FlowLoader {
     }
 
     /// The routes an operation names, with where each is written.
-    func linkRoutes(_ action: Operation.Action, _ p: JSONPath) -> [(String, JSONPath)] {
+    func linkRoutes(_ action: NavOperation.Action, _ p: JSONPath) -> [(String, JSONPath)] {
         switch action {
         case .route(let i), .present(let i, _), .setRoot(let i), .appendTab(let i), .insertTab(let i, _):
             return [(i.route, p.key("route"))]

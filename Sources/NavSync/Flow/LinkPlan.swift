@@ -110,7 +110,7 @@ struct LinkPlan: Sendable {
     /// The plan of a link of these operations and capture slots, or nil when the link
     /// does not start by replacing the whole tree or names things a plan cannot move
     /// (entry ids, the alert, other links), or has more than `maxCaptures` captures.
-    init?(_ ops: [Operation], slots: [Link.CaptureSlot], flow: Flow) {
+    init?(_ ops: [NavOperation], slots: [FlowLink.CaptureSlot], flow: Flow) {
         guard Self.startsAfresh(ops, flow), ops.allSatisfy(Self.isMovable) else { return nil }
         var names: [String] = []
         for slot in slots where !names.contains(slot.capture) { names.append(slot.capture) }
@@ -216,7 +216,7 @@ struct LinkPlan: Sendable {
     /// (`setRoot` or `setStack`), named `root` or by a type no route opens (so that it
     /// is the root wherever the session is). Whether that first operation applies does
     /// not depend on the tree either: only on its route and params.
-    private static func startsAfresh(_ ops: [Operation], _ flow: Flow) -> Bool {
+    private static func startsAfresh(_ ops: [NavOperation], _ flow: Flow) -> Bool {
         guard let first = ops.first, let at = first.at else { return false }
         switch first.action {
         case .setRoot, .setStack: break
@@ -229,7 +229,7 @@ struct LinkPlan: Sendable {
     /// Whether the operation works on the tree alone, reaching it by type, route or
     /// position: not by entry id (what it names would differ from session to session),
     /// nor on data, the alert, other links or the whole session.
-    private static func isMovable(_ op: Operation) -> Bool {
+    private static func isMovable(_ op: NavOperation) -> Bool {
         if let at = op.at, EntryID(at) != nil { return false }
         guard op.action.namedEntry == nil else { return false }
         switch op.action.name {
@@ -239,12 +239,12 @@ struct LinkPlan: Sendable {
     }
 
     /// The link applied op by op to a scratch document, as `open` applies it.
-    private static func run(_ link: (ops: [Operation], slots: [Link.CaptureSlot]), _ values: [JSON?], _ flow: Flow)
+    private static func run(_ link: (ops: [NavOperation], slots: [FlowLink.CaptureSlot]), _ values: [JSON?], _ flow: Flow)
         -> (root: Coordinator, start: Int, allocated: Int, changed: [CoordinatorKey], result: OpResult)? {
         var document = NavDocument(flow: flow)
         let start = document.nextID
         var ctx = CommandContext(conflicts: nil, firstID: start)
-        let ops = Link.ops(link.ops, link.slots, filling: values)
+        let ops = FlowLink.ops(link.ops, link.slots, filling: values)
         guard let result = try? document.applyLink(ops, url: "", &ctx) else { return nil }
         // Everything on the tree must be the link's own, as must every change.
         var fresh = true

@@ -48,7 +48,7 @@ struct InlineFirstIterator<List: InlineFirstList>: IteratorProtocol {
 }
 
 /// Entry ids: those a diff removes or adds, those a cut removes.
-/// (No stored property has an initial value: see `Optional<…>` in `Operation`.)
+/// (No stored property has an initial value: see `Optional<…>` in `NavOperation`.)
 struct EntryIDList: InlineFirstList, Sendable {
     typealias Element = EntryID
     var head: Optional<EntryID>

@@ -20,7 +20,7 @@ enum EntryTarget {
 extension NavDocument {
     /// Applies one decoded operation. On error the document may be half-changed: the
     /// caller throws this copy away (commands are atomic).
-    public mutating func apply(_ op: Operation, _ ctx: inout CommandContext) throws(NavError) -> OpResult {
+    public mutating func apply(_ op: NavOperation, _ ctx: inout CommandContext) throws(NavError) -> OpResult {
         let name = op.action.name
         if let why = ctx.refused[name] { throw NavError(.forbidden, why) }
         let at = name.isSessionWide ? AtTarget.none : resolveAt(op.at)
@@ -251,7 +251,7 @@ extension NavDocument {
     }
 
     /// Validates params for `route` of the coordinator at `path`.
-    func params(_ item: Operation.OpenItem, of path: CoordinatorPath) throws(NavError) -> JSONObject {
+    func params(_ item: NavOperation.OpenItem, of path: CoordinatorPath) throws(NavError) -> JSONObject {
         try flow.spec(state[path].type).route(item.route)!.validate(params: item.params)
     }
 }

@@ -1,7 +1,7 @@
 /// Operations on any coordinator or the whole session: `restart`, `update`, `open`,
 /// `alert`, `respond`, `reset`.
 extension NavDocument {
-    mutating func applyOther(_ action: Operation.Action, _ at: AtTarget, _ entry: EntryTarget?,
+    mutating func applyOther(_ action: NavOperation.Action, _ at: AtTarget, _ entry: EntryTarget?,
                              _ ctx: inout CommandContext) throws(NavError) -> OpResult {
         switch action {
         case .restart:
@@ -55,7 +55,7 @@ extension NavDocument {
             if let shown = state.alert {
                 throw NavError(.busy, "alert \(shown.id) (\"\(shown.title)\") is shown; answer it first")
             }
-            state.alert = Alert(id: allocate(), title: spec.title, message: spec.message, buttons: spec.buttons)
+            state.alert = AlertState(id: allocate(), title: spec.title, message: spec.message, buttons: spec.buttons)
             ctx.noteChanged(.alert)
             return .applied
 
@@ -85,7 +85,7 @@ extension NavDocument {
     /// plan, and what a plan is worked out from): applied if any op applied, else
     /// superseded if any was. `open` was checked as one op without `at`; its link ops
     /// are not checked for conflicts again.
-    mutating func applyLink(_ ops: [Operation], url: String, _ ctx: inout CommandContext) throws(NavError) -> OpResult {
+    mutating func applyLink(_ ops: [NavOperation], url: String, _ ctx: inout CommandContext) throws(NavError) -> OpResult {
         let outer = ctx.conflicts
         ctx.conflicts = nil
         defer { ctx.conflicts = outer }

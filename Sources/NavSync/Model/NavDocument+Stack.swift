@@ -1,7 +1,7 @@
 /// Stack operations (docs/protocol.md, "Operations"): one list of entries tagged by presentation,
 /// the FlowStacks/Stinsen model. A push after a sheet pushes inside that sheet.
 extension NavDocument {
-    mutating func applyStack(_ action: Operation.Action, _ at: AtTarget, _ entry: EntryTarget?,
+    mutating func applyStack(_ action: NavOperation.Action, _ at: AtTarget, _ entry: EntryTarget?,
                              _ ctx: inout CommandContext) throws(NavError) -> OpResult {
         let name = action.name
         switch action {
@@ -145,7 +145,7 @@ extension NavDocument {
     }
 
     /// `presentation` gives the entry's from the one its route declares.
-    private mutating func push(_ item: Operation.OpenItem, at target: (path: CoordinatorPath, value: StackTop), _ ctx: inout CommandContext,
+    private mutating func push(_ item: NavOperation.OpenItem, at target: (path: CoordinatorPath, value: StackTop), _ ctx: inout CommandContext,
                                presentation: (Presentation?) -> Presentation) throws(NavError) -> OpResult {
         let (path, stack) = target
         let route = stack.spec.route(item.route)!

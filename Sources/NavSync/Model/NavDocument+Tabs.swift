@@ -1,6 +1,6 @@
 /// Tab operations (docs/protocol.md, "Operations"): `selected` always names a tab that exists.
 extension NavDocument {
-    mutating func applyTabs(_ action: Operation.Action, _ at: AtTarget, _ entry: EntryTarget?,
+    mutating func applyTabs(_ action: NavOperation.Action, _ at: AtTarget, _ entry: EntryTarget?,
                             _ ctx: inout CommandContext) throws(NavError) -> OpResult {
         let name = action.name
         switch action {

@@ -33,6 +33,24 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     /// its `message`, and `details` when it gave any (HTTP 409).
     case refused
     case `internal`
+
+    // The clients' own (never sent by a server; the same names in navsync.js and the
+    // Python package, docs/clients.md):
+    /// No connection could be made: no network, a refused port, a name that does not
+    /// resolve, a connection dropped before the upgrade was answered.
+    case offline
+    /// The TLS handshake failed (an untrusted or expired certificate, a wrong name).
+    case tls
+    /// The server answered the upgrade with an HTTP error (a wrong path, a proxy that
+    /// refuses, a bad token at the door) or broke the handshake.
+    case rejected
+    /// The client was closed; nothing more is sent.
+    case closed
+    /// The session was made anew (another epoch) while this client was away: a command
+    /// made for the old one was not sent to it.
+    case reset
+    /// No answer within a call's deadline.
+    case timeout
 }
 
 /// A refused request: its code, a message for people, the index of the operation at

@@ -7,12 +7,12 @@ public struct NavState: Sendable, Equatable {
     // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
     // that has one, as every `T?` var does, was built twice and one copy destroyed
     // wherever it was made. See docs/architecture.md, "Copies the optimizer makes".)
-    public var alert: Optional<Alert>
+    public var alert: Optional<AlertState>
     /// The session's data (docs/flows.md, "Guards and redirects"): one object shared by the whole session, what
     /// guards read; absent until first set (`update` with `"scope": "session"`).
     public var data: Optional<JSONObject>
 
-    public init(root: Coordinator, alert: Alert? = nil, data: JSONObject? = nil) {
+    public init(root: Coordinator, alert: AlertState? = nil, data: JSONObject? = nil) {
         self.root = root
         self.alert = alert
         self.data = data
@@ -185,7 +185,7 @@ extension Entry: CustomStringConvertible {
     public var description: String { json.encodedString() }
 }
 
-public struct Alert: Sendable, Equatable {
+public struct AlertState: Sendable, Equatable {
     public var id: EntryID
     public var title: String
     public var message: String?
@@ -228,7 +228,7 @@ extension Entry {
     }
 }
 
-extension Alert {
+extension AlertState {
     public var json: JSON {
         var o: JSONObject = ["id": .string(id.description), "title": .string(title)]
         if let message { o["message"] = .string(message) }

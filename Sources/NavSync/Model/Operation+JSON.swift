@@ -1,7 +1,7 @@
 /// Operations to and from their wire form. Decoding checks each operation's own fields
 /// only (types, required fields, ranges); whether a route exists or a param fits its
 /// declaration is decided once the target coordinator is known.
-extension Operation {
+extension NavOperation {
     /// Decodes one operation. Errors carry no op index; the caller adds it.
     public init(json: JSON) throws(NavError) {
         guard let object = json.objectValue else {
@@ -183,18 +183,18 @@ extension Fields {
         return o.isEmpty ? nil : o
     }
 
-    func openItem() throws(NavError) -> Operation.OpenItem {
-        Operation.OpenItem(try string("route"), params: try params(), hints: try hints())
+    func openItem() throws(NavError) -> NavOperation.OpenItem {
+        NavOperation.OpenItem(try string("route"), params: try params(), hints: try hints())
     }
 
     /// `routes` of `setStack` / `setTabs`: plain names or `{route, params, hints, presentation?}`.
-    func openItems(allowPresentation: Bool) throws(NavError) -> [Operation.OpenItem] {
+    func openItems(allowPresentation: Bool) throws(NavError) -> [NavOperation.OpenItem] {
         guard let v = object["routes"] else { throw NavError(.badParams, "missing field 'routes'") }
         guard let list = v.arrayValue else { throw NavError(.badParams, "'routes' must be an array, got \(v.typeName)") }
         guard !list.isEmpty else { throw NavError(.badParams, "'routes' must not be empty") }
-        var items: [Operation.OpenItem] = []
+        var items: [NavOperation.OpenItem] = []
         for (i, element) in list.enumerated() {
-            if let name = element.stringValue { items.append(Operation.OpenItem(name)); continue }
+            if let name = element.stringValue { items.append(NavOperation.OpenItem(name)); continue }
             guard let o = element.objectValue else {
                 throw NavError(.badParams, "routes[\(i)] must be a route name or an object, got \(element.typeName)")
             }
@@ -216,8 +216,8 @@ extension Fields {
     }
 
     /// `alert` fields: `title`, optional `message`, `buttons` with unique ids.
-    func alertSpec() throws(NavError) -> Operation.AlertSpec {
-        var spec = Operation.AlertSpec(title: try string("title"), message: try optionalString("message"))
+    func alertSpec() throws(NavError) -> NavOperation.AlertSpec {
+        var spec = NavOperation.AlertSpec(title: try string("title"), message: try optionalString("message"))
         guard let v = object["buttons"], !v.isNull else { return spec }
         guard let list = v.arrayValue, !list.isEmpty else {
             throw NavError(.badParams, "'buttons' must be a non-empty array")

@@ -1,6 +1,6 @@
 /// One route operation (docs/protocol.md, "Operations"): the verbs of Trailblazer, Stinsen and
 /// FlowStacks as one enum, plus the coordinator it is addressed to.
-public struct Operation: Sendable, Equatable {
+public struct NavOperation: Sendable, Equatable {
     // (Spelled `Optional<…>`, with no initial value: a value type with a stored property
     // that has one, as every `T?` var does, was built twice and one copy destroyed
     // wherever it was made. See docs/architecture.md, "Copies the optimizer makes".)
@@ -99,7 +99,7 @@ public struct AlertButton: Sendable, Equatable {
     }
 }
 
-/// Operation names as they appear on the wire, with what each works on.
+/// NavOperation names as they appear on the wire, with what each works on.
 public enum OpName: String, Sendable, CaseIterable {
     case route, present, pop, popToRoot, popToFirst, popToLast, popTo, popBefore, dismiss
     case setRoot, setStack, restart, select, setTabs, appendTab, insertTab
@@ -150,7 +150,7 @@ public enum OpName: String, Sendable, CaseIterable {
     public var isSessionWide: Bool { self == .open || self == .alert || self == .respond || self == .reset }
 }
 
-extension Operation.Action {
+extension NavOperation.Action {
     public var name: OpName {
         switch self {
         case .route: return .route

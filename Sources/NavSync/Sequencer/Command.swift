@@ -23,7 +23,7 @@ public struct Command: Sendable, Equatable {
         self.label = label
     }
 
-    public init(id: CommandID, operations: [Operation], base: Int? = nil, onConflict: ConflictPolicy = .rebase) {
+    public init(id: CommandID, operations: [NavOperation], base: Int? = nil, onConflict: ConflictPolicy = .rebase) {
         self.init(id: id, ops: operations.map(\.json), base: base, onConflict: onConflict)
     }
 

@@ -45,7 +45,7 @@ extension Sequencer {
             let outer = ctx.conflicts
             ctx.conflicts = nil
             do throws(NavError) {
-                _ = try working.apply(Operation(.open(url: link)), &ctx)
+                _ = try working.apply(NavOperation(.open(url: link)), &ctx)
             } catch {
                 ctx.conflicts = outer
                 throw NavError(error.code, "guard '\(g.name)' redirected to '\(link)', which failed: \(error.message)", guarded: error.guarded)

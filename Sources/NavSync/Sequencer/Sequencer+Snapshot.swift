@@ -136,8 +136,8 @@ extension NavState {
             guard let o = d.objectValue else { throw SnapshotError("the state's data is not an object") }
             data = o
         }
-        self.init(root: try Coordinator(json: root), alert: try json["alert"].flatMap { a throws(SnapshotError) -> Alert? in
-            a.isNull ? nil : try Alert(json: a)
+        self.init(root: try Coordinator(json: root), alert: try json["alert"].flatMap { a throws(SnapshotError) -> AlertState? in
+            a.isNull ? nil : try AlertState(json: a)
         }, data: data)
     }
 }
@@ -172,7 +172,7 @@ extension Entry {
     }
 }
 
-extension Alert {
+extension AlertState {
     init(json: JSON) throws(SnapshotError) {
         guard let idText = json["id"]?.stringValue, let id = EntryID(idText), let title = json["title"]?.stringValue else {
             throw SnapshotError("the alert lacks its id or title")

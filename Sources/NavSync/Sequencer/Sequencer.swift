@@ -195,7 +195,7 @@ public struct Sequencer: Sendable {
         // (An op that does not decode, `restore` and `load` among them, takes the general
         // path below, which names the error.)
         // Any other lone op that decodes goes to the general path decoded.
-        if ops.count == 1, let op = try? Operation(json: ops[0]) {
+        if ops.count == 1, let op = try? NavOperation(json: ops[0]) {
             guard op.action.editsOneStackAtomically else {
                 return submitOnCopy(command, ops: ops, lone: consume op, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
             }
@@ -226,7 +226,7 @@ public struct Sequencer: Sendable {
     /// In a guarded flow the ops first run as they are, with the active path checked
     /// after each; only when a guard fails does the command run again `careful`ly, with
     /// the document as it was before each op kept for a redirect to undo it.
-    private mutating func submitOnCopy(_ command: Command, ops: [JSON], lone: Operation?, client: String, sender: Sender, trusted: Bool,
+    private mutating func submitOnCopy(_ command: Command, ops: [JSON], lone: NavOperation?, client: String, sender: Sender, trusted: Bool,
                                        careful: Bool = false, _ ctx: inout CommandContext, journalAs: (Int, JSON) -> Void) -> Outcome {
         var working = document
         // A lone op (an `open` most often) gets the shared array of its result, not one of its own.
@@ -246,7 +246,7 @@ public struct Sequencer: Sendable {
                     result = try load(json, into: &working, &ctx, sender: sender)
                 } else {
                     // A lone op decoded above is not decoded again (an `open`, a `select`…).
-                    let op = if let lone { lone } else { try Operation(json: json) }
+                    let op = if let lone { lone } else { try NavOperation(json: json) }
                     result = try working.apply(op, &ctx)
                 }
                 if guarded, result == .applied {

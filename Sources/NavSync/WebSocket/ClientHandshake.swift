@@ -19,18 +19,22 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
         self.secure = secure
     }
 
-    /// What a user may type for a server: `ws://HOST:PORT[/path]` or `wss://…`;
-    /// `http://HOST:PORT[/…]` or `https://…`, the address navsyncd prints for browsers
-    /// (its WebSocket is `/ws` on the same port); `HOST:PORT`; or a bare `PORT` on
-    /// 127.0.0.1. Without a port, 7420 (443 over TLS). Anything else is nil.
+    /// What a user may type for a server: `ws://HOST[:PORT][/path]` or `wss://…`;
+    /// `http://HOST[:PORT][/…]` or `https://…`, the address navsyncd prints for browsers
+    /// (its WebSocket is `/ws` on the same port); `HOST:PORT[/path]`; or a bare `PORT` on
+    /// 127.0.0.1. Without a port, 7420 (443 over TLS). Anything else is nil: an empty
+    /// text, a scheme it does not know or a misspelt one (`ws//x`, `http//h:1`), an empty
+    /// host, a host with characters no host name or address has, a bad port.
     public init?(_ text: String) {
         var rest = Substring(text)
         var web = false
+        var schemed = false
         secure = false
         if let (scheme, isWeb, isSecure) = Self.schemes.first(where: { rest.hasPrefix($0.0) }) {
             rest = rest.dropFirst(scheme.count)
             web = isWeb
             secure = isSecure
+            schemed = true
         } else if rest.contains("://") {
             return nil
         } else if !rest.isEmpty, rest.allSatisfy(\.isASCIIDigit) {
@@ -39,6 +43,8 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<slash]
         let path = slash < rest.endIndex ? String(rest[slash...]) : ""
+        // `ws//x` and `http//h:1` (a colon forgotten) would read as host `ws` or `http`.
+        if path.hasPrefix("//") || authority.isEmpty { return nil }
         // A web address names a page; the WebSocket of that server is /ws.
         target = path.isEmpty || (web && !path.hasPrefix("/ws")) ? "/ws" : path
         var hostPart: Substring
@@ -46,17 +52,22 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else { return nil }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            guard !hostPart.isEmpty, hostPart.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." || $0 == "%" || $0.isLetter }) else { return nil }
             let after = authority[authority.index(after: close)...]
             if after.hasPrefix(":") { portPart = after.dropFirst() } else if !after.isEmpty { return nil }
-        } else if let colon = authority.lastIndex(of: ":") {
-            hostPart = authority[..<colon]
-            portPart = authority[authority.index(after: colon)...]
         } else {
-            hostPart = authority
+            if let colon = authority.lastIndex(of: ":") {
+                hostPart = authority[..<colon]
+                portPart = authority[authority.index(after: colon)...]
+            } else {
+                hostPart = authority
+            }
+            guard !hostPart.isEmpty, hostPart.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "." || $0 == "_" }) else { return nil }
         }
+        // Without a scheme a host needs its port: `localhost` alone is a word, not a server.
+        if !schemed && portPart == nil { return nil }
         // Over TLS the name stays as written: the certificate is checked against it.
-        if hostPart.isEmpty || (hostPart == "localhost" && !secure) { hostPart = "127.0.0.1" }
-        guard !hostPart.contains(where: { $0 == " " || $0 == "@" || $0 == "/" }) else { return nil }
+        if hostPart == "localhost" && !secure { hostPart = "127.0.0.1" }
         host = String(hostPart)
         if let portPart {
             guard let p = Int(portPart), (1...65535).contains(p) else { return nil }

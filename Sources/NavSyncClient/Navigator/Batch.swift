@@ -10,17 +10,17 @@ import NavSync
 /// entry id, or a type name); without it the server picks the deepest coordinator on
 /// the active path that declares the route.
 public struct Batch: Sendable {
-    public private(set) var operations: [Operation] = []
+    public private(set) var operations: [NavOperation] = []
 
     public init() {}
 
-    public mutating func add(_ operation: Operation) { operations.append(operation) }
+    public mutating func add(_ operation: NavOperation) { operations.append(operation) }
 
     // MARK: Stacks
 
     /// Appends an entry with the route's declared presentation (push by default).
     public mutating func route(to route: some NavRoute, at: String? = nil, hints: JSONObject? = nil) throws(NavError) {
-        add(Operation(.route(try item(route, hints: hints)), at: at))
+        add(NavOperation(.route(try item(route, hints: hints)), at: at))
     }
 
     /// The same as `route(to:)`.
@@ -30,29 +30,29 @@ public struct Batch: Sendable {
 
     /// Removes the top `count` entries of the deepest stack that can pop.
     public mutating func pop(_ count: Int = 1, at: String? = nil) {
-        add(Operation(.pop(count: count, from: nil), at: at))
+        add(NavOperation(.pop(count: count, from: nil), at: at))
     }
 
     /// Removes that entry and everything above it; a no-op reported `superseded` when
     /// it is gone already (two devices pressing Back at once pop once).
     public mutating func pop(from entry: String) {
-        add(Operation(.pop(count: 1, from: entry)))
+        add(NavOperation(.pop(count: 1, from: entry)))
     }
 
     /// Removes everything above that entry.
-    public mutating func pop(to entry: String) { add(Operation(.popTo(entry: entry))) }
+    public mutating func pop(to entry: String) { add(NavOperation(.popTo(entry: entry))) }
 
-    public mutating func popToRoot(at: String? = nil) { add(Operation(.popToRoot, at: at)) }
+    public mutating func popToRoot(at: String? = nil) { add(NavOperation(.popToRoot, at: at)) }
 
     /// Removes everything above the first entry of that route (a no-op without one).
-    public mutating func popToFirst(_ route: String, at: String? = nil) { add(Operation(.popToFirst(route: route), at: at)) }
+    public mutating func popToFirst(_ route: String, at: String? = nil) { add(NavOperation(.popToFirst(route: route), at: at)) }
 
     public mutating func popToFirst(_ route: some NavRoute, at: String? = nil) throws(NavError) {
         popToFirst(try item(route).route, at: at)
     }
 
     /// Removes everything above the last entry of that route (a no-op without one).
-    public mutating func popToLast(_ route: String, at: String? = nil) { add(Operation(.popToLast(route: route), at: at)) }
+    public mutating func popToLast(_ route: String, at: String? = nil) { add(NavOperation(.popToLast(route: route), at: at)) }
 
     public mutating func popToLast(_ route: some NavRoute, at: String? = nil) throws(NavError) {
         popToLast(try item(route).route, at: at)
@@ -60,18 +60,18 @@ public struct Batch: Sendable {
 
     /// Replaces the whole stack; the first route becomes its root.
     public mutating func setStack<R: NavRoute>(_ routes: [R], at: String? = nil) throws(NavError) {
-        var items: [Operation.OpenItem] = []
+        var items: [NavOperation.OpenItem] = []
         for r in routes { items.append(try item(r)) }
-        add(Operation(.setStack(items), at: at))
+        add(NavOperation(.setStack(items), at: at))
     }
 
     /// A stack: a new root entry, the stack cleared. A root coordinator: switch `current`.
     public mutating func setRoot(_ route: some NavRoute, at: String? = nil, hints: JSONObject? = nil) throws(NavError) {
-        add(Operation(.setRoot(try item(route, hints: hints)), at: at))
+        add(NavOperation(.setRoot(try item(route, hints: hints)), at: at))
     }
 
     /// The coordinator back to its flow's initial state.
-    public mutating func restart(at: String? = nil) { add(Operation(.restart, at: at)) }
+    public mutating func restart(at: String? = nil) { add(NavOperation(.restart, at: at)) }
 
     // MARK: Modals
 
@@ -80,69 +80,69 @@ public struct Batch: Sendable {
     /// Appends an entry presented modally.
     public mutating func present(_ route: some NavRoute, as style: ModalStyle = .sheet, at: String? = nil,
                                  hints: JSONObject? = nil) throws(NavError) {
-        add(Operation(.present(try item(route, hints: hints), style: style == .sheet ? .sheet : .cover), at: at))
+        add(NavOperation(.present(try item(route, hints: hints), style: style == .sheet ? .sheet : .cover), at: at))
     }
 
     /// Removes the topmost modal entry (with `all`: the lowest) and everything above it.
-    public mutating func dismiss(all: Bool = false, at: String? = nil) { add(Operation(.dismiss(all: all), at: at)) }
+    public mutating func dismiss(all: Bool = false, at: String? = nil) { add(NavOperation(.dismiss(all: all), at: at)) }
 
     // MARK: Tabs
 
     /// Selects the first tab of that route.
-    public mutating func select(_ route: String, at: String? = nil) { add(Operation(.select(.route(route)), at: at)) }
+    public mutating func select(_ route: String, at: String? = nil) { add(NavOperation(.select(.route(route)), at: at)) }
 
     public mutating func select(_ route: some NavRoute, at: String? = nil) throws(NavError) {
         select(try item(route).route, at: at)
     }
 
-    public mutating func select(index: Int, at: String? = nil) { add(Operation(.select(.index(index)), at: at)) }
+    public mutating func select(index: Int, at: String? = nil) { add(NavOperation(.select(.index(index)), at: at)) }
 
-    public mutating func select(entry: String) { add(Operation(.select(.entry(entry)))) }
+    public mutating func select(entry: String) { add(NavOperation(.select(.entry(entry)))) }
 
     /// Replaces the tabs; a tab of the same route is kept, with its state.
     public mutating func setTabs<R: NavRoute>(_ routes: [R], at: String? = nil) throws(NavError) {
-        var items: [Operation.OpenItem] = []
+        var items: [NavOperation.OpenItem] = []
         for r in routes { items.append(try item(r)) }
-        add(Operation(.setTabs(items), at: at))
+        add(NavOperation(.setTabs(items), at: at))
     }
 
     public mutating func appendTab(_ route: some NavRoute, at: String? = nil) throws(NavError) {
-        add(Operation(.appendTab(try item(route)), at: at))
+        add(NavOperation(.appendTab(try item(route)), at: at))
     }
 
     public mutating func insertTab(_ route: some NavRoute, index: Int, at: String? = nil) throws(NavError) {
-        add(Operation(.insertTab(try item(route), index: index), at: at))
+        add(NavOperation(.insertTab(try item(route), index: index), at: at))
     }
 
-    public mutating func removeTab(entry: String) { add(Operation(.removeTab(entry: entry))) }
+    public mutating func removeTab(entry: String) { add(NavOperation(.removeTab(entry: entry))) }
 
     // MARK: The session
 
     /// Shows an alert; `busy` when one is shown already.
     public mutating func alert(_ title: String, message: String? = nil,
                                buttons: [AlertButton] = [AlertButton(id: "ok", label: "OK")]) {
-        add(Operation(.alert(Operation.AlertSpec(title: title, message: message, buttons: buttons))))
+        add(NavOperation(.alert(NavOperation.AlertSpec(title: title, message: message, buttons: buttons))))
     }
 
     /// Answers an alert; the first answer wins, later ones are `superseded`.
-    public mutating func respond(alert: String, button: String) { add(Operation(.respond(alert: alert, button: button))) }
+    public mutating func respond(alert: String, button: String) { add(NavOperation(.respond(alert: alert, button: button))) }
 
     /// Opens a deep link by the flow's `links` (`/product/42`, `shop://product/42`).
-    public mutating func open(_ url: String) { add(Operation(.open(url: url))) }
+    public mutating func open(_ url: String) { add(NavOperation(.open(url: url))) }
 
     /// Merges `data` (RFC 7386) into an entry's shared data; without `entry`, the deepest
     /// screen's.
     public mutating func update(_ data: JSONObject, entry: String? = nil, at: String? = nil) {
-        add(Operation(.update(entry: entry, data: data), at: at))
+        add(NavOperation(.update(entry: entry, data: data), at: at))
     }
 
     /// Merges `data` (RFC 7386) into the session's data, what the flow's guards read.
-    public mutating func updateSession(_ data: JSONObject) { add(Operation(.updateSession(data: data))) }
+    public mutating func updateSession(_ data: JSONObject) { add(NavOperation(.updateSession(data: data))) }
 
     /// The whole session back to its flow's initial state (admin).
-    public mutating func reset() { add(Operation(.reset)) }
+    public mutating func reset() { add(NavOperation(.reset)) }
 
-    private func item(_ route: some NavRoute, hints: JSONObject? = nil) throws(NavError) -> Operation.OpenItem {
+    private func item(_ route: some NavRoute, hints: JSONObject? = nil) throws(NavError) -> NavOperation.OpenItem {
         var item = try RouteCoding.item(route)
         item.hints = hints
         return item

@@ -30,12 +30,12 @@ extension Navigator {
         get { tree?.alert }
         set {
             guard newValue == nil, let alert = tree?.alert, let button = alert.dismissButton else { return }
-            write([Operation(.respond(alert: alert.id, button: button.id))])
+            write([NavOperation(.respond(alert: alert.id, button: button.id))])
         }
     }
 
     /// A binding's write: shown at once, sent at once; a refusal goes to `lastError`.
-    func write(_ operations: [Operation]) {
+    func write(_ operations: [NavOperation]) {
         guard !operations.isEmpty else { return }
         gesture(operations) { [weak self] result in
             if case .failure(let error) = result { self?.lastError = error }
@@ -147,7 +147,7 @@ public enum BindingIntent {
     /// pops nothing more). What is there plus more, on the top layer: a `route` per new
     /// one. Anything else: `setStack` with the layers below, the layer's root and the new
     /// routes pushed (the entries above are new ones).
-    public static func path<Route: NavRoute>(_ stack: NavCoordinator, at: String, layer: Int, to routes: [Route]) -> [Operation] {
+    public static func path<Route: NavRoute>(_ stack: NavCoordinator, at: String, layer: Int, to routes: [Route]) -> [NavOperation] {
         let layers = stack.layers
         guard layer < layers.count else { return [] }
         let pushes = layers[layer].pushes
@@ -157,47 +157,47 @@ public enum BindingIntent {
         if old.count == routes.count, zip(old, routes).allSatisfy({ $0 == $1 }) { return [] }
         let common = zip(old, routes).prefix { $0 == $1 }.count
         if common == routes.count {
-            return [Operation(.pop(count: 1, from: pushes[routes.count].id))]
+            return [NavOperation(.pop(count: 1, from: pushes[routes.count].id))]
         }
         if common == old.count, layer == layers.count - 1 {
-            return items[common...].map { Operation(.route($0), at: at) }
+            return items[common...].map { NavOperation(.route($0), at: at) }
         }
-        var kept: [Operation.OpenItem] = []
+        var kept: [NavOperation.OpenItem] = []
         for l in layers[...layer] {
-            kept.append(Operation.OpenItem(l.root.route, params: l.root.params, presentation: l.root.presentation))
+            kept.append(NavOperation.OpenItem(l.root.route, params: l.root.params, presentation: l.root.presentation))
             if l.root.id != layers[layer].root.id {
-                kept += l.pushes.map { Operation.OpenItem($0.route, params: $0.params, presentation: $0.presentation) }
+                kept += l.pushes.map { NavOperation.OpenItem($0.route, params: $0.params, presentation: $0.presentation) }
             }
         }
         kept[0].presentation = nil   // the first item becomes the root
-        return [Operation(.setStack(kept + items.map { var i = $0; i.presentation = .push; return i }), at: at)]
+        return [NavOperation(.setStack(kept + items.map { var i = $0; i.presentation = .push; return i }), at: at)]
     }
 
     /// The modal above a layer set to `route` (nil: dismissed). Dismissing pops from the
     /// modal entry, by id; showing one where another is shown pops that one and presents
     /// the new one, in one command.
     public static func modal<Route: NavRoute>(_ stack: NavCoordinator, at: String, above layer: Int, style: Presentation,
-                                              to route: Route?) -> [Operation] {
+                                              to route: Route?) -> [NavOperation] {
         let layers = stack.layers
         guard layer < layers.count else { return [] }
         let current = layer + 1 < layers.count ? layers[layer + 1] : nil
         if let route, let current, current.presentation == style, current.root.route(as: Route.self) == route { return [] }
-        var ops: [Operation] = []
-        if let current { ops.append(Operation(.pop(count: 1, from: current.root.id))) }
+        var ops: [NavOperation] = []
+        if let current { ops.append(NavOperation(.pop(count: 1, from: current.root.id))) }
         if let route, let item = try? RouteCoding.item(route) {
-            ops.append(Operation(.present(item, style: style), at: at))
+            ops.append(NavOperation(.present(item, style: style), at: at))
         }
         return ops
     }
 
     /// A tab bar's selection set to `route`: `select` of the first tab whose route is
     /// it (by entry id), else of the route by name.
-    public static func select<Route: NavRoute>(_ tabs: NavCoordinator, at: String, to route: Route) -> [Operation] {
+    public static func select<Route: NavRoute>(_ tabs: NavCoordinator, at: String, to route: Route) -> [NavOperation] {
         if tabs.visible?.route(as: Route.self) == route { return [] }
         if let tab = tabs.entries.first(where: { $0.route(as: Route.self) == route }) {
-            return [Operation(.select(.entry(tab.id)))]
+            return [NavOperation(.select(.entry(tab.id)))]
         }
         guard let item = try? RouteCoding.item(route) else { return [] }
-        return [Operation(.select(.route(item.route)), at: at)]
+        return [NavOperation(.select(.route(item.route)), at: at)]
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Observation
 import NavSync
 
@@ -55,13 +56,18 @@ public final class Navigator {
         /// Commands kept while unanswered (offline they pile up); past it a gesture is
         /// refused at once with `full`.
         public var maxPending: Int
+        /// The wait before trying again after a lost connection: `first`, doubled each
+        /// attempt up to `max`, each wait a random 50–100% of it (so many devices do not
+        /// return in lockstep). A path monitor's "the network is back" need not wait:
+        /// `reconnectNow()`.
+        public var backoff: Backoff
 
         public init(session: String, urls: [WebSocketURL] = [.default], name: String = "app", token: String? = nil,
                     role: String? = nil, create: Bool = false, flow: String? = nil, reconnect: Bool = true,
-                    store: (any NavigatorStore)? = FileStore.standard, maxPending: Int = 1_000) {
+                    store: (any NavigatorStore)? = FileStore.standard, maxPending: Int = 1_000, backoff: Backoff = Backoff()) {
             self.session = session; self.urls = urls; self.name = name; self.token = token
             self.role = role; self.create = create; self.flow = flow; self.reconnect = reconnect
-            self.store = store; self.maxPending = maxPending
+            self.store = store; self.maxPending = maxPending; self.backoff = backoff
         }
 
         /// The same, with the server given as text (`ws://host:7420/ws`, `host:7420`);
@@ -73,6 +79,23 @@ public final class Navigator {
                 throw NavError(.badParams, "'\(url)' is not a server address: give ws://HOST:PORT/ws, wss://HOST/ws, http(s)://HOST:PORT or HOST:PORT")
             }
             self.init(session: session, urls: [parsed], name: name, token: token, create: create, flow: flow, store: store)
+        }
+    }
+
+    /// How long to wait between attempts to connect again (0.25 s first, 5 s at most, by
+    /// default; the same in navsync.js and the Python package).
+    public struct Backoff: Sendable, Equatable {
+        public var first: Duration
+        public var max: Duration
+        public init(first: Duration = .milliseconds(250), max: Duration = .seconds(5)) {
+            self.first = first
+            self.max = max
+        }
+
+        var milliseconds: (first: Int64, max: Int64) {
+            func ms(_ d: Duration) -> Int64 { d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000 }
+            let first = Swift.max(1, ms(self.first))
+            return (first, Swift.max(first, ms(self.max)))
         }
     }
 
@@ -115,6 +138,10 @@ public final class Navigator {
     /// state), of a write that named nothing, or of something not tied to a command.
     /// Set it to nil once shown.
     public var lastError: NavError?
+    /// Why the last connection could not be made (nil once joined): `.offline` (no
+    /// network, a refused port, a name that does not resolve), `.tls` (the certificate),
+    /// `.rejected` (the server answered the upgrade with an HTTP error).
+    public private(set) var connectionError: NavError?
     /// The last time the session was made anew while this navigator was away (its
     /// pending commands were dropped with `gone`): why. Set it to nil once shown.
     public var lastReset: String?
@@ -138,8 +165,10 @@ public final class Navigator {
     @ObservationIgnored private var connection: (any TransportConnection)?
     /// Which connection events belong to: one from an older connection is dropped.
     @ObservationIgnored private var generation = 0
-    @ObservationIgnored private let events: AsyncStream<(Int, TransportEvent)>
-    @ObservationIgnored private let eventSink: AsyncStream<(Int, TransportEvent)>.Continuation
+    /// Transport events wait here; the consumer takes all that came together in one
+    /// turn and shows the outcome once (a queue resent after an outage is answered in a
+    /// burst of hundreds of messages: one replay of what is pending, not one each).
+    @ObservationIgnored private let inbox = Inbox()
     @ObservationIgnored private var consumer: Task<Void, Never>?
     @ObservationIgnored private var ticker: Task<Void, Never>?
     @ObservationIgnored private var answers: [Int64: (Result<Ack, NavError>) -> Void] = [:]
@@ -149,6 +178,10 @@ public final class Navigator {
     @ObservationIgnored private let routeChecks: [RouteCheck]
     /// Waits this many milliseconds (the backoff, the one-second tick); tests pass their own.
     @ObservationIgnored private let sleep: @Sendable (Int64) async -> Void
+    /// A server message is being taken in (its `.state` is shown after the burst).
+    @ObservationIgnored private var inBurst = false
+    /// Which backoff wait is current (one that `reconnectNow()` ended does nothing).
+    @ObservationIgnored private var retryGeneration = 0
     /// The first refusal before joining, thrown by `connect()`.
     @ObservationIgnored private var refusal: NavError?
 
@@ -173,8 +206,8 @@ public final class Navigator {
         machineOptions.retryFirstConnect = options.reconnect
         machineOptions.speculative = true
         machineOptions.maxPending = options.maxPending
+        machineOptions.backoff = options.backoff.milliseconds
         machine = SessionMachine(options: machineOptions)
-        (events, eventSink) = AsyncStream.makeStream(of: (Int, TransportEvent).self)
         if let saved = options.store?.load(session: options.session, server: machineOptions.urls[0]), machine.restore(saved) {
             publish()
         }
@@ -189,10 +222,11 @@ public final class Navigator {
     /// `bad_params` naming every mismatch between the typed routes and the session's flow.
     public func connect() async throws(NavError) {
         if consumer == nil {
-            consumer = Task { [weak self, events] in
-                for await (generation, event) in events {
+            consumer = Task { [weak self, inbox] in
+                for await _ in inbox.wakes {
                     guard let self else { return }
-                    self.transportEvent(event, generation: generation)
+                    for (generation, event) in inbox.takeAll() { self.transportEvent(event, generation: generation) }
+                    self.publish()
                 }
             }
         }
@@ -225,6 +259,24 @@ public final class Navigator {
         }
     }
 
+    /// The network is back, or changed (`NWPathMonitor` says `.satisfied`, the app came
+    /// to the foreground): a wait before the next attempt ends now and the backoff starts
+    /// over, an attempt under way is made again, and a joined connection is checked
+    /// (dropped and made again if the server does not answer within 2 s). Pending
+    /// commands go out as soon as it is joined.
+    ///
+    /// ```swift
+    /// let monitor = NWPathMonitor()
+    /// monitor.pathUpdateHandler = { path in
+    ///     if path.status == .satisfied { Task { @MainActor in nav.reconnectNow() } }
+    /// }
+    /// monitor.start(queue: .main)
+    /// ```
+    public func reconnectNow() {
+        retryGeneration += 1
+        perform(machine.reconnectNow())
+    }
+
     /// Closes for good and waits until the connection is gone; commands still waiting
     /// fail.
     public func close() async {
@@ -243,7 +295,7 @@ public final class Navigator {
     /// effect then leaves the shown state). It waits through reconnects and offline
     /// spells (and is resent under its id); on a navigator closed for good it fails at once.
     @discardableResult
-    public func send(_ operations: [Operation], base: Int? = nil, onConflict: ConflictPolicy = .rebase) async throws(NavError) -> Ack {
+    public func send(_ operations: [NavOperation], base: Int? = nil, onConflict: ConflictPolicy = .rebase) async throws(NavError) -> Ack {
         let result = await withCheckedContinuation { k in
             gesture(operations, base: base, onConflict: onConflict) { k.resume(returning: $0) }
         }
@@ -251,10 +303,10 @@ public final class Navigator {
     }
 
     /// Shows a command at once and sends it; `answered` gets the server's answer.
-    func gesture(_ operations: [Operation], base: Int? = nil, onConflict: ConflictPolicy = .rebase,
+    func gesture(_ operations: [NavOperation], base: Int? = nil, onConflict: ConflictPolicy = .rebase,
                  answered: @escaping (Result<Ack, NavError>) -> Void) {
         if case .closed(let reason) = status {
-            return answered(.failure(NavError(.internal, "the navigator is closed (\(reason)); nothing was sent")))
+            return answered(.failure(NavError(.closed, "the navigator is closed (\(reason)); nothing was sent")))
         }
         let (id, effects) = machine.command(operations.map(\.json), base: base, onConflict: onConflict)
         answers[id] = answered
@@ -294,14 +346,18 @@ public final class Navigator {
         case .opened:
             perform(machine.opened())
         case .text(let bytes):
+            // Shown once the whole burst is in (the consumer publishes after it); an
+            // answer that changed nothing shown still ends a pending command there.
+            inBurst = true
             perform(machine.received(bytes))
-            // An answer that changed nothing shown (a refusal of a gesture the replay
-            // refused too) still ends a pending command: `pendingCommands` and
-            // `isWriting` stayed up for ever.
-            if pendingCommands != machine.pending.count { publish() }
+            inBurst = false
         case .closed(let code, let reason):
             connection = nil
             perform(machine.closed(code: code, reason: reason, jitter: Double.random(in: 0...1)))
+        case .failed(let error):
+            connection = nil
+            connectionError = error
+            perform(machine.closed(code: nil, reason: error.message, jitter: Double.random(in: 0...1), failure: error.code))
         }
     }
 
@@ -310,9 +366,9 @@ public final class Navigator {
             switch effect {
             case .connect:
                 generation += 1
-                let generation = generation, sink = eventSink
+                let generation = generation, inbox = inbox
                 let headers = options.token.map { [("Authorization", "Bearer \($0)")] } ?? []
-                connection = transport.connect(to: machine.currentURL, headers: headers) { sink.yield((generation, $0)) }
+                connection = transport.connect(to: machine.currentURL, headers: headers) { inbox.put((generation, $0)) }
             case .send(let bytes):
                 connection?.send(text: bytes)
             case .close:
@@ -320,9 +376,12 @@ public final class Navigator {
             case .abort:
                 connection?.abort()
             case .retry(let delay):
+                retryGeneration += 1
+                let planned = retryGeneration
                 Task { [weak self, sleep] in
                     await sleep(delay)
-                    guard let self else { return }
+                    // A wait `reconnectNow()` ended early is over.
+                    guard let self, planned == self.retryGeneration else { return }
                     self.perform(self.machine.retry())
                 }
             case .event(let event):
@@ -340,6 +399,7 @@ public final class Navigator {
     /// Publishes what the machine holds; only what changed is set, so observers of an
     /// unchanged property stay quiet.
     private func publish() {
+        machine.showNow()
         if state != machine.shown { state = machine.shown }
         if confirmedState != machine.state { confirmedState = machine.state }
         if confirmedRev != machine.rev { confirmedRev = machine.rev }
@@ -357,6 +417,8 @@ public final class Navigator {
         Task { [weak self] in
             guard let self else { return }
             self.saveScheduled = false
+            // Closed meanwhile: `finish` kept (or forgot) what stays.
+            if case .closed = self.status { return }
             if let saved = self.machine.saved { self.options.store?.save(saved, server: self.machine.options.urls[0]) }
         }
     }
@@ -364,7 +426,7 @@ public final class Navigator {
     private func handle(_ event: SessionMachine.Event) {
         switch event {
         case .state:
-            publish()
+            if !inBurst { publish() }
             scheduleSave()
         case .reset(let reason):
             lastReset = reason
@@ -374,6 +436,7 @@ public final class Navigator {
             members = machine.members
         case .connection(let connected, let reason):
             if connected {
+                connectionError = nil
                 clientID = machine.clientID
                 flow = machine.flow
                 members = machine.members
@@ -386,40 +449,80 @@ public final class Navigator {
                     // The first connection failed: the app goes on with what it shows
                     // (its stored state), or hears why when there is nothing to show.
                     let result: Result<Void, NavError> = machine.state != nil ? .success(())
-                        : .failure(NavError(.internal, "could not join '\(options.session)' at \(machine.currentURL): \(reason) (still trying)"))
+                        : .failure(NavError(connectionError?.code ?? .offline, "could not join '\(options.session)' at \(machine.currentURL): \(reason) (still trying)"))
                     for k in joinWaiters { k.resume(returning: result) }
                     joinWaiters = []
                 } else {
                     status = .reconnecting(reason: reason)
                 }
             }
+        case .refusedLocally(_, let e):
+            // The server is asked all the same; its answer comes later, the same most likely.
+            lastError = e
         case .error(let e):
             lastError = e
-            if status == .connecting { refusal = e }
+            // Refused for good (at the first join, offline before it, or deleted).
+            if machine.ending == e { refusal = e }
         }
     }
 
-    /// Done for good: everything waiting is answered.
+    /// Done for good: everything waiting is answered. The machine answered the commands
+    /// still pending (with why it ended: a refusal keeps its code) before saying so.
     private func finish(reason: String) {
         status = .closed(reason: reason)
         ticker?.cancel()
         ticker = nil
-        let failure = refusal ?? NavError(.internal, "could not join '\(options.session)': \(reason)")
+        let ending = machine.ending ?? NavError(.closed, "the navigator closed (\(reason))")
+        let failure = refusal ?? NavError(ending.code == .closed ? .offline : ending.code, "could not join '\(options.session)': \(reason)")
         for k in joinWaiters { k.resume(returning: .failure(failure)) }
         joinWaiters = []
-        let closed = NavError(.internal, "the navigator closed (\(reason)) before the command was answered")
         let waiting = answers
         answers = [:]
-        for (_, k) in waiting { k(.failure(closed)) }
+        for (_, k) in waiting { k(.failure(ending)) }
+        let dropped = machine.droppedAtEnd
+        publish()
+        let server = machine.options.urls[0]
+        if let refusal {
+            // Refused at the door (the session is gone, the token no longer fits): the
+            // reason stays in `lastError`, with what became of the commands that waited.
+            lastError = dropped == 0 ? refusal
+                : NavError(refusal.code, "\(refusal.message); the \(dropped) command\(dropped == 1 ? "" : "s") waiting for it \(dropped == 1 ? "was" : "were") dropped")
+            // A stored session the server does not have is not shown again at the next launch.
+            if refusal.code == .unknownSession { options.store?.remove(session: options.session, server: server); return finishClose() }
+        }
         // Kept for the next launch: the confirmed state. The commands that failed just now
         // are not kept (their callers were told).
         if var saved = machine.saved {
             saved.pending = []
             saved.known = []
-            options.store?.save(saved, server: machine.options.urls[0])
+            options.store?.save(saved, server: server)
         }
+        finishClose()
+    }
+
+    private func finishClose() {
         for k in closeWaiters { k.resume() }
         closeWaiters = []
+    }
+}
+
+/// Where transport events wait for the main actor: put from any thread, taken all at
+/// once. `wakes` yields once each time the inbox goes from empty to not.
+final class Inbox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [(Int, TransportEvent)] = []
+    let wakes: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+
+    init() { (wakes, wake) = AsyncStream.makeStream(of: Void.self) }
+
+    func put(_ event: (Int, TransportEvent)) {
+        let first = lock.withLock { events.append(event); return events.count == 1 }
+        if first { wake.yield() }
+    }
+
+    func takeAll() -> [(Int, TransportEvent)] {
+        lock.withLock { defer { events = [] }; return events }
     }
 }
 

@@ -9,6 +9,13 @@ public protocol NavigatorStore: Sendable {
     func load(session: String, server: WebSocketURL) -> SavedSession?
     /// Keeps the session (replacing what was kept).
     func save(_ saved: SavedSession, server: WebSocketURL)
+    /// Forgets the session (the server says it does not exist).
+    func remove(session: String, server: WebSocketURL)
+}
+
+extension NavigatorStore {
+    /// A store that cannot forget keeps the session; the next launch is refused again.
+    public func remove(session: String, server: WebSocketURL) {}
 }
 
 /// A file per server and session, written whole and atomically (a crash leaves the
@@ -50,6 +57,10 @@ public struct FileStore: NavigatorStore {
             // Keeping the session is a convenience: a full disk must not stop navigation.
         }
     }
+
+    public func remove(session: String, server: WebSocketURL) {
+        try? FileManager.default.removeItem(at: file(session: session, server: server))
+    }
 }
 
 /// A store in memory, for tests and previews: what a relaunch would read back.
@@ -67,5 +78,9 @@ public final class MemoryStore: NavigatorStore, @unchecked Sendable {
 
     public func save(_ saved: SavedSession, server: WebSocketURL) {
         lock.withLock { kept[key(saved.session, server)] = saved }
+    }
+
+    public func remove(session: String, server: WebSocketURL) {
+        lock.withLock { kept[key(session, server)] = nil }
     }
 }

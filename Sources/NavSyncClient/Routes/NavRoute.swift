@@ -31,7 +31,7 @@ extension NavRoute {
 /// Typed routes to and from what the wire carries (`route` + `params`).
 public enum RouteCoding {
     /// The route name and params of a typed route.
-    public static func item(_ route: some Encodable) throws(NavError) -> NavSync.Operation.OpenItem {
+    public static func item(_ route: some Encodable) throws(NavError) -> NavSync.NavOperation.OpenItem {
         let json: JSON
         do { json = try JSON.parse(Array(JSONEncoder().encode(route))) } catch {
             throw NavError(.badParams, "cannot encode \(route) as a route: \(error)")
@@ -41,7 +41,7 @@ public enum RouteCoding {
               case .object(let params) = value else {
             throw NavError(.badParams, "\(type(of: route)) is not an enum of routes: it encodes as \(json.encodedString())")
         }
-        return NavSync.Operation.OpenItem(name, params: params)
+        return NavSync.NavOperation.OpenItem(name, params: params)
     }
 
     /// The typed route of an entry, or nil when the type has no such case or the params

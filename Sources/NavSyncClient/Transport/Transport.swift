@@ -10,8 +10,7 @@ import NavSync
 public protocol WebSocketTransport: Sendable {
     /// Opens a connection to `url` (offering the `navsync.v1` subprotocol) with extra
     /// request headers. Every event of that connection goes to `events`, in order,
-    /// ending with exactly one `.closed`; a connection that cannot be made at all
-    /// reports `.closed` too.
+    /// ending with exactly one `.closed`, or `.failed` when it never opened.
     func connect(to url: WebSocketURL, headers: [(String, String)],
                  events: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection
 }
@@ -35,4 +34,10 @@ public enum TransportEvent: Sendable, Equatable {
     case text([UInt8])
     /// The connection is gone, with the close code when the server sent one and why.
     case closed(code: UInt16?, reason: String)
+    /// The connection could not be made (it never opened), with a code an app can
+    /// branch on: `.offline` (no network, a refused port, a name that does not resolve,
+    /// dropped before the upgrade was answered), `.tls` (the TLS handshake or the
+    /// certificate), `.rejected` (the server answered the upgrade with an HTTP error).
+    /// It ends the connection, as `.closed` does.
+    case failed(NavError)
 }

@@ -23,7 +23,7 @@ public struct URLSessionTransport: WebSocketTransport {
                         events: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
         let connection = URLSessionConnection(events: events)
         guard let target = URL(string: url.description) else {
-            events(.closed(code: nil, reason: "not a URL: \(url)"))
+            events(.failed(NavError(.badParams, "not a URL: \(url)")))
             return connection
         }
         var request = URLRequest(url: target)
@@ -74,6 +74,7 @@ final class URLSessionConnection: TransportConnection, @unchecked Sendable {
     }
 
     fileprivate func opened() {
+        lock.withLock { didOpen = true }
         events(.opened)
         receive()
     }
@@ -92,20 +93,42 @@ final class URLSessionConnection: TransportConnection, @unchecked Sendable {
                 receive()
             case .failure(let error):
                 let code = task.closeCode == .invalid ? nil : UInt16(truncatingIfNeeded: task.closeCode.rawValue)
-                finish(code: code, reason: task.closeReason.map { String(decoding: $0, as: UTF8.self) } ?? error.localizedDescription)
+                finish(code: code, reason: task.closeReason.map { String(decoding: $0, as: UTF8.self) } ?? error.localizedDescription, error: error)
             }
         }
     }
 
-    fileprivate func finish(code: UInt16?, reason: String) {
-        let session: URLSession? = lock.withLock {
-            guard !finished else { return nil }
+    fileprivate func finish(code: UInt16?, reason: String, error: (any Error)? = nil) {
+        let (session, task): (URLSession?, URLSessionWebSocketTask?) = lock.withLock {
+            guard !finished else { return (nil, nil) }
             finished = true
-            return self.session
+            return (self.session, self.task)
         }
         guard let session else { return }
         session.invalidateAndCancel()   // breaks the session's strong hold on its delegate
-        events(.closed(code: code, reason: reason))
+        if !wasOpened, let failure = Self.failure(error, response: task?.response) {
+            events(.failed(NavError(failure, reason)))
+        } else {
+            events(.closed(code: code, reason: reason))
+        }
+    }
+
+    /// Whether it ever opened (set on URLSession's queue before any later event).
+    private var wasOpened: Bool { lock.withLock { didOpen } }
+    private var didOpen = false
+
+    /// What kind of failure kept a connection from opening.
+    static func failure(_ error: (any Error)?, response: URLResponse?) -> ErrorCode? {
+        if let http = response as? HTTPURLResponse, http.statusCode >= 300 { return .rejected }
+        guard let error = error as? URLError else { return .offline }
+        switch error.code {
+        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
+             .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
+             .clientCertificateRequired: return .tls
+        case .badServerResponse, .userAuthenticationRequired: return .rejected
+        case .cancelled: return nil
+        default: return .offline
+        }
     }
 
     final class Delegate: NSObject, URLSessionWebSocketDelegate, @unchecked Sendable {
@@ -122,7 +145,7 @@ final class URLSessionConnection: TransportConnection, @unchecked Sendable {
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-            connection?.finish(code: nil, reason: error?.localizedDescription ?? "closed")
+            connection?.finish(code: nil, reason: error?.localizedDescription ?? "closed", error: error)
         }
     }
 }

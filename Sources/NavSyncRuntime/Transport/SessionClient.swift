@@ -69,7 +69,7 @@ public final class SessionClient {
         perform(effects)
     }
 
-    public func send(_ operations: [Operation], done: @escaping (Result<Ack, NavError>) -> Void) {
+    public func send(_ operations: [NavOperation], done: @escaping (Result<Ack, NavError>) -> Void) {
         send(operations.map(\.json), done: done)
     }
 

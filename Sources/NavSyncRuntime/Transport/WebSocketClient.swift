@@ -34,6 +34,11 @@ public final class WebSocketClient {
     public private(set) var bytesIn = 0
     /// The subprotocol the server chose.
     public private(set) var agreedSubprotocol: String?
+    /// Why a connection that never opened could not be made, for a client to branch on:
+    /// `.offline` (the name, the port, the network, dropped before the answer), `.tls`
+    /// (the handshake or the certificate), `.rejected` (the server answered the upgrade
+    /// with an HTTP error, or broke it). Nil once it opened.
+    public private(set) var failure: ErrorCode?
 
     /// Called once the WebSocket is open.
     public var onOpen: (() -> Void)?
@@ -52,7 +57,9 @@ public final class WebSocketClient {
     var isQueuedForFlush = false
     /// The end, once the machine decided it: reported after what is queued is written.
     private var pendingClose: (code: UInt16?, reason: String)?
+    private var pendingFailure = ErrorCode.offline
     private var closeReported = false
+    private var wasOpened = false
     /// The machine's next deadline (the upgrade's answer, the close reply).
     private var deadline: ClientLoop.Timer?
 
@@ -78,7 +85,7 @@ public final class WebSocketClient {
         guard !started, case .connecting = machine.state else { return }
         started = true
         if url.secure {
-            do { stream = SocketStream(tls: TLSStream(context: try owner.clientTLS(), host: url.host)) } catch { return finish(nil, "\(error)") }
+            do { stream = SocketStream(tls: TLSStream(context: try owner.clientTLS(), host: url.host)) } catch { return finish(nil, "\(error)", failure: .tls) }
         }
         // A DNS name is looked up without blocking the loop (libuv's thread pool).
         UV.resolve(url.host, port: url.port, on: owner.loop) { [self] result in
@@ -153,7 +160,7 @@ public final class WebSocketClient {
             if try stream.open(bytes, into: &plain) { scheduleFlush() }
         } catch {
             if case .closed = error { return finish(nil, "the server closed the connection") }
-            return finish(nil, "\(error) (\(url))")
+            return finish(nil, "\(error) (\(url))", failure: .tls)
         }
         if !plain.isEmpty { perform(machine.received(plain, now: owner.now)) }
     }
@@ -169,11 +176,15 @@ public final class WebSocketClient {
                 deadline?.cancel()
                 deadline = nil
                 agreedSubprotocol = subprotocol
+                wasOpened = true
                 onOpen?()
             case .text(let message):
                 if !closed && !closing { onText?(message) }
             case .closeSocket(let code, let reason):
-                if queuedBytes == 0 { finish(code, reason) } else { pendingClose = (code, reason) }
+                // Before it opened, the machine ends a connection for what the server
+                // answered to the upgrade (an HTTP error, a broken answer) or for its silence.
+                let kind: ErrorCode = reason.hasPrefix("the server did not answer") ? .offline : .rejected
+                if queuedBytes == 0 { finish(code, reason, failure: kind) } else { pendingClose = (code, reason); pendingFailure = kind }
             }
         }
     }
@@ -235,7 +246,7 @@ public final class WebSocketClient {
 
     private func wrote(status: Int32) {
         if status < 0 { return finish(nil, "write failed: \(UV.error(status))") }
-        if stream.hasMoreToWrite { flush() } else if let (code, reason) = pendingClose { finish(code, reason) }
+        if stream.hasMoreToWrite { flush() } else if let (code, reason) = pendingClose { finish(code, reason, failure: pendingFailure) }
     }
 
     // MARK: Closing
@@ -248,9 +259,11 @@ public final class WebSocketClient {
     /// The owner called `close()`.
     private var closing = false
 
-    private func finish(_ code: UInt16?, _ reason: String) {
+    /// Ends the connection; `failure` says why when it never opened.
+    private func finish(_ code: UInt16?, _ reason: String, failure: ErrorCode = .offline) {
         guard !closed else { return }
         closed = true
+        if !wasOpened { self.failure = failure }
         machine.socketClosed()
         deadline?.cancel()
         deadline = nil

@@ -13,6 +13,8 @@ extension ErrorCode {
         case .rateLimited: return 429
         case .full, .unconfirmed, .unavailable: return 503
         case .internal: return 500
+        // The clients' own; a server never answers them.
+        case .offline, .tls, .rejected, .closed, .reset, .timeout: return 500
         }
     }
 }

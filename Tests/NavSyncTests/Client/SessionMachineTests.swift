@@ -139,7 +139,7 @@ struct SessionMachineTests {
             for case .retry(let d) in m.closed(code: nil, reason: "", jitter: 1) { delays.append(d) }
             _ = m.retry()
         }
-        #expect(delays == [250, 500, 1000, 2000, 4000, 8000, 8000, 8000])
+        #expect(delays == [250, 500, 1000, 2000, 4000, 5000, 5000, 5000])
     }
 
     @Test func aRefusalBeforeJoiningStopsAndRepliesFindTheirRequest() {
@@ -157,12 +157,61 @@ struct SessionMachineTests {
         #expect(j.received(answer.encoded()).contains(.replied(request: rid!, answer)))
     }
 
+    /// The commands still waiting when a client ends are answered, with why: a refusal
+    /// of its join keeps its code; a server never reached is `offline` (or `tls`,
+    /// `rejected`, as the transport said); `stop()` is `closed`. None is left dangling.
+    @Test func theCommandsWaitingWhenItEndsAreAnsweredWithWhy() {
+        var m = SessionMachine(options: SessionMachine.Options())
+        let (a, _) = m.command([["op": "pop"]])
+        _ = m.start()
+        _ = m.opened()
+        _ = m.received(Self.bytes(.error(NavError(.unknownSession, "no session 'demo'"))))
+        let end = m.closed(code: 1000, reason: "", jitter: 0)
+        #expect(end.contains(.answered(command: a, .failure(NavError(.unknownSession, "no session 'demo'")))))
+        #expect(end.last == .finished && m.pending.isEmpty && m.droppedAtEnd == 1)
+
+        var unreachable = SessionMachine(options: SessionMachine.Options())
+        let (b, _) = unreachable.command([["op": "pop"]])
+        _ = unreachable.start()
+        let tls = unreachable.closed(code: nil, reason: "certificate verify failed", jitter: 0, failure: .tls)
+        #expect(tls.contains { if case .answered(b, .failure(let e)) = $0 { e.code == .tls } else { false } })
+
+        var stopped = joinedMachine()
+        let (c, _) = stopped.command([["op": "pop"]])
+        #expect(stopped.stop() == [.close])
+        #expect(stopped.closed(code: 1000, reason: "", jitter: 0).contains { if case .answered(c, .failure(let e)) = $0 { e.code == .closed } else { false } })
+    }
+
+    /// `reconnectNow()` (the network is back): a backoff wait ends at once and starts
+    /// over; an attempt under way is dropped and made again at once; a joined connection
+    /// is pinged and dropped if nothing comes back within 2 ticks.
+    @Test func reconnectNowEndsTheWaitAndStartsTheBackoffOver() {
+        var m = joinedMachine()
+        for _ in 0..<5 { _ = m.closed(code: nil, reason: "", jitter: 1); _ = m.retry() }
+        #expect(m.closed(code: nil, reason: "", jitter: 1).last == .retry(after: 5_000))
+        #expect(m.reconnectNow() == [.connect] && m.connection == .connecting)
+        #expect(m.reconnectNow() == [.abort], "an attempt under way is made again")
+        #expect(m.closed(code: nil, reason: "closed", jitter: 1).last == .retry(after: 0))
+        #expect(m.retry() == [.connect])
+        #expect(m.closed(code: nil, reason: "", jitter: 1).last == .retry(after: 250), "the backoff started over")
+
+        var joined = joinedMachine()
+        #expect(Self.sent(joined.reconnectNow()) == [["type": "ping"]])
+        #expect(joined.tick().isEmpty)
+        #expect(joined.tick() == [.abort], "no pong within 2 s: the old network's socket is dropped")
+        var answered = joinedMachine()
+        _ = answered.reconnectNow()
+        _ = answered.received(Self.bytes(.pong))
+        #expect(answered.tick().isEmpty && answered.tick().isEmpty, "a pong: the connection is alive")
+    }
+
     /// A server that cannot be reached before any join is reported, not retried forever.
     @Test func noRetryBeforeTheFirstJoin() {
         var m = SessionMachine(options: SessionMachine.Options())
         _ = m.start()
         let lost = m.closed(code: nil, reason: "connection refused", jitter: 0.5)
         #expect(lost == [.event(.connection(connected: false, reason: "connection refused")), .finished])
+        #expect(m.ending?.code == .offline)
         #expect(m.connection == .stopped && m.retry().isEmpty)
     }
 }

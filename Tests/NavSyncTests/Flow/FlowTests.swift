@@ -41,10 +41,10 @@ struct FlowTests {
         let link = Flow.demo.links.first { $0.pattern == "/product/:id" }!
         #expect(link.compiled.count == 3)
         #expect(link.slots.map { "\($0.op).\($0.item ?? -1).\($0.key):\($0.type)" } == ["2.1.id:int", "2.1.note:string?"])
-        #expect(!Link.isCapture(":") && Link.isCapture(":id") && !Link.isCapture("id"))
+        #expect(!FlowLink.isCapture(":") && FlowLink.isCapture(":id") && !FlowLink.isCapture("id"))
         // An absent capture leaves its param out; one that does not convert names itself.
         let (_, bare) = try Flow.demo.expand(url: "/product/7")
-        #expect(bare[2] == (try Operation(json: ["op": "setStack", "at": "Home", "routes": ["list", ["route": "detail", "params": ["id": 7]]]])))
+        #expect(bare[2] == (try NavOperation(json: ["op": "setStack", "at": "Home", "routes": ["list", ["route": "detail", "params": ["id": 7]]]])))
         #expect(link.compiled[2].action != bare[2].action, "opening fills a copy, not the link")
         #expect(throws: NavError(.badParams, "link '/product/:id' op 2: capture ':id' = 'x' is not a valid int for param 'id'")) {
             try Flow.demo.expand(url: "/product/x")
@@ -55,7 +55,7 @@ struct FlowTests {
             ["op": "select", "route": "home"],
             ["op": "setStack", "at": "Home", "routes": ["list", ["route": "detail", "params": ["id": 7, "note": "hi"]]]],
         ]
-        #expect(ops == (try filled.map { j throws(NavError) in try Operation(json: j) }))
+        #expect(ops == (try filled.map { j throws(NavError) in try NavOperation(json: j) }))
     }
 
     @Test func designExampleLoads() throws {

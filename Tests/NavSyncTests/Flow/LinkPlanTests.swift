@@ -142,7 +142,7 @@ struct LinkPlanTests {
             // Move the session on: a random command (kept when it applies), now and then a link.
             let json: JSON = gen.chance(0.15) ? ["op": "open", "url": .string(gen.pick(Self.urls[flowName]!))]
                                               : gen.op(document.state, nextID: document.nextID)
-            if let op = try? Operation(json: json) {
+            if let op = try? NavOperation(json: json) {
                 var ctx = CommandContext(conflicts: nil, firstID: document.nextID)
                 if op.action.editsOneStackAtomically {
                     // In place, as the sequencer runs these: entries changed where they are.
@@ -162,7 +162,7 @@ struct LinkPlanTests {
                 var planned = document, applied = document
                 var plannedCtx = CommandContext(conflicts: nil, firstID: planned.nextID, refused: refused)
                 var appliedCtx = CommandContext(conflicts: nil, firstID: applied.nextID, refused: refused)
-                let a = Result { () throws(NavError) in try planned.apply(Operation(.open(url: url)), &plannedCtx) }
+                let a = Result { () throws(NavError) in try planned.apply(NavOperation(.open(url: url)), &plannedCtx) }
                 // What `open` does without a plan: the link's operations, one by one.
                 let b = Result { () throws(NavError) in
                     let (link, values) = try flow.match(url: url)
@@ -242,7 +242,7 @@ struct LinkPlanTests {
         limits.maxStackDepth = 1
         var document = NavDocument(flow: Self.linkFlow, limits: limits)
         var ctx = CommandContext(conflicts: nil, firstID: document.nextID)
-        #expect(throws: NavError.self) { try document.apply(Operation(.open(url: "/item/3")), &ctx) }
+        #expect(throws: NavError.self) { try document.apply(NavOperation(.open(url: "/item/3")), &ctx) }
         #expect(!LinkPlan.coversLimits(limits))
         limits = ModelLimits()
         limits.maxOps = 1
@@ -257,8 +257,8 @@ struct LinkPlanTests {
     @Test func leavesAreShared() throws {
         var a = NavDocument(flow: .demo), b = NavDocument(flow: .demo)
         var ctx = CommandContext(conflicts: nil, firstID: 0)
-        _ = try a.apply(Operation(.open(url: "/product/7")), &ctx)
-        _ = try b.apply(Operation(.open(url: "/product/8")), &ctx)
+        _ = try a.apply(NavOperation(.open(url: "/product/7")), &ctx)
+        _ = try b.apply(NavOperation(.open(url: "/product/8")), &ctx)
         let home: CoordinatorPath = [0, 0]   // App > main > Main's first tab (home) > Home
         #expect(a.state[home].type == "Home")
         #expect(a.state[home].entries[0].sharesFields(with: b.state[home].entries[0]), "list: no capture, shared")

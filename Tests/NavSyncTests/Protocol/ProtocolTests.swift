@@ -191,22 +191,22 @@ struct ProtocolTests {
     }
 
     @Test func operationsRoundTripThroughTheirWireForm() throws {
-        let ops: [Operation] = [
-            Operation(.route(.init("detail", params: ["id": 1], hints: ["transition": "slide"]))),
-            Operation(.present(.init("settings"), style: .cover), at: "Home"),
-            Operation(.pop(count: 2, from: nil)), Operation(.pop(count: 1, from: "e4")),
-            Operation(.popToRoot), Operation(.popToFirst(route: "a")), Operation(.popToLast(route: "a")),
-            Operation(.popTo(entry: "e3")), Operation(.popBefore(route: "a")), Operation(.dismiss(all: true)),
-            Operation(.setRoot(.init("main"))), Operation(.setStack([.init("list"), .init("detail", params: ["id": 1], presentation: .sheet)])),
-            Operation(.restart, at: "root"), Operation(.select(.index(1))), Operation(.select(.route("home"))), Operation(.select(.entry("e3"))),
-            Operation(.setTabs([.init("home"), .init("cart", hints: ["badge": 2])])), Operation(.appendTab(.init("home"))),
-            Operation(.insertTab(.init("home"), index: 0)), Operation(.removeFirst(route: "a")), Operation(.removeLast(route: "a")),
-            Operation(.removeTab(entry: "e3")), Operation(.update(entry: "e3", data: ["a": nil])), Operation(.update(entry: nil, data: ["a": 1])),
-            Operation(.open(url: "/product/4")), Operation(.alert(.init(title: "t", message: "m", buttons: [AlertButton(id: "x", label: "X", role: "cancel")]))),
-            Operation(.respond(alert: "e5", button: "x")), Operation(.reset),
+        let ops: [NavOperation] = [
+            NavOperation(.route(.init("detail", params: ["id": 1], hints: ["transition": "slide"]))),
+            NavOperation(.present(.init("settings"), style: .cover), at: "Home"),
+            NavOperation(.pop(count: 2, from: nil)), NavOperation(.pop(count: 1, from: "e4")),
+            NavOperation(.popToRoot), NavOperation(.popToFirst(route: "a")), NavOperation(.popToLast(route: "a")),
+            NavOperation(.popTo(entry: "e3")), NavOperation(.popBefore(route: "a")), NavOperation(.dismiss(all: true)),
+            NavOperation(.setRoot(.init("main"))), NavOperation(.setStack([.init("list"), .init("detail", params: ["id": 1], presentation: .sheet)])),
+            NavOperation(.restart, at: "root"), NavOperation(.select(.index(1))), NavOperation(.select(.route("home"))), NavOperation(.select(.entry("e3"))),
+            NavOperation(.setTabs([.init("home"), .init("cart", hints: ["badge": 2])])), NavOperation(.appendTab(.init("home"))),
+            NavOperation(.insertTab(.init("home"), index: 0)), NavOperation(.removeFirst(route: "a")), NavOperation(.removeLast(route: "a")),
+            NavOperation(.removeTab(entry: "e3")), NavOperation(.update(entry: "e3", data: ["a": nil])), NavOperation(.update(entry: nil, data: ["a": 1])),
+            NavOperation(.open(url: "/product/4")), NavOperation(.alert(.init(title: "t", message: "m", buttons: [AlertButton(id: "x", label: "X", role: "cancel")]))),
+            NavOperation(.respond(alert: "e5", button: "x")), NavOperation(.reset),
         ]
         for op in ops {
-            #expect(try Operation(json: JSON.parse(op.json.encoded())) == op, "\(op.json)")
+            #expect(try NavOperation(json: JSON.parse(op.json.encoded())) == op, "\(op.json)")
         }
     }
 }

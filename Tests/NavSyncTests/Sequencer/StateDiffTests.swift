@@ -81,7 +81,7 @@ struct StateDiffTests {
         var compared: [String: Int] = [:]
         for _ in 0..<4000 {
             let json = gen.op(doc.state, nextID: doc.nextID)
-            guard let op = try? Operation(json: json) else { continue }
+            guard let op = try? NavOperation(json: json) else { continue }
             var working = doc
             var ctx = CommandContext(conflicts: nil, firstID: working.nextID)
             guard (try? working.apply(op, &ctx)) == .applied else { continue }
@@ -129,7 +129,7 @@ struct StateDiffTests {
 
     /// A command of one stack edit runs on the session's document itself, so such an
     /// operation must leave the document exactly as it was when it fails, and leave an
-    /// edit to patch from when it applies (`Operation.Action.editsOneStackAtomically`).
+    /// edit to patch from when it applies (`NavOperation.Action.editsOneStackAtomically`).
     @Test(arguments: [("demo", 0xA70 as UInt64), ("studio", 0xA71 as UInt64)])
     func aLoneStackEditFailsWithoutChangingAnything(_ flowName: String, _ seed: UInt64) throws {
         let flow = flowName == "demo" ? Flow.demo : studioFlow
@@ -138,7 +138,7 @@ struct StateDiffTests {
         var failed = 0, applied = 0
         for _ in 0..<6000 {
             let json = gen.op(doc.state, nextID: doc.nextID)
-            guard let op = try? Operation(json: json) else { continue }
+            guard let op = try? NavOperation(json: json) else { continue }
             var working = doc
             var ctx = CommandContext(conflicts: nil, firstID: working.nextID)
             do {
