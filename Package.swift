@@ -15,6 +15,9 @@ import PackageDescription
 //                   beside the runtime's libuv loop.
 let package = Package(
     name: "navsync",
+    // The app client is `@Observable` (Observation): iOS 17, macOS 14 and their peers.
+    // Linux needs no declaration (agents, tests, the server).
+    platforms: [.iOS(.v17), .macOS(.v14), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "NavSync", targets: ["NavSync"]),
         .library(name: "NavSyncClient", targets: ["NavSyncClient"]),

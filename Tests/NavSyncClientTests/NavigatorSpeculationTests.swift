@@ -98,6 +98,20 @@ struct NavigatorSpeculationTests {
 
     /// A command the server refuses leaves the shown state; a later one that does not
     /// depend on it stays; one that names an entry it made fails with it.
+    /// A binding's write the navigator's own replay refuses (a guard of the flow) is in
+    /// `lastError` in the same turn, not a round trip later; the server, asked all the
+    /// same, says the same. Regression: reported only after the round trip.
+    @Test func aWriteTheReplayRefusesIsReportedAtOnce() async throws {
+        let nav = try await onHomeBehindARoundTrip()
+        let home = nav.stack("Home", HomeRoute.self)
+        home.cover = .checkout          // guarded by cartFull; the cart is empty
+        #expect(nav.lastError?.code == .guarded, "\(String(describing: nav.lastError))")
+        #expect(home.cover == nil && nav.pendingCommands == 1, "not shown, and sent")
+        nav.lastError = nil
+        await drain(nav)
+        #expect(nav.lastError?.code == .guarded && !nav.isWriting, "the server's answer: the same")
+    }
+
     @Test func aRefusalTakesOnlyItsOwnEffectBack() async throws {
         let nav = try await onHomeBehindARoundTrip()
         let home = nav.stack("Home", HomeRoute.self)

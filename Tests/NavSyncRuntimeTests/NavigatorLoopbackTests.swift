@@ -82,34 +82,43 @@ struct NavigatorLoopbackTests {
     /// A first connection that fails says why: a refused port, a server that does not
     /// speak TLS to a wss:// URL, and on Linux the URLSession transport (whose libcurl
     /// has no WebSocket support). The navigator keeps trying meanwhile.
+    /// Why a first connection failed, in words and as a code an app branches on
+    /// (`offline`, `tls`, `rejected`), on `connect()`'s error and `connectionError`.
+    /// Regression: every one was `.internal`.
     @Test func aFailedFirstConnectSaysWhy() async throws {
         let transport = LibuvTransport()
         defer { transport.shutdown() }
-        func reason(_ url: WebSocketURL, _ transport: any WebSocketTransport) async -> String {
+        func failure(_ url: WebSocketURL, _ transport: any WebSocketTransport) async -> NavError? {
             let nav = Navigator(.init(session: "demo", urls: [url], store: nil), transport: transport)
             defer { Task { await nav.close() } }
             do {
                 try await nav.connect()
-                return "joined"
+                return nil
             } catch {
-                if case .offline = nav.status {} else { return "status \(nav.status)" }
-                return error.message
+                if case .offline = nav.status {} else { return NavError(.internal, "status \(nav.status)") }
+                #expect(nav.connectionError?.code == error.code, "\(String(describing: nav.connectionError)) \(error)")
+                return error
             }
         }
         // A port nobody listens on.
         let gone = try TestServer.sessions()
         let closed = gone.port
         gone.stop()
-        let refused = await reason(WebSocketURL(host: "127.0.0.1", port: closed, target: "/ws"), transport)
-        #expect(refused.contains("could not join 'demo' at ws://127.0.0.1:\(closed)/ws") && refused.lowercased().contains("refused"), "\(refused)")
+        let refused = await failure(WebSocketURL(host: "127.0.0.1", port: closed, target: "/ws"), transport)
+        #expect(refused?.code == .offline, "\(String(describing: refused))")
+        #expect(refused?.message.contains("could not join 'demo' at ws://127.0.0.1:\(closed)/ws") == true
+                && refused?.message.lowercased().contains("refused") == true, "\(String(describing: refused))")
         // wss:// to a plain server.
         let server = try TestServer.sessions()
         defer { server.stop() }
-        let tls = await reason(WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws", secure: true), transport)
-        #expect(tls.contains("TLS") || tls.contains("SSL"), "\(tls)")
+        let tls = await failure(WebSocketURL(host: "127.0.0.1", port: server.port, target: "/ws", secure: true), transport)
+        #expect(tls?.code == .tls && (tls!.message.contains("TLS") || tls!.message.contains("SSL")), "\(String(describing: tls))")
+        // A path the server does not serve: its 404 to the upgrade.
+        let wrongPath = await failure(WebSocketURL(host: "127.0.0.1", port: server.port, target: "/nowhere"), transport)
+        #expect(wrongPath?.code == .rejected && wrongPath?.message.contains("404") == true, "\(String(describing: wrongPath))")
         // URLSession on Linux.
-        let curl = await reason(url(server), URLSessionTransport())
-        #expect(curl.contains("could not join 'demo'") && !curl.hasSuffix(": closed (still trying)"), "\(curl)")
-        print("first-connect reasons: refused: \(refused) | tls: \(tls) | urlsession: \(curl)")
+        let curl = await failure(url(server), URLSessionTransport())
+        #expect(curl?.message.contains("could not join 'demo'") == true && curl?.message.hasSuffix(": closed (still trying)") == false, "\(String(describing: curl))")
+        print("first-connect failures: \([refused, tls, wrongPath, curl].map { $0.map { "\($0.code.rawValue): \($0.message)" } ?? "joined" })")
     }
 }

@@ -13,6 +13,7 @@ import NavSync
 /// the server answers the first is computed against the first. A refusal takes the
 /// command's effect out of the shown state, so the binding snaps back, and the error is
 /// in `lastError`; so is a write to a coordinator that is not on the tree.
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 extension Navigator {
     /// The stack coordinator at `address` (a type name, an entry id or `"root"`), its
     /// entries read as `Route`.
@@ -37,7 +38,7 @@ extension Navigator {
     /// A binding's write: shown at once, sent at once; a refusal goes to `lastError`.
     func write(_ operations: [NavOperation]) {
         guard !operations.isEmpty else { return }
-        gesture(operations) { [weak self] result in
+        gesture(operations, isWrite: true) { [weak self] result in
             if case .failure(let error) = result { self?.lastError = error }
         }
     }
@@ -63,6 +64,7 @@ extension Navigator {
 /// A stack coordinator, bound. Layer 0 is its root entry and what is pushed on it
 /// (`path`); a sheet or cover above it (`sheet`, `cover`) starts layer 1, with its own
 /// pushes (`path(layer: 1)`), and so on (`NavCoordinator.layers`).
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 @MainActor
 public struct StackBinding<Route: NavRoute> {
     public let navigator: Navigator
@@ -119,6 +121,7 @@ public struct StackBinding<Route: NavRoute> {
 }
 
 /// A tab bar, bound: `TabView(selection:)`'s selection.
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 @MainActor
 public struct TabsBinding<Route: NavRoute> {
     public let navigator: Navigator

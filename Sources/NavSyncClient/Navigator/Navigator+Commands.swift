@@ -5,6 +5,7 @@ import NavSync
 /// `at` names the coordinator (`"root"`, an entry id, a type name); without it the
 /// server picks the deepest one on the active path that declares the route. See
 /// `Batch` for what each verb does.
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 extension Navigator {
     private func one(_ build: (inout Batch) throws(NavError) -> Void) async throws(NavError) -> Ack {
         var b = Batch()

@@ -29,6 +29,7 @@ import NavSync
 /// try await nav.connect()
 /// try await nav.route(to: HomeRoute.detail(id: 42))
 /// ```
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 @MainActor
 @Observable
 public final class Navigator {
@@ -178,6 +179,8 @@ public final class Navigator {
     @ObservationIgnored private let routeChecks: [RouteCheck]
     /// Waits this many milliseconds (the backoff, the one-second tick); tests pass their own.
     @ObservationIgnored private let sleep: @Sendable (Int64) async -> Void
+    /// The commands made by bindings' writes, until answered.
+    @ObservationIgnored private var writes: Set<Int64> = []
     /// A server message is being taken in (its `.state` is shown after the burst).
     @ObservationIgnored private var inBurst = false
     /// Which backoff wait is current (one that `reconnectNow()` ended does nothing).
@@ -303,13 +306,21 @@ public final class Navigator {
     }
 
     /// Shows a command at once and sends it; `answered` gets the server's answer.
-    func gesture(_ operations: [NavOperation], base: Int? = nil, onConflict: ConflictPolicy = .rebase,
+    /// `isWrite`: a binding's write, whose refusal goes to `lastError` (at once when the
+    /// replay refuses it already).
+    func gesture(_ operations: [NavOperation], base: Int? = nil, onConflict: ConflictPolicy = .rebase, isWrite: Bool = false,
                  answered: @escaping (Result<Ack, NavError>) -> Void) {
         if case .closed(let reason) = status {
             return answered(.failure(NavError(.closed, "the navigator is closed (\(reason)); nothing was sent")))
         }
-        let (id, effects) = machine.command(operations.map(\.json), base: base, onConflict: onConflict)
-        answers[id] = answered
+        let id = machine.nextCommand
+        if isWrite { writes.insert(id) }
+        let (made, effects) = machine.command(operations.map(\.json), base: base, onConflict: onConflict)
+        assert(made == id)
+        answers[id] = { [weak self] result in
+            self?.writes.remove(id)
+            answered(result)
+        }
         perform(effects)
         publish()
         scheduleSave()
@@ -456,9 +467,10 @@ public final class Navigator {
                     status = .reconnecting(reason: reason)
                 }
             }
-        case .refusedLocally(_, let e):
-            // The server is asked all the same; its answer comes later, the same most likely.
-            lastError = e
+        case .refusedLocally(let id, let e):
+            // A binding's write: said at once. The server is asked all the same; its
+            // answer comes later (the same, most likely). A call's refusal is thrown.
+            if writes.contains(id) { lastError = e }
         case .error(let e):
             lastError = e
             // Refused for good (at the first join, offline before it, or deleted).

@@ -6,6 +6,7 @@ import NavSync
 // property of `StackBinding`, `TabsBinding` or `Navigator`, whose rules are tested on
 // Linux without SwiftUI (NavigatorTests).
 
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 extension StackBinding {
     /// `NavigationStack(path: home.pathBinding)`.
     public var pathBinding: Binding<[Route]> { Binding(get: { path }, set: { path = $0 }) }
@@ -21,6 +22,7 @@ extension StackBinding {
     }
 }
 
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 extension StackBinding where Route: Identifiable {
     /// `.sheet(item: home.sheetItem) { route in … }`: the sheet's route; nil dismisses.
     public var sheetItem: Binding<Route?> { Binding(get: { sheet }, set: { sheet = $0 }) }
@@ -29,11 +31,13 @@ extension StackBinding where Route: Identifiable {
     public var coverItem: Binding<Route?> { Binding(get: { cover }, set: { cover = $0 }) }
 }
 
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 extension TabsBinding where Route: Hashable {
     /// `TabView(selection: main.selectionBinding)`.
     public var selectionBinding: Binding<Route?> { Binding(get: { selection }, set: { selection = $0 }) }
 }
 
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 extension Navigator {
     /// `.alert(…, isPresented: nav.isAlertPresented)`; false answers it with its
     /// cancel button.
@@ -42,6 +46,7 @@ extension Navigator {
     }
 }
 
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 extension View {
     /// Connects the navigator while the view is shown (it keeps trying when the network
     /// is not there: the view shows the stored state and navigates meanwhile), and
