@@ -70,15 +70,15 @@ struct NavigatorTests {
         #expect(await settle { nav.rev == 3 })
         #expect(server.commands.last == [["op": "pop", "from": .string(entries[2].id)]])
         #expect(home.path == [.detail(id: 7)])
-        // Longer: pushes. Neither a prefix nor longer: setStack.
+        // Longer: pushes. Neither a prefix nor longer: setPath (the root entry kept).
         home.path = [.detail(id: 7), .category(name: "tea"), .detail(id: 8)]
         #expect(await settle { nav.rev == 4 })
         #expect(server.commands.last == [["op": "route", "at": "Home", "route": "category", "params": ["name": "tea"]],
                                          ["op": "route", "at": "Home", "route": "detail", "params": ["id": 8]]])
         home.path = [.detail(id: 9)]
         #expect(await settle { nav.rev == 5 })
-        #expect(server.commands.last?.first?["op"] == "setStack")
-        #expect(home.path == [.detail(id: 9)] && home.routes.first == .list)
+        #expect(server.commands.last == [["op": "setPath", "at": "Home", "routes": [["route": "detail", "params": ["id": 9]]]]])
+        #expect(home.path == [.detail(id: 9)] && home.routes.first == .list && home.coordinator?.entries[0].id == entries[0].id)
         // Popping to the root.
         home.path = []
         #expect(await settle { nav.rev == 6 })
@@ -169,6 +169,31 @@ struct NavigatorTests {
         #expect(nav.presentedAlert == nil)
         #expect(await settle { nav.rev == 8 })
         #expect(server.commands.last?.first?["button"] == "stay")
+    }
+
+    /// Writing the path while a sheet is up changes the stack under the sheet and the
+    /// sheet stays, with its own entries and what was pushed in it (as SwiftUI's
+    /// NavigationStack does). Regression: the write became a `setStack` that dismissed
+    /// the sheet, silently.
+    @Test func aPathWrittenUnderASheetKeepsTheSheet() async throws {
+        let nav = try await joinedAtHome()
+        try await nav.open("/product/7")
+        let home = nav.stack("Home", HomeRoute.self)
+        home.sheet = .settings
+        try await nav.route(to: SettingsRoute.notifications(enabled: true))
+        #expect(await settle { !nav.isWriting })
+        let sheet = try #require(home.coordinator?.layers[1].root)
+        let inside = nav.tree?.activePath.map(\.route)
+        home.path += [.detail(id: 1)]
+        #expect(home.path == [.detail(id: 7), .detail(id: 1)] && home.sheet == .settings, "shown at once, the sheet still up")
+        #expect(await settle { !nav.isWriting })
+        #expect(server.commands.last == [["op": "setPath", "at": "Home", "routes": [["route": "detail", "params": ["id": 7]], ["route": "detail", "params": ["id": 1]]]]])
+        #expect(home.path == [.detail(id: 7), .detail(id: 1)] && home.sheet == .settings)
+        #expect(home.coordinator?.layers[1].root.id == sheet.id && nav.tree?.activePath.map(\.route) == inside,
+                "the same sheet entry, and the screen pushed in it")
+        home.path = []
+        #expect(await settle { !nav.isWriting })
+        #expect(home.path.isEmpty && home.sheet == .settings && nav.state == (try? server.hub.sessionDocument("demo").get())?["state"])
     }
 
     @Test func routesThatDoNotFitTheFlowAreAllNamedInOneError() async throws {

@@ -171,6 +171,7 @@ extension NavOperation {
         case .insertTab(var item, let at): item.params[key] = value; action = .insertTab(item, index: at)
         case .setStack(var items): set(&items); action = .setStack(items)
         case .setTabs(var items): set(&items); action = .setTabs(items)
+        case .setPath(var items, let layer): set(&items); action = .setPath(items, layer: layer)
         default: break
         }
     }

@@ -403,7 +403,7 @@ private struct FlowLoader {
         let items: [(NavOperation.OpenItem, JSONPath)]
         switch op.action {
         case .route(let i), .present(let i, _), .setRoot(let i), .appendTab(let i), .insertTab(let i, _): items = [(i, p)]
-        case .setStack(let list), .setTabs(let list): items = list.enumerated().map { ($1, p.key("routes").index($0)) }
+        case .setStack(let list), .setTabs(let list), .setPath(let list, _): items = list.enumerated().map { ($1, p.key("routes").index($0)) }
         default: return
         }
         for (item, place) in items {
@@ -435,7 +435,7 @@ private struct FlowLoader {
         case .popToFirst(let r), .popToLast(let r), .popBefore(let r), .removeFirst(let r), .removeLast(let r),
              .select(.route(let r)):
             return [(r, p.key("route"))]
-        case .setStack(let items), .setTabs(let items):
+        case .setStack(let items), .setTabs(let items), .setPath(let items, _):
             return items.enumerated().map { ($1.route, p.key("routes").index($0)) }
         default: return []
         }

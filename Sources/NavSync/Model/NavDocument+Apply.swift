@@ -46,7 +46,7 @@ extension NavDocument {
         }
 
         switch op.action {
-        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setRoot, .setStack:
+        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setRoot, .setStack, .setPath:
             return try applyStack(op.action, at, entry, &ctx)
         case .select, .setTabs, .appendTab, .insertTab, .removeFirst, .removeLast, .removeTab:
             return try applyTabs(op.action, at, entry, &ctx)

@@ -103,9 +103,45 @@ extension NavDocument {
             ctx.noteChanged(state.key(of: p))
             return .applied
 
+        case .setPath(let items, let layer):
+            let (p, owner) = try targetOwner(name, routes: items.lazy.map(\.route), at)
+            var wanted: [(route: String, params: JSONObject)] = []
+            for (i, item) in items.enumerated() {
+                do throws(NavError) { wanted.append((item.route, try owner.route(item.route)!.validate(params: item.params))) } catch {
+                    throw NavError(error.code, "routes[\(i)]: \(error.message)")
+                }
+            }
+            let span = try reading(p) { c throws(NavError) in try Self.layer(layer, of: c, matching: wanted) }
+            guard span.kept < span.end - span.first || span.kept < wanted.count else { return .noop }
+            let count = span.count - (span.end - span.first - span.kept) + (wanted.count - span.kept)
+            guard count <= limits.maxStackDepth else {
+                throw NavError(.invalidOp, "a stack holds at most \(limits.maxStackDepth) entries; this path makes \(count)")
+            }
+            let made = wanted.indices.dropFirst(span.kept).map { i in
+                makeEntry(owner.route(wanted[i].route)!, of: owner, params: wanted[i].params, presentation: .push, hints: items[i].hints)
+            }
+            state.modify(p) { $0.entries.replaceSubrange((span.first + span.kept)..<span.end, with: made) }
+            ctx.noteChanged(state.key(of: p))
+            return .applied
+
         default:
             preconditionFailure("not a stack operation: \(name)")
         }
+    }
+
+    /// Where one layer's pushes are in a stack (`first..<end`), how many of them, from
+    /// the start, already are the wanted routes with the same params (`kept`), and the
+    /// stack's length. A layer starts at the root entry (layer 0) and at each modal entry.
+    static func layer(_ layer: Int, of c: Coordinator, matching wanted: [(route: String, params: JSONObject)]) throws(NavError)
+        -> (first: Int, end: Int, kept: Int, count: Int) {
+        let starts = [0] + c.entries.indices.dropFirst().filter { c.entries[$0].presentation?.isModal == true }
+        guard layer < starts.count else {
+            throw NavError(.invalidOp, "\(c.type) has \(starts.count) layer\(starts.count == 1 ? "" : "s") (its root and one per sheet or cover); there is no layer \(layer)")
+        }
+        let first = starts[layer] + 1
+        let end = layer + 1 < starts.count ? starts[layer + 1] : c.entries.count
+        let kept = zip(c.entries[first..<end], wanted).prefix { $0.route == $1.route && $0.params == $1.params }.count
+        return (first, end, kept, c.entries.count)
     }
 
     /// The coordinator `setRoot` / `setStack` replace the entries of, and its type's spec

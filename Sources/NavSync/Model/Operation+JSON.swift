@@ -48,6 +48,14 @@ extension NavOperation {
         case .dismiss: return .dismiss(all: try f.optionalBool("all") ?? false)
         case .setRoot: return .setRoot(try f.openItem())
         case .setStack: return .setStack(try f.openItems(allowPresentation: true))
+        case .setPath:
+            let layer = try f.optionalInt("layer") ?? 0
+            guard layer >= 0 else { throw NavError(.badParams, "'layer' must be an integer >= 0, got \(layer)") }
+            let items = try f.openItems(allowPresentation: true, allowEmpty: true)
+            if let i = items.firstIndex(where: { $0.presentation.map { $0 != .push } ?? false }) {
+                throw NavError(.badParams, "routes[\(i)]: a path holds pushes only; present a sheet or cover with 'present'")
+            }
+            return .setPath(items, layer: layer)
         case .restart: return .restart
         case .select:
             let route = try f.optionalString("route")
@@ -127,6 +135,9 @@ extension NavOperation {
         case .popTo(let e), .removeTab(let e): o["entry"] = .string(e)
         case .dismiss(let all): if all { o["all"] = true }
         case .setStack(let list), .setTabs(let list): o["routes"] = items(list)
+        case .setPath(let list, let layer):
+            o["routes"] = items(list)
+            if layer != 0 { o["layer"] = .int(Int64(layer)) }
         case .select(.route(let r)): o["route"] = .string(r)
         case .select(.index(let i)): o["index"] = .int(Int64(i))
         case .select(.entry(let e)): o["entry"] = .string(e)
@@ -187,11 +198,12 @@ extension Fields {
         NavOperation.OpenItem(try string("route"), params: try params(), hints: try hints())
     }
 
-    /// `routes` of `setStack` / `setTabs`: plain names or `{route, params, hints, presentation?}`.
-    func openItems(allowPresentation: Bool) throws(NavError) -> [NavOperation.OpenItem] {
+    /// `routes` of `setStack` / `setTabs` / `setPath`: plain names or `{route, params,
+    /// hints, presentation?}`; empty only for `setPath` (the layer's root alone).
+    func openItems(allowPresentation: Bool, allowEmpty: Bool = false) throws(NavError) -> [NavOperation.OpenItem] {
         guard let v = object["routes"] else { throw NavError(.badParams, "missing field 'routes'") }
         guard let list = v.arrayValue else { throw NavError(.badParams, "'routes' must be an array, got \(v.typeName)") }
-        guard !list.isEmpty else { throw NavError(.badParams, "'routes' must not be empty") }
+        guard !list.isEmpty || allowEmpty else { throw NavError(.badParams, "'routes' must not be empty") }
         var items: [NavOperation.OpenItem] = []
         for (i, element) in list.enumerated() {
             if let name = element.stringValue { items.append(NavOperation.OpenItem(name)); continue }

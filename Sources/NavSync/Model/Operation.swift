@@ -30,6 +30,11 @@ public struct NavOperation: Sendable, Equatable {
         case dismiss(all: Bool)
         case setRoot(OpenItem)
         case setStack([OpenItem])
+        /// One layer's pushes (layer 0: the root entry's; N: the Nth modal entry's) set to
+        /// these routes, every layer above left as it is: a NavigationStack's `path`
+        /// written while a sheet is up changes under the sheet. The entries that still
+        /// match, from the layer's start, are kept (ids, data, children).
+        case setPath([OpenItem], layer: Int)
         case restart
         case select(TabSelector)
         case setTabs([OpenItem])
@@ -102,7 +107,7 @@ public struct AlertButton: Sendable, Equatable {
 /// NavOperation names as they appear on the wire, with what each works on.
 public enum OpName: String, Sendable, CaseIterable {
     case route, present, pop, popToRoot, popToFirst, popToLast, popTo, popBefore, dismiss
-    case setRoot, setStack, restart, select, setTabs, appendTab, insertTab
+    case setRoot, setStack, setPath, restart, select, setTabs, appendTab, insertTab
     case removeFirst, removeLast, removeTab, update, open, alert, respond, reset
 
     /// Accepts the aliases `push` (= `route`) and `jumpTo` (= `setStack`).
@@ -130,7 +135,7 @@ public enum OpName: String, Sendable, CaseIterable {
     /// every command asks this, so it is a switch, not a set made per call).
     func works(on kind: CoordinatorKind) -> Bool {
         switch self {
-        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setStack:
+        case .route, .present, .pop, .popToRoot, .popToFirst, .popToLast, .popTo, .popBefore, .dismiss, .setStack, .setPath:
             return kind == .stack
         case .setRoot: return kind != .tabs
         case .restart: return true
@@ -164,6 +169,7 @@ extension NavOperation.Action {
         case .dismiss: return .dismiss
         case .setRoot: return .setRoot
         case .setStack: return .setStack
+        case .setPath: return .setPath
         case .restart: return .restart
         case .select: return .select
         case .setTabs: return .setTabs

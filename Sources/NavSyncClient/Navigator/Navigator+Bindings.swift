@@ -145,11 +145,12 @@ public struct TabsBinding<Route: NavRoute> {
 /// What a write through a binding means, as operations: pure functions of the mirrored
 /// coordinator and the new value, so the rules are tested as values.
 public enum BindingIntent {
-    /// A layer's pushes set to `routes`. Nothing changed: nothing. A prefix of what is
-    /// there: `pop` from the first entry removed (by id, so a second device doing the same
-    /// pops nothing more). What is there plus more, on the top layer: a `route` per new
-    /// one. Anything else: `setStack` with the layers below, the layer's root and the new
-    /// routes pushed (the entries above are new ones).
+    /// A layer's pushes set to `routes`. Nothing changed: nothing. On the top layer, a
+    /// prefix of what is there: `pop` from the first entry removed (by id, so a second
+    /// device doing the same pops nothing more); what is there plus more: a `route` per
+    /// new one. Anything else, and any change to a layer under a sheet or cover:
+    /// `setPath` of that layer, which keeps the entries that still match and every
+    /// layer above (SwiftUI's stack under a sheet changes; the sheet stays).
     public static func path<Route: NavRoute>(_ stack: NavCoordinator, at: String, layer: Int, to routes: [Route]) -> [NavOperation] {
         let layers = stack.layers
         guard layer < layers.count else { return [] }
@@ -159,21 +160,14 @@ public enum BindingIntent {
         guard items.count == routes.count else { return [] }
         if old.count == routes.count, zip(old, routes).allSatisfy({ $0 == $1 }) { return [] }
         let common = zip(old, routes).prefix { $0 == $1 }.count
-        if common == routes.count {
+        let onTop = layer == layers.count - 1
+        if onTop, common == routes.count {
             return [NavOperation(.pop(count: 1, from: pushes[routes.count].id))]
         }
-        if common == old.count, layer == layers.count - 1 {
+        if onTop, common == old.count {
             return items[common...].map { NavOperation(.route($0), at: at) }
         }
-        var kept: [NavOperation.OpenItem] = []
-        for l in layers[...layer] {
-            kept.append(NavOperation.OpenItem(l.root.route, params: l.root.params, presentation: l.root.presentation))
-            if l.root.id != layers[layer].root.id {
-                kept += l.pushes.map { NavOperation.OpenItem($0.route, params: $0.params, presentation: $0.presentation) }
-            }
-        }
-        kept[0].presentation = nil   // the first item becomes the root
-        return [NavOperation(.setStack(kept + items.map { var i = $0; i.presentation = .push; return i }), at: at)]
+        return [NavOperation(.setPath(items, layer: layer), at: at)]
     }
 
     /// The modal above a layer set to `route` (nil: dismissed). Dismissing pops from the

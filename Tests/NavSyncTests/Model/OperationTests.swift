@@ -201,6 +201,36 @@ struct OperationTests {
         #expect(e[3].hints == ["transition": "fade"])
     }
 
+    /// `setPath`: one layer's pushes set, the entries that still match kept (ids and
+    /// all), every layer above as it was; a NavigationStack's path written under a sheet.
+    @Test func setPathSetsOneLayerAndKeepsTheLayersAbove() {
+        var h = Harness.onMain()
+        h.ok(["op": "route", "route": "detail", "params": ["id": 1]], ["op": "route", "route": "reviews", "params": ["id": 1]],
+             ["op": "present", "route": "settings"], ["op": "route", "route": "notifications"])
+        #expect(h.stack("Home") == ["list", "detail", "reviews", "settings"])
+        let kept = h.entries("Home")
+        h.ok(["op": "setPath", "at": "Home", "routes": [["route": "detail", "params": ["id": 1]], ["route": "detail", "params": ["id": 2]]]])
+        let e = h.entries("Home")
+        let sheet = kept[3]
+        #expect(e.map(\.route) == ["list", "detail", "detail", "settings"])
+        #expect(e[0].id == kept[0].id && e[1].id == kept[1].id && e[3].id == kept[3].id, "the root, the matching push and the sheet kept")
+        #expect(e[2].presentation == .push && e[3].presentation == .sheet)
+        #expect(h.stack("Settings") == ["main", "notifications"], "what was pushed in the sheet stays")
+        // The same again: nothing to do. Empty: the layer's root alone.
+        #expect(h.ok(["op": "setPath", "at": "Home", "routes": [["route": "detail", "params": ["id": 1]], ["route": "detail", "params": ["id": 2]]]]) == [.noop])
+        h.ok(["op": "setPath", "at": "Home", "routes": []])
+        #expect(h.stack("Home") == ["list", "settings"] && h.entries("Home")[1].id == sheet.id)
+        // Layer 1 (the sheet's own pushes; the sheet's root route is Home's 'settings', which opens its own coordinator).
+        h.ok(["op": "setPath", "at": "Home", "layer": 1, "routes": [["route": "detail", "params": ["id": 3]]]])
+        #expect(h.stack("Home") == ["list", "settings", "detail"])
+        h.fails(.invalidOp, ["op": "setPath", "at": "Home", "layer": 2, "routes": []])
+        h.fails(.badParams, ["op": "setPath", "at": "Home", "layer": -1, "routes": []])
+        h.fails(.badParams, ["op": "setPath", "at": "Home", "routes": [["route": "settings", "presentation": "sheet"]]])
+        h.fails(.unknownRoute, ["op": "setPath", "at": "Home", "routes": ["nowhere"]])
+        #expect(NavOperation(.setPath([.init("detail", params: ["id": 1])], layer: 1), at: "Home").json
+                == ["op": "setPath", "at": "Home", "layer": 1, "routes": [["route": "detail", "params": ["id": 1]]]])
+    }
+
     @Test func restartPutsTheDeepestCoordinatorBackWithNewIds() {
         var h = Harness.onMain()
         h.ok(["op": "push", "route": "detail", "params": ["id": 1]])

@@ -79,12 +79,17 @@ struct CommandGenerator {
         switch c.kind {
         case .root: o = ["op": "setRoot", "route": .string(route), "params": params(route)]
         case .stack:
-            let name = pick(["route", "route", "route", "present", "pop", "pop", "popToRoot", "popToFirst", "popBefore", "dismiss", "setStack"])
+            let name = pick(["route", "route", "route", "present", "pop", "pop", "popToRoot", "popToFirst", "popBefore", "dismiss", "setStack", "setPath"])
             o = ["op": .string(name), "route": .string(route)]
             switch name {
             case "route", "present": o["params"] = params(route)
             case "pop", "popToRoot", "dismiss": o["route"] = nil
             case "setStack": o = ["op": "setStack", "routes": .array([.string(spec.initial[0].route), ["route": .string(route), "params": params(route)]])]
+            case "setPath":
+                // Some of what is there (kept), then a new route, in a layer that may be under a modal.
+                let pushes = c.entries.dropFirst().prefix { $0.presentation == .push }.map { JSON.object(["route": .string($0.route), "params": .object($0.params)]) }
+                o = ["op": "setPath", "routes": .array(Array(pushes.prefix(Int.random(in: 0...pushes.count, using: &rng))) + (chance(0.7) ? [["route": .string(route), "params": params(route)]] : []))]
+                if chance(0.3) { o["layer"] = .int(Int64.random(in: 0...2, using: &rng)) }
             default: break
             }
         case .tabs:
@@ -117,7 +122,8 @@ struct CommandGenerator {
         case .popToFirst, .popToLast, .popBefore, .removeFirst, .removeLast: o["route"] = .string(route)
         case .popTo, .removeTab: o["entry"] = .string(id(state, nextID: nextID))
         case .dismiss: if chance(0.3) { o["all"] = true }
-        case .setStack, .setTabs:
+        case .setStack, .setTabs, .setPath:
+            if name == .setPath, chance(0.3) { o["layer"] = .int(Int64.random(in: -1...2, using: &rng)) }
             o["routes"] = .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in
                 let r = pick(routes)
                 return chance(0.3) ? .string(r) : ["route": .string(r), "params": params(r)]
