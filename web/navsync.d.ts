@@ -54,11 +54,12 @@ export interface ConnectOptions {
   role?: "viewer" | "controller" | "admin";
   /** A client identity to resume (by default the one kept in `storage`). */
   client?: string;
-  /** Reconnect delays in ms: doubling from `min` to `max` (250 and 8000), jittered. */
+  /** Reconnect delays in ms: doubling from `min` to `max` (250 and 5000), jittered. */
   backoff?: { min?: number; max?: number };
   /** Where the client identity is kept between page loads; `null` for nowhere. */
   storage?: Pick<Storage, "getItem" | "setItem"> | null;
-  /** How long a command waits for its answer, in ms (10000; 0: for ever), then rejects with `timeout`. */
+  /** How long a command or request (`list`, `history`, `stateAt`, `refreshToken`) waits
+   *  for its answer, in ms (10000; 0: for ever), then rejects with `timeout`. */
   timeout?: number;
 }
 
@@ -182,6 +183,8 @@ export interface Session {
   dismiss(all?: boolean, options?: OpOptions): Sent;
   setRoot(route: string, params?: Params, options?: OpOptions): Sent;
   setStack(routes: RouteItem[], options?: OpOptions): Sent;
+  /** One layer's pushes set (layer 0: on the root screen; N: on the Nth sheet or cover), the layers above kept. */
+  setPath(routes: RouteItem[], options?: OpOptions & { layer?: number }): Sent;
   jumpTo(routes: RouteItem[], options?: OpOptions): Sent;
   restart(options?: OpOptions): Sent;
   select(tab: string | number | { entry: string }, options?: OpOptions): Sent;
@@ -219,6 +222,8 @@ export interface Client {
   readonly clientId: string | null;
   session(name: string, options?: { create?: boolean; flow?: string }): Session;
   list(): Promise<{ session: string; flow: string; rev: number; members: number }[]>;
+  /** The network is back (the browser's `online` event calls it too): the backoff wait ends now. */
+  reconnectNow(): void;
   /** Replaces the connection's token (a JWT about to expire); never raises the role. */
   refreshToken(token: string): Promise<{ role: "viewer" | "controller" | "admin"; expires?: number }>;
   on(event: "status", handler: (status: ClientStatus) => void): () => void;

@@ -112,7 +112,7 @@ class Client extends Emitter {
     this.urls = (Array.isArray(urls) ? urls : urls ? String(urls).split(",") : [ownURL()]).map((u) => u.trim()).filter(Boolean);
     if (!this.urls.length) throw new TypeError("navsync: connect() needs at least one ws:// URL");
     this.options = options;
-    this.backoff = { min: 250, max: 8000, ...(options.backoff || {}) };
+    this.backoff = { min: 250, max: 5000, ...(options.backoff || {}) };
     this.storage = options.storage !== undefined ? options.storage : (typeof sessionStorage !== "undefined" ? sessionStorage : null);
     this.clientId = options.client || this.storage?.getItem("navsync.client") || null;
     /** {state: "connecting" | "open" | "reconnecting" | "refused" | "closed", url, reason} */
@@ -125,6 +125,18 @@ class Client extends Emitter {
     this.ws = null;
     this.closed = false;
     this.welcomed = false;
+    // The browser says the network is back: no need to wait out the backoff.
+    this.onOnline = () => this.reconnectNow();
+    if (typeof addEventListener === "function") addEventListener("online", this.onOnline);
+    this.#open();
+  }
+
+  /** The network is back (the browser's `online` event calls it too): a wait before
+   *  the next attempt ends now and the backoff starts over. */
+  reconnectNow() {
+    if (this.closed || this.status.state !== "reconnecting" || this.ws) return;
+    clearTimeout(this.retryTimer);
+    this.attempts = 0;
     this.#open();
   }
 
@@ -160,6 +172,7 @@ class Client extends Emitter {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.retryTimer);
+    if (typeof removeEventListener === "function") removeEventListener("online", this.onOnline);
     if (this.ws) { this.ws.onclose = null; this.ws.close(1000, "client closed"); }
     const error = new NavsyncError({ code: "closed", message: "the navsync client was closed" });
     for (const r of this.requests.values()) r.reject(error);
@@ -175,13 +188,23 @@ class Client extends Emitter {
     return false;
   }
 
-  request(message) {
+  /** A request that is not a command (`sessions`, `get`, `history`, `auth`): its
+   *  reply, or `timeout` after `timeout` ms (the client's, 10000 by default; 0: for
+   *  ever). A reply that comes after the deadline is dropped. */
+  request(message, timeout = this.options.timeout ?? 10000) {
     this.#alive();
     return new Promise((resolve, reject) => {
       const id = "r" + this.nextRequest++;
-      this.requests.set(id, { resolve, reject });
+      const timer = timeout > 0 ? setTimeout(() => {
+        if (!this.requests.delete(id)) return;
+        reject(new NavsyncError({ code: "timeout", message: "no answer from " + (this.status.url || "the server") + " within " +
+          timeout / 1000 + " s to " + message.type }));
+      }, timeout) : null;
+      const done = (fn) => (value) => { clearTimeout(timer); fn(value); };
+      this.requests.set(id, { resolve: done(resolve), reject: done(reject) });
       if (!this.send({ ...message, id })) {
         this.requests.delete(id);
+        clearTimeout(timer);
         reject(new NavsyncError({ code: "offline", message: "not connected to navsync right now" }));
       }
     });
@@ -507,6 +530,9 @@ class Session extends Emitter {
   dismiss(all, options) { return this.#op("dismiss", { all: all || undefined }, options); }
   setRoot(route, params, options) { return this.#op("setRoot", { route, params }, options); }
   setStack(routes, options) { return this.#op("setStack", { routes }, options); }
+  /** One layer's pushes (layer 0: on the root screen; N: on the Nth sheet or cover) set
+   *  to `routes`, every layer above kept: what a path binding writes. Options: `layer`. */
+  setPath(routes, { layer, ...options } = {}) { return this.#op("setPath", layer ? { routes, layer } : { routes }, options); }
   jumpTo(routes, options) { return this.#op("jumpTo", { routes }, options); }
   restart(options) { return this.#op("restart", {}, options); }
   /** By route name (a string), index (a number), or `{entry}`. */

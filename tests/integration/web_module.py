@@ -55,6 +55,29 @@ COUNT_OPENS = """window.opened = 0; const W = window.WebSocket;
   window.WebSocket = class extends W { constructor(...a) { super(...a); window.opened++; } };"""
 
 
+def silent_server():
+    """A WebSocket server on a free port that says welcome and then never answers; runs
+    on a thread of its own. Returns its port."""
+    import socket
+    import threading
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+
+    async def handler(ws):
+        await ws.recv()   # hello
+        await ws.send(json.dumps({"type": "welcome", "client": "silent-1", "server": "silent", "heartbeat": 30}))
+        async for _ in ws:
+            pass
+
+    async def main():
+        async with websockets.serve(handler, sock=sock, subprotocols=["navsync.v1"]):
+            await asyncio.Future()
+    threading.Thread(target=lambda: asyncio.run(main()), daemon=True).start()
+    time.sleep(0.3)
+    return port
+
+
 def server_state(name):
     for _ in range(100):   # the server may be restarting
         try:
@@ -163,6 +186,17 @@ try:
               "catch (e) { return [e.code, e.name, e instanceof nav.DeadlineError, e.message.includes('ws://127.0.0.1:1/ws'), Date.now() - t < 3000]; } finally { c.close(); }")
     check("a command with no answer rejects with timeout (DeadlineError) within its deadline, naming the server",
           r.get("ok") == ["timeout", "DeadlineError", True, True, True], r)
+    # A server that says welcome and then nothing (stopped, or a proxy that swallows):
+    # list() and history() reject with timeout within the deadline, not ~10 s later when
+    # the connection drops. Regression: neither had a deadline.
+    silent_port = silent_server()
+    r = js(a, UNTIL + f"const c = nav.connect('ws://127.0.0.1:{silent_port}/ws', {{ storage: null, timeout: 300 }});"
+              "await until(() => c.status.state === 'open'); const out = []; const t = Date.now();"
+              "for (const call of [() => c.list(), () => c.session('z').history()]) {"
+              "  try { await call(); out.push('answered'); } catch (e) { out.push([e.code, e instanceof nav.DeadlineError, e.message.includes('within 0.3 s')]); } }"
+              "c.close(); return [out, Date.now() - t < 3000];")
+    check("list() and history() of a server that never answers reject with timeout within the deadline",
+          r.get("ok") == [[["timeout", True, True], ["timeout", True, True]], True], r)
     js(a, "await s.open('/product/42');")
 
     # ---- applyPatch against the public RFC 6902 suite (tests/vectors/json-patch-tests) ----
