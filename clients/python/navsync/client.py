@@ -182,6 +182,14 @@ class Helpers(Generic[R]):
         """Replaces the whole stack (route names or {route, params, presentation})."""
         return self._one(_op("setStack", routes=list(routes), at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
 
+    def set_path(self, routes: Iterable[str | dict[str, Any]], *, layer: int = 0, at: str | None = None, command_id: Any = None,
+                 command_label: str | None = None, base: int | None = None, on_conflict: str | None = None,
+                 timeout: float | None = None) -> R:
+        """Sets one layer's pushes (layer 0: on the root screen; N: on the Nth sheet or
+        cover), the screens that still match and every layer above kept."""
+        return self._one(_op("setPath", routes=list(routes), layer=layer or None, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
     def dismiss(self, all: bool = False, *, at: str | None = None, command_id: Any = None, command_label: str | None = None,
                 base: int | None = None, on_conflict: str | None = None, timeout: float | None = None) -> R:
         """Dismisses the topmost sheet or cover (`all`: the lowest, and everything above)."""
@@ -262,7 +270,7 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
 
     def __init__(self, urls: str | Iterable[str], session: str, *, create: bool = False, flow: str | None = None,
                  token: str | None = None, name: str | None = None, role: str | None = None,
-                 connector: Connector | None = None, backoff: tuple[float, float] = (0.1, 5.0),
+                 connector: Connector | None = None, backoff: tuple[float, float] = (0.25, 5.0),
                  cafile: str | None = None, timeout: float = 10.0, recreate: bool = False) -> None:
         if connector is None:
             connector = _trusting(cafile) if cafile else _websocket
@@ -432,6 +440,14 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
             if m.get("type") == "joined":
                 break
             if m.get("type") == "error" and m.get("id") == "join":
+                # A session this client made (`create=True`) that is gone (a server
+                # restarted without its data): made again, and reported as a reset below.
+                if m.get("code") == "unknown_session" and self.create and "create" not in join:
+                    join["create"] = True
+                    join.pop("since", None)
+                    join.pop("epoch", None)
+                    await self._send(join)
+                    continue
                 raise NavError.from_message(m)
         # Another lineage: made anew. Another generation of the same one (a cluster's new
         # Redis primary, `LINEAGE/GENERATION`) is the same session: what waited is resent.
@@ -719,7 +735,7 @@ def active_path(state: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def connect(urls: str | Iterable[str], session: str, *, create: bool = False, flow: str | None = None,
             token: str | None = None, name: str | None = None, role: str | None = None,
-            connector: Connector | None = None, backoff: tuple[float, float] = (0.1, 5.0),
+            connector: Connector | None = None, backoff: tuple[float, float] = (0.25, 5.0),
             cafile: str | None = None, timeout: float = 10.0, recreate: bool = False) -> Session:
     """A `Session` of `session` on the first of `urls` that answers (tried in turn, and
     again on every reconnect). Use it as `async with navsync.connect(url, "demo") as s:`.

@@ -364,6 +364,42 @@ def test_a_session_made_anew_is_reported_and_not_made_again() -> None:
     run(main())
 
 
+def test_a_session_it_made_that_is_gone_is_made_again_and_reported_as_a_reset() -> None:
+    """A session this client made (`create=True`) is gone after a server restarted
+    without its data: the rejoin is refused `unknown_session`, so it joins again with
+    `create`; the commands that waited fail with `reset` (not replayed), changes() yields
+    a reset, and the session carries on. Regression: the command failed with
+    UnknownSession, no reset was reported, and the session stayed dead."""
+    async def main() -> None:
+        server = FakeServer()
+        s, sock = await joined(server, create=True)
+        changes = s.changes()
+        next_change = asyncio.create_task(changes.__anext__())
+        pending = asyncio.create_task(s.set_root("main"))
+        await sock.next_sent("command")
+        sock.drop()
+        await until(lambda: len(server.sockets) == 2, "a reconnect")
+        again = server.sockets[-1]
+        join = await again.next_sent("join")
+        assert "create" not in join and "since" in join, join
+        again.say(type="error", id="join", code="unknown_session", message="no session 's'")
+        recreate = await again.next_sent("join")
+        assert recreate.get("create") is True and "since" not in recreate and "epoch" not in recreate, recreate
+        again.say(type="joined", session="s", epoch="ep-new", rev=0, flow={}, members=[], state=STATE)
+        with pytest.raises(navsync.NavError) as e:
+            await asyncio.wait_for(pending, 2)
+        assert e.value.code == "reset"
+        change = await asyncio.wait_for(next_change, 2)
+        assert change.reset and change.rev == 0
+        assert not [m for m in again.sent if m["type"] == "command"], "nothing replayed onto the new session"
+        later = asyncio.create_task(s.push("detail", id=1))
+        cmd = await again.next_sent("command")
+        again.say(type="ack", session="s", id=cmd["id"], rev=1, results=["applied"])
+        assert (await asyncio.wait_for(later, 2)).rev == 1
+        await s.close()
+    run(main())
+
+
 def test_a_new_generation_of_the_same_session_resends_what_waited() -> None:
     """A reconnect finds another generation of the same lineage (a cluster's Redis
     changed primary, `ep1/g2`): the same session, so the command that waited is sent
