@@ -149,7 +149,14 @@ class Helpers(Generic[R]):
         return self._one(_op("push", route=route, params=_params(params, more), hints=hints, at=at),
                          CommandOptions(command_id, command_label, base, on_conflict, timeout))
 
-    def present(self, route: str, /, style: str = "sheet", params: dict[str, Any] | None = None, *, at: str | None = None,
+    def route(self, route: str, params: dict[str, Any] | None = None, /, *, at: str | None = None,
+              hints: dict[str, Any] | None = None, command_id: Any = None, command_label: str | None = None,
+              base: int | None = None, on_conflict: str | None = None, timeout: float | None = None, **more: Any) -> R:
+        """The same as `push` (the protocol's own name)."""
+        return self._one(_op("route", route=route, params=_params(params, more), hints=hints, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def present(self, route: str, params: dict[str, Any] | None = None, /, style: str = "sheet", *, at: str | None = None,
                 hints: dict[str, Any] | None = None, command_id: Any = None, command_label: str | None = None,
                 base: int | None = None, on_conflict: str | None = None, timeout: float | None = None, **more: Any) -> R:
         """Presents `route` modally (`style`: `sheet` or `cover`)."""
@@ -169,6 +176,71 @@ class Helpers(Generic[R]):
         """Keeps only the stack's root screen."""
         return self._one(_op("popToRoot", at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
 
+    def pop_to(self, entry: str, *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Removes what is above that screen (an entry id or "~CMD.N")."""
+        return self._one(_op("popTo", entry=entry, at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def pop_to_first(self, route: str, *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Removes what is above the first screen of `route` (nothing if there is none)."""
+        return self._one(_op("popToFirst", route=route, at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def pop_to_last(self, route: str, *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Removes what is above the last screen of `route` (nothing if there is none)."""
+        return self._one(_op("popToLast", route=route, at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def pop_before(self, route: str, *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Removes the first screen of `route` and everything above it."""
+        return self._one(_op("popBefore", route=route, at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def restart(self, *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Puts a coordinator (the deepest, or `at`) back in its flow's initial state."""
+        return self._one(_op("restart", at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def set_tabs(self, routes: Iterable[str | dict[str, Any]], *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Replaces the tabs; a tab of the same route is kept with its state."""
+        return self._one(_op("setTabs", routes=list(routes), at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def append_tab(self, route: str, params: dict[str, Any] | None = None, /, *, at: str | None = None,
+                   hints: dict[str, Any] | None = None, command_id: Any = None, command_label: str | None = None,
+                   base: int | None = None, on_conflict: str | None = None, timeout: float | None = None, **more: Any) -> R:
+        """Adds a tab at the end."""
+        return self._one(_op("appendTab", route=route, params=_params(params, more), hints=hints, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def insert_tab(self, route: str, params: dict[str, Any] | None = None, /, *, index: int, at: str | None = None,
+                   hints: dict[str, Any] | None = None, command_id: Any = None, command_label: str | None = None,
+                   base: int | None = None, on_conflict: str | None = None, timeout: float | None = None, **more: Any) -> R:
+        """Adds a tab at `index`."""
+        return self._one(_op("insertTab", route=route, params=_params(params, more), index=index, hints=hints, at=at),
+                         CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def remove_first(self, route: str, *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Removes the first tab of `route` (nothing if there is none)."""
+        return self._one(_op("removeFirst", route=route, at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def remove_last(self, route: str, *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Removes the last tab of `route` (nothing if there is none)."""
+        return self._one(_op("removeLast", route=route, at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def remove_tab(self, entry: str, *, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Removes that tab (an entry id)."""
+        return self._one(_op("removeTab", entry=entry), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def update_session(self, data: dict[str, Any], *, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """Merges `data` into the session's data, what the flow's guards read (signing
+        in, filling a cart): `update(data, scope="session")`."""
+        return self._one(_op("update", data=data, scope="session"), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
     def set_root(self, route: str, params: dict[str, Any] | None = None, /, *, at: str | None = None,
                  hints: dict[str, Any] | None = None, command_id: Any = None, command_label: str | None = None,
                  base: int | None = None, on_conflict: str | None = None, timeout: float | None = None, **more: Any) -> R:
@@ -180,6 +252,11 @@ class Helpers(Generic[R]):
                   command_label: str | None = None, base: int | None = None, on_conflict: str | None = None,
                   timeout: float | None = None) -> R:
         """Replaces the whole stack (route names or {route, params, presentation})."""
+        return self._one(_op("setStack", routes=list(routes), at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
+
+    def jump_to(self, routes: Iterable[str | dict[str, Any]], *, at: str | None = None, command_id: Any = None, command_label: str | None = None, base: int | None = None,
+            on_conflict: str | None = None, timeout: float | None = None) -> R:
+        """The same as `set_stack` (FlowStacks' name)."""
         return self._one(_op("setStack", routes=list(routes), at=at), CommandOptions(command_id, command_label, base, on_conflict, timeout))
 
     def set_path(self, routes: Iterable[str | dict[str, Any]], *, layer: int = 0, at: str | None = None, command_id: Any = None,
@@ -678,8 +755,61 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
         selected tab or top of stack."""
         return active_path(self.state)
 
+    async def rendered(self, rev: int | None = None, focus: str | None = None) -> None:
+        """Tells the others which revision this device shows (presence `status`); the
+        same name in navsync.js, `renderedRevision` in Swift."""
+        await self.report(rev, focus)
+
+    def top_entry(self) -> dict[str, Any] | None:
+        """The entry on top of the active path that a Back would pop (the deepest stack
+        with more than its root), or None."""
+        top: dict[str, Any] | None = None
+        c = (self.state or {}).get("root")
+        while c:
+            if c["kind"] == "root":
+                v = c.get("current")
+            elif c["kind"] == "stack":
+                v = c["stack"][-1] if c["stack"] else None
+                if len(c["stack"]) > 1:
+                    top = v
+            else:
+                v = next((t for t in c["tabs"] if t["id"] == c.get("selected")), None)
+            if not v:
+                break
+            c = v.get("coordinator")
+        return top
+
+    async def back(self, *, timeout: float | None = None) -> Ack:
+        """Pops the screen this device shows (`pop` from its entry id): two devices
+        pressing Back at once pop one screen, not two."""
+        top = self.top_entry()
+        return await self.pop(from_=top["id"] if top else None, timeout=timeout)
+
+    async def history(self, *, before: int | None = None, limit: int = 100, timeout: float | None = None) -> dict[str, Any]:
+        """A page of history, newest first: `{"rev", "earliest", "entries": [{rev, ts,
+        client, name, cmd, ops, results, label?}]}` (docs/protocol.md, "History")."""
+        message: dict[str, Any] = {"type": "history", "session": self.session, "limit": limit}
+        if before is not None:
+            message["before"] = before
+        reply = await self.request(message, timeout)
+        return {"rev": reply["rev"], "earliest": reply["earliest"], "entries": reply["entries"]}
+
+    async def state_at(self, rev: int, *, timeout: float | None = None) -> dict[str, Any]:
+        """The state of a revision history holds: `{"rev", "state", "historic"}`; never
+        touches the mirror. Older than history holds: `navsync.Gone`."""
+        reply = await self.request({"type": "get", "session": self.session, "rev": rev}, timeout)
+        return {"rev": reply["rev"], "state": reply["state"], "historic": reply.get("historic") is True}
+
+    async def sessions(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """The sessions on the server: `[{"session", "flow", "rev", "members"}]`
+        (`client.list()` in navsync.js)."""
+        reply = await self.request({"type": "sessions"}, timeout)
+        sessions: list[dict[str, Any]] = reply["sessions"]
+        return sessions
+
     async def report(self, rev: int | None = None, focus: str | None = None) -> None:
-        """Tells the others which revision this device shows (presence `status`)."""
+        """Tells the others which revision this device shows (presence `status`); also
+        `rendered`."""
         message: dict[str, Any] = {"type": "status", "session": self.session, "rev": self.rev if rev is None else rev}
         if focus is not None:
             message["focus"] = focus
@@ -699,8 +829,10 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
         if not waiting.done():
             waiting.set_result(m)
 
-    async def request(self, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
-        """Any other request (`history`, `get` of a past revision, `sessions`): its reply."""
+    async def request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Any other request (`history`, `get` of a past revision, `sessions`): its reply,
+        waiting at most `timeout` seconds (the session's `timeout` by default)."""
+        timeout = self.timeout if timeout is None else timeout
         rid = self._prefix + "r" + str(next(self._ids))
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._requests[rid] = future

@@ -95,7 +95,34 @@ class SyncSession(Helpers[Ack]):
     def report(self, rev: int | None = None, focus: str | None = None) -> None:
         self._call(self._async.report(rev, focus))
 
-    def request(self, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+    def rendered(self, rev: int | None = None, focus: str | None = None) -> None:
+        """Tells the others which revision this device shows (see `Session.rendered`)."""
+        self._call(self._async.rendered(rev, focus))
+
+    def top_entry(self) -> dict[str, Any] | None:
+        return self._async.top_entry()
+
+    def back(self, *, timeout: float | None = None) -> Ack:
+        """Pops the screen this device shows (see `Session.back`)."""
+        ack: Ack = self._call(self._async.back(timeout=timeout))
+        return ack
+
+    def history(self, *, before: int | None = None, limit: int = 100, timeout: float | None = None) -> dict[str, Any]:
+        """A page of history, newest first (see `Session.history`)."""
+        page: dict[str, Any] = self._call(self._async.history(before=before, limit=limit, timeout=timeout))
+        return page
+
+    def state_at(self, rev: int, *, timeout: float | None = None) -> dict[str, Any]:
+        """The state of a revision history holds (see `Session.state_at`)."""
+        state: dict[str, Any] = self._call(self._async.state_at(rev, timeout=timeout))
+        return state
+
+    def sessions(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """The sessions on the server (see `Session.sessions`)."""
+        found: list[dict[str, Any]] = self._call(self._async.sessions(timeout=timeout))
+        return found
+
+    def request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Any other request (`history`, `sessions`…): its reply."""
         reply: dict[str, Any] = self._call(self._async.request(message, timeout))
         return reply

@@ -374,7 +374,10 @@ def test_a_session_it_made_that_is_gone_is_made_again_and_reported_as_a_reset() 
         server = FakeServer()
         s, sock = await joined(server, create=True)
         changes = s.changes()
-        next_change = asyncio.create_task(changes.__anext__())
+
+        async def first_change() -> navsync.Change:
+            return await changes.__anext__()
+        next_change = asyncio.create_task(first_change())
         pending = asyncio.create_task(s.set_root("main"))
         await sock.next_sent("command")
         sock.drop()

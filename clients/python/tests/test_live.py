@@ -184,3 +184,62 @@ def test_the_sync_api_closes_its_event_loop(navsyncd: Navsyncd) -> None:
             assert s._loop.is_closed()
         gc.collect()
     assert len(os.listdir("/proc/self/fd")) <= before + 1
+
+
+def test_every_operation_has_its_helper_as_in_navsync_js(navsync_session: SyncSession) -> None:
+    """The helpers navsync.js has, in Python (docs/clients.md): each sends its operation
+    and the server applies it as the protocol says."""
+    s = navsync_session
+    s.set_root("main")
+    s.route("detail", id=1)
+    s.push("reviews", id=1)
+    s.push("detail", id=2)
+
+    def path() -> list[str]:
+        return [e["route"] for e in navsync.active_path(s.state)]
+
+    def top() -> dict[str, Any]:
+        entry = s.top_entry()
+        assert entry is not None
+        return entry
+
+    def state() -> dict[str, Any]:
+        assert s.state is not None
+        return s.state
+
+    def tabs() -> list[str]:
+        return [t["route"] for t in state()["root"]["current"]["coordinator"]["tabs"]]
+    assert path() == ["main", "home", "detail"]
+    s.pop_to_first("detail")
+    assert len(navsync.active_path(s.state)[-1:]) == 1 and top()["params"] == {"id": 1}
+    s.push("reviews", id=1)
+    s.pop_before("reviews")
+    assert top()["params"] == {"id": 1}
+    s.push("reviews", id=1)
+    s.pop_to(top()["id"])
+    s.pop_to_last("detail")
+    s.present("settings", None, "sheet")
+    s.set_path([{"route": "detail", "params": {"id": 5}}], at="Home")
+    home = state()["root"]["current"]["coordinator"]["tabs"][0]["coordinator"]["stack"]
+    assert [e["route"] for e in home] == ["list", "detail", "settings"] and top()["route"] == "settings", \
+        "the path under the sheet changed, the sheet stays on top"
+    s.dismiss()
+    assert s.back().results == ["applied"] and s.top_entry() is None
+    s.restart(at="Home")
+    s.jump_to(["list", {"route": "detail", "params": {"id": 3}}])
+    s.set_tabs(["home", "cart"], at="Main")
+    s.append_tab("profile", at="Main")
+    s.insert_tab("search", index=0, at="Main")
+    assert tabs() == ["search", "home", "cart", "profile"]
+    s.remove_first("search")
+    s.remove_last("profile")
+    s.remove_tab(state()["root"]["current"]["coordinator"]["tabs"][1]["id"])
+    assert tabs() == ["home"]
+    s.update_session({"user": "ann"})
+    assert state()["data"] == {"user": "ann"}
+    page = s.history(limit=3)
+    assert page["rev"] == s.rev and len(page["entries"]) == 3 and page["entries"][0]["rev"] == s.rev
+    past = s.state_at(1)
+    assert past["rev"] == 1 and past["historic"] and past["state"]["root"]["current"]["route"] == "main"
+    assert any(x["session"] == s.session for x in s.sessions())
+    s.rendered()
