@@ -196,6 +196,27 @@ struct NavigatorTests {
         #expect(home.path.isEmpty && home.sheet == .settings && nav.state == (try? server.hub.sessionDocument("demo").get())?["state"])
     }
 
+    /// The verbs navsync.js and the Python package have, on the navigator too
+    /// (docs/clients.md): popBefore, setPath, restart, removeFirst/Last, reset.
+    @Test func theVerbsOfTheOtherClients() async throws {
+        let nav = try await joinedAtHome()
+        try await nav.open("/product/7")
+        try await nav.route(to: HomeRoute.reviews(id: 7))
+        let home = nav.stack("Home", HomeRoute.self)
+        try await nav.popBefore("reviews")
+        #expect(home.path == [.detail(id: 7)])
+        try await nav.setPath([HomeRoute.detail(id: 7), .detail(id: 8)], at: "Home")
+        #expect(home.path == [.detail(id: 7), .detail(id: 8)])
+        try await nav.restart(at: "Home")
+        #expect(home.path.isEmpty)
+        try await nav.appendTab(MainTab.cart, at: "Main")
+        try await nav.removeLast("cart", at: "Main")
+        try await nav.removeFirst("search", at: "Main")
+        #expect(nav.tabs("Main", MainTab.self).tabs == [.home, .cart, .profile])
+        try await nav.reset()
+        #expect(nav.tree?.root.visible?.route == "onboarding")
+    }
+
     @Test func routesThatDoNotFitTheFlowAreAllNamedInOneError() async throws {
         enum WrongHome: NavRoute {
             case list

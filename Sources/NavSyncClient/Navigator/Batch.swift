@@ -59,6 +59,18 @@ public struct Batch: Sendable {
     }
 
     /// Replaces the whole stack; the first route becomes its root.
+    /// Removes the first entry of that route and everything above it.
+    public mutating func popBefore(_ route: String, at: String? = nil) { add(NavOperation(.popBefore(route: route), at: at)) }
+
+    /// One layer's pushes set (0: on the root entry; N: on the Nth sheet or cover), the
+    /// entries that still match and every layer above kept: what a stack binding's
+    /// `path` writes.
+    public mutating func setPath<R: NavRoute>(_ routes: [R], layer: Int = 0, at: String? = nil) throws(NavError) {
+        var items: [NavOperation.OpenItem] = []
+        for r in routes { items.append(try RouteCoding.item(r)) }
+        add(NavOperation(.setPath(items, layer: layer), at: at))
+    }
+
     public mutating func setStack<R: NavRoute>(_ routes: [R], at: String? = nil) throws(NavError) {
         var items: [NavOperation.OpenItem] = []
         for r in routes { items.append(try item(r)) }
@@ -115,6 +127,9 @@ public struct Batch: Sendable {
     }
 
     public mutating func removeTab(entry: String) { add(NavOperation(.removeTab(entry: entry))) }
+    /// Removes the first (last) tab of that route; nothing if there is none.
+    public mutating func removeFirst(_ route: String, at: String? = nil) { add(NavOperation(.removeFirst(route: route), at: at)) }
+    public mutating func removeLast(_ route: String, at: String? = nil) { add(NavOperation(.removeLast(route: route), at: at)) }
 
     // MARK: The session
 

@@ -53,6 +53,21 @@ extension Navigator {
     }
 
     @discardableResult
+    public func popBefore(_ route: String, at: String? = nil) async throws(NavError) -> Ack {
+        try await one { $0.popBefore(route, at: at) }
+    }
+
+    /// One layer's pushes set, every layer above kept (`Batch.setPath`).
+    @discardableResult
+    public func setPath<R: NavRoute>(_ routes: [R], layer: Int = 0, at: String? = nil) async throws(NavError) -> Ack {
+        try await one { b throws(NavError) in try b.setPath(routes, layer: layer, at: at) }
+    }
+
+    /// A coordinator (the deepest, or `at`) back in its flow's initial state.
+    @discardableResult
+    public func restart(at: String? = nil) async throws(NavError) -> Ack { try await one { $0.restart(at: at) } }
+
+    @discardableResult
     public func setStack<R: NavRoute>(_ routes: [R], at: String? = nil) async throws(NavError) -> Ack {
         try await one { b throws(NavError) in try b.setStack(routes, at: at) }
     }
@@ -100,6 +115,16 @@ extension Navigator {
 
     @discardableResult
     public func removeTab(entry: String) async throws(NavError) -> Ack { try await one { $0.removeTab(entry: entry) } }
+
+    @discardableResult
+    public func removeFirst(_ route: String, at: String? = nil) async throws(NavError) -> Ack { try await one { $0.removeFirst(route, at: at) } }
+
+    @discardableResult
+    public func removeLast(_ route: String, at: String? = nil) async throws(NavError) -> Ack { try await one { $0.removeLast(route, at: at) } }
+
+    /// The whole session back to its flow's initial state (admins).
+    @discardableResult
+    public func reset() async throws(NavError) -> Ack { try await one { $0.reset() } }
 
     // MARK: The session
 
