@@ -217,6 +217,37 @@ struct NavigatorTests {
         #expect(nav.tree?.root.visible?.route == "onboarding")
     }
 
+    /// history, stateAt, sessions and back, as navsync.js and the Python package have
+    /// them; a request nobody answers throws `.timeout` naming the server, and one made
+    /// while not joined `.offline` at once.
+    @Test func requestsAndBackAsTheOtherClientsHaveThem() async throws {
+        // No ticks; the request's deadline (50 ms) passes for real.
+        let nav = Navigator(.init(session: "demo", name: "app", store: nil, requestTimeout: .milliseconds(50)),
+                            routes: RouteCheck.shop, transport: server,
+                            sleep: { ms in if ms == 1_000 { await noSleep(ms) } else { try? await Task.sleep(for: .milliseconds(ms)) } })
+        try await nav.connect()
+        try await nav.open("/product/7")
+        try await nav.route(to: HomeRoute.reviews(id: 7))
+        let page = try await nav.history(limit: 2)
+        #expect(page.rev == 2 && page.entries.map(\.rev) == [2, 1] && page.earliest == 0)
+        let first = try await nav.stateAt(1)
+        #expect(first["root"]?["current"]?["route"] == "main")
+        await #expect(throws: NavError.self) { try await nav.stateAt(99) }
+        #expect(try await nav.sessions().map(\.session).contains("demo"))
+        try await nav.back()
+        #expect(nav.stack("Home", HomeRoute.self).path == [.detail(id: 7)])
+        server.holding = true          // nothing gets through: the deadline passes
+        do {
+            _ = try await nav.sessions()
+            Issue.record("expected timeout")
+        } catch {
+            #expect(error.code == .timeout && error.message.contains("ws://127.0.0.1:7420/ws"), "\(error)")
+        }
+        server.holding = false
+        await nav.close()
+        await #expect(throws: NavError.self) { try await nav.history() }
+    }
+
     @Test func routesThatDoNotFitTheFlowAreAllNamedInOneError() async throws {
         enum WrongHome: NavRoute {
             case list

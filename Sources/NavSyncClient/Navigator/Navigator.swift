@@ -62,13 +62,16 @@ public final class Navigator {
         /// return in lockstep). A path monitor's "the network is back" need not wait:
         /// `reconnectNow()`.
         public var backoff: Backoff
+        /// How long a request (`history`, `stateAt`, `sessions`) waits for its answer.
+        public var requestTimeout: Duration
 
         public init(session: String, urls: [WebSocketURL] = [.default], name: String = "app", token: String? = nil,
                     role: String? = nil, create: Bool = false, flow: String? = nil, reconnect: Bool = true,
-                    store: (any NavigatorStore)? = FileStore.standard, maxPending: Int = 1_000, backoff: Backoff = Backoff()) {
+                    store: (any NavigatorStore)? = FileStore.standard, maxPending: Int = 1_000, backoff: Backoff = Backoff(),
+                    requestTimeout: Duration = .seconds(10)) {
             self.session = session; self.urls = urls; self.name = name; self.token = token
             self.role = role; self.create = create; self.flow = flow; self.reconnect = reconnect
-            self.store = store; self.maxPending = maxPending; self.backoff = backoff
+            self.store = store; self.maxPending = maxPending; self.backoff = backoff; self.requestTimeout = requestTimeout
         }
 
         /// The same, with the server given as text (`ws://host:7420/ws`, `host:7420`);
@@ -179,6 +182,8 @@ public final class Navigator {
     @ObservationIgnored private let routeChecks: [RouteCheck]
     /// Waits this many milliseconds (the backoff, the one-second tick); tests pass their own.
     @ObservationIgnored private let sleep: @Sendable (Int64) async -> Void
+    /// Requests waiting for their reply, by request id.
+    @ObservationIgnored private var replies: [String: (Result<JSON, NavError>) -> Void] = [:]
     /// The commands made by bindings' writes, until answered.
     @ObservationIgnored private var writes: Set<Int64> = []
     /// A server message is being taken in (its `.state` is shown after the burst).
@@ -343,6 +348,39 @@ public final class Navigator {
         return try await send(b.operations, base: base, onConflict: onConflict)
     }
 
+    /// Sends a request and waits for its reply, decoded; the server's error is thrown.
+    func ask(_ message: JSONObject) async throws(NavError) -> ServerMessage {
+        guard status == .joined else {
+            throw NavError(status == .idle ? .offline : { if case .closed = status { ErrorCode.closed } else { .offline } }(),
+                           "not joined to '\(options.session)' right now (\(status)); nothing was sent")
+        }
+        let (id, effects) = machine.request(message, wantsReply: true)
+        guard let id else { throw NavError(.offline, "not connected to \(machine.currentURL) right now; nothing was sent") }
+        let what = message["type"]?.stringValue ?? "request"
+        let timeout = options.requestTimeout
+        let result = await withCheckedContinuation { (k: CheckedContinuation<Result<JSON, NavError>, Never>) in
+            replies[id] = { k.resume(returning: $0) }
+            perform(effects)
+            Task { [weak self, sleep, url = machine.currentURL] in
+                let c = timeout.components
+                await sleep(c.seconds * 1_000 + c.attoseconds / 1_000_000_000_000_000)
+                self?.replies.removeValue(forKey: id)?(.failure(NavError(.timeout, "no answer from \(url) within \(timeout) to '\(what)'")))
+            }
+        }
+        let json = try result.get()
+        guard let decoded = (try? ServerMessage.decode(json))??.message else {
+            throw NavError(.internal, "an answer to '\(what)' that cannot be read: \(json.encodedString().prefix(200))")
+        }
+        if case .error(let e) = decoded { throw e }
+        return decoded
+    }
+
+    private func failRequests(_ error: NavError) {
+        let waiting = replies
+        replies = [:]
+        for (_, k) in waiting { k(.failure(error)) }
+    }
+
     /// Tells the other members which revision this device shows.
     private func report(rev: Int) {
         let (_, effects) = machine.request(["type": "status", "session": .string(options.session), "rev": .int(Int64(rev))], wantsReply: false)
@@ -399,7 +437,9 @@ public final class Navigator {
                 handle(event)
             case .answered(let id, let result):
                 answers.removeValue(forKey: id)?(result)
-            case .replied, .received:
+            case .replied(let id, let json):
+                replies.removeValue(forKey: id)?(.success(json))
+            case .received:
                 break
             case .finished:
                 finish(reason: refusal?.message ?? "closed")
@@ -454,7 +494,11 @@ public final class Navigator {
                 status = .joined
                 for k in joinWaiters { k.resume(returning: .success(())) }
                 joinWaiters = []
-            } else if machine.willRetry {
+            } else if !replies.isEmpty {
+                // A request is not sent again: those waiting hear why now.
+                failRequests(NavError(.offline, "the connection to \(machine.currentURL) closed before the answer (\(reason))"))
+            }
+            if !connected, machine.willRetry {
                 if status == .connecting || { if case .offline = status { true } else { false } }() {
                     status = .offline(reason: reason)
                     // The first connection failed: the app goes on with what it shows
@@ -491,6 +535,7 @@ public final class Navigator {
         let waiting = answers
         answers = [:]
         for (_, k) in waiting { k(.failure(ending)) }
+        failRequests(ending)
         let dropped = machine.droppedAtEnd
         publish()
         let server = machine.options.urls[0]
