@@ -390,6 +390,7 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
         #: The server of the current (or last) connection.
         self.url = self.urls[0]
         self._sends: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
 
     # ---- connecting ----
 
@@ -446,8 +447,7 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
                 if self._joined is not None and not self._joined.done() and attempt + 1 >= len(self.urls) * 3:
                     self._joined.set_exception(NavError("offline", f"no server answered ({url}: {e})"))
                     return
-                await asyncio.sleep(delay * (0.5 + random.random() / 2))
-                delay = min(delay * 2, self._backoff[1])
+                delay = self._backoff[0] if await self._pause(delay) else min(delay * 2, self._backoff[1])
                 continue
             try:
                 await self._serve()
@@ -467,8 +467,22 @@ class Session(Helpers[Coroutine[Any, Any, Ack]]):
                 self._ws = None
             if self._closed:
                 return
-            await asyncio.sleep(delay * (0.5 + random.random() / 2))
-            delay = min(delay * 2, self._backoff[1])
+            delay = self._backoff[0] if await self._pause(delay) else min(delay * 2, self._backoff[1])
+
+    async def _pause(self, delay: float) -> bool:
+        """The backoff wait: a random 50-100% of `delay`; True when `reconnect_now()`
+        ended it early."""
+        self._wake.clear()
+        try:
+            await asyncio.wait_for(self._wake.wait(), delay * (0.5 + random.random() / 2))
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    def reconnect_now(self) -> None:
+        """The network is back (the agent knows it): a wait before the next attempt ends
+        now and the backoff starts over (`reconnectNow()` in Swift and navsync.js)."""
+        self._wake.set()
 
     async def _resend(self, cid: Any, after: float) -> None:
         """A command still pending, sent again under its id (a reconnect resends it too)."""

@@ -95,6 +95,10 @@ class SyncSession(Helpers[Ack]):
     def report(self, rev: int | None = None, focus: str | None = None) -> None:
         self._call(self._async.report(rev, focus))
 
+    def reconnect_now(self) -> None:
+        """The network is back: the backoff wait ends now (see `Session.reconnect_now`)."""
+        self._loop.call_soon_threadsafe(self._async.reconnect_now)
+
     def rendered(self, rev: int | None = None, focus: str | None = None) -> None:
         """Tells the others which revision this device shows (see `Session.rendered`)."""
         self._call(self._async.rendered(rev, focus))

@@ -403,6 +403,26 @@ def test_a_session_it_made_that_is_gone_is_made_again_and_reported_as_a_reset() 
     run(main())
 
 
+def test_reconnect_now_ends_the_backoff_wait() -> None:
+    """`reconnect_now()` (the network is back): the client does not wait out a long
+    backoff; it connects again at once, as `reconnectNow()` does in Swift and navsync.js."""
+    async def main() -> None:
+        server = FakeServer()
+        s = navsync.connect("ws://x/ws", "s", connector=server.connect, backoff=(30.0, 60.0))
+        task = asyncio.create_task(s.start())
+        await asyncio.sleep(0.01)
+        join = await server.sockets[-1].next_sent("join")
+        server.sockets[-1].say(type="joined", id=join["id"], session="s", epoch="ep1", rev=0, flow={}, members=[], state=STATE)
+        await task
+        server.sockets[-1].drop()
+        await asyncio.sleep(0.05)
+        assert len(server.sockets) == 1, "waiting out the backoff (15-30 s)"
+        s.reconnect_now()
+        await until(lambda: len(server.sockets) == 2, "a reconnect at once")
+        await s.close()
+    run(main())
+
+
 def test_a_new_generation_of_the_same_session_resends_what_waited() -> None:
     """A reconnect finds another generation of the same lineage (a cluster's Redis
     changed primary, `ep1/g2`): the same session, so the command that waited is sent
