@@ -178,7 +178,8 @@ public struct HooksConfiguration: Sendable, Equatable {
     /// per line; several while rotating (each signs). Errors name the line, never the secret.
     public static func secrets(from text: String, file: String) throws(FlowError) -> [[UInt8]] {
         var keys: [[UInt8]] = []
-        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // (Lines end in LF or CRLF: "\r\n" is one Character, a newline like "\n".)
+        for (i, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = raw.trimmingSpaces
             if line.isEmpty { continue }
             let place = "line \(i + 1)"
@@ -190,14 +191,5 @@ public struct HooksConfiguration: Sendable, Equatable {
         }
         guard !keys.isEmpty else { throw FlowError(file: file, path: "", message: "holds no secret: one line whsec_ + base64 of 24 to 64 random bytes") }
         return keys
-    }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: String {
-        var s = self
-        while let c = s.first, c == " " || c == "\t" || c == "\r" { s = s.dropFirst() }
-        while let c = s.last, c == " " || c == "\t" || c == "\r" { s = s.dropLast() }
-        return String(s)
     }
 }

@@ -189,12 +189,6 @@ public struct IPRange: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-extension StringProtocol {
-    fileprivate var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
-    }
-}
-
 extension String {
     /// Splits on a separator of several characters (the core has no Foundation).
     fileprivate func components(separatedByString separator: String) -> [String] {

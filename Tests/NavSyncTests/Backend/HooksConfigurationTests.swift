@@ -44,6 +44,10 @@ struct HooksConfigurationTests {
         let key = (0..<32).map { UInt8($0) }
         let keys = try HooksConfiguration.secrets(from: "whsec_\(Base64.encode(key))\n\nwhsec_\(Base64.encode(key.reversed()))\n", file: "s")
         #expect(keys == [key, key.reversed()])
+        // A file written on Windows (CRLF): each line a key. Regression: "\r\n" is one
+        // Character, so splitting on "\n" made the two keys one bad line.
+        let crlf = try HooksConfiguration.secrets(from: " whsec_\(Base64.encode(key))\r\nwhsec_\(Base64.encode(key.reversed()))\t\r\n", file: "s")
+        #expect(crlf == [key, key.reversed()])
         for bad in ["", "secret", "whsec_c2hvcnQ=", "whsec_!!!"] {
             #expect(throws: FlowError.self) { try HooksConfiguration.secrets(from: bad, file: "s") }
             do { _ = try HooksConfiguration.secrets(from: bad, file: "s") } catch {
