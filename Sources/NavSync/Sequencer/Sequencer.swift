@@ -283,7 +283,10 @@ public struct Sequencer: Sendable {
         var e = error
         e.op = index
         if let wire = json["op"]?.stringValue, let name = OpName(wire: wire), wire != name.rawValue {
-            e.message = e.message.replacing("'\(name.rawValue)'", with: "'\(wire)'")
+            // The verb, not a field of the same name ("missing field 'route'" stays).
+            let field = "field '\(name.rawValue)'"
+            e.message = e.message.replacing(field, with: "\u{0}").replacing("'\(name.rawValue)'", with: "'\(wire)'")
+                .replacing("\u{0}", with: field)
         }
         return .failed(e)
     }

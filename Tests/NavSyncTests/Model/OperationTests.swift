@@ -17,6 +17,20 @@ struct OperationTests {
         }
     }
 
+    /// An operation without its route names the field that is missing, whatever name
+    /// the op was sent under. Regression: `{"op":"push"}` said "missing field 'push'".
+    @Test func aMissingRouteIsNamed() {
+        for name in ["push", "route", "present", "setRoot", "appendTab", "insertTab"] {
+            do { _ = try NavOperation(json: ["op": .string(name), "index": 0]); Issue.record("\(name) accepted") } catch {
+                #expect(error.code == .badParams && error.message == "missing field 'route'", "\(name): \(error.message)")
+            }
+        }
+        // Through the sequencer, which names the verb as sent (`push`, not `route`) but not the field.
+        var h = Harness.onMain()
+        #expect(h.fails(.badParams, ["op": "push"])?.message == "missing field 'route'")
+        #expect(h.fails(.invalidOp, ["op": "push", "route": "home", "at": "Main"])?.message.contains("'push' works on") == true)
+    }
+
     @Test func operationsWorkOnTheirKinds() {
         #expect(OpName.pop.kinds == [.stack] && !OpName.pop.works(on: .tabs))
         #expect(OpName.setRoot.kinds == [.root, .stack])
