@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The navigator that never waits (docs/swift.md, "Three states: confirmed, pending, shown"), on a real network:
 # the headless shop's navigator making random binding gestures 20 ms apart through
-# the project's fault proxy, tests/integration/faultproxy.py (150 ms each way), then across a 3 s outage
+# the project's fault proxy, scripts/faultproxy (150 ms each way), then across a 3 s outage
 # (the app told when the network is back, as a path monitor would), then two
 # navigators at once. Each run checks that every gesture read back as written in the
 # same turn and that the server's state, the confirmed state and the shown state end
@@ -9,7 +9,7 @@
 # from gesture to shown and to confirmed.
 . "$(dirname "$0")/lib.sh"
 SHOP="${SHOP_HEADLESS_BIN:-$ROOT/.build/release/shop-headless}"
-PROXY="$ROOT/tests/integration/faultproxy.py"
+PROXY="$ROOT/scripts/faultproxy"
 
 start_navsyncd never-waits
 ready="$OUT/never-waits-proxy.ready"
@@ -29,9 +29,13 @@ check "200 gestures 20 ms apart at 150 ms each way: server == shown == meant" \
 # outage confirmed is printed (3 round trips at 150 ms each way is 900 ms).
 check "300 gestures across a 3 s outage: nothing lost, nothing twice (reconnectNow when the network is back)" \
     bash -c "'$SHOP' '$SLOW' --session outage --gestures 300 --every-ms 20 --seed 2 --check '$DIRECT' --watch-network '$CONTROL' --reconnect-now >'$OUT/never-waits-outage.out' 2>&1"
+( sleep 1; curl -s "$CONTROL/drop" >/dev/null; sleep 1; curl -s "$CONTROL/drop" >/dev/null ) &
+check "200 gestures while the connection is dropped twice (a network switch, the proxy's /drop): nothing lost, nothing twice" \
+    bash -c "'$SHOP' '$SLOW' --session dropped --gestures 200 --every-ms 20 --seed 7 --check '$DIRECT' >'$OUT/never-waits-dropped.out' 2>&1"
+check "...and the proxy counted both drops" bash -c "curl -s '$CONTROL/stats' | python3 -c 'import json,sys; s=json.load(sys.stdin); sys.exit(0 if s[\"dropped\"] >= 2 else 1)'"
 check "two navigators gesturing at once converge on the server's state" \
     bash -c "'$SHOP' '$SLOW' --session two --gestures 200 --every-ms 20 --navigators 2 --seed 3 --check '$DIRECT' >'$OUT/never-waits-two.out' 2>&1"
-for f in slow outage two; do echo "   [$f]"; sed 's/^/     /' "$OUT/never-waits-$f.out"; done
+for f in slow outage dropped two; do echo "   [$f]"; sed 's/^/     /' "$OUT/never-waits-$f.out"; done
 kill "$proxy" 2>/dev/null; wait "$proxy" 2>/dev/null || true
 stop_navsyncd
 
