@@ -263,8 +263,20 @@ private struct FlowLoader {
             let g = flow.guards[name]!
             guard case .redirect(let template) = g.otherwise else { continue }
             let p = top.key("guards").key(name).key("else").key("redirect")
-            if case .failure(let bad) = Guard.placeholders(in: template) {
+            let placeholders: [Guard.Placeholder]
+            switch Guard.placeholders(in: template) {
+            case .failure(let bad):
                 throw fail(p, "\"\(template)\" has \(bad.text), which is no placeholder: use {route}, {entry}, {url} or {param.NAME}")
+            case .success(let found): placeholders = found
+            }
+            // A {param.NAME} must be a param of a route the guard protects (a misspelt
+            // one would always be empty).
+            let protected = flow.coordinators.values.flatMap { c in
+                c.guards.contains(g) ? Array(c.routes.values) : c.routes.values.filter { $0.guards.contains(g) }
+            }
+            for case .param(let param) in placeholders where !protected.contains(where: { $0.params[param] != nil }) {
+                let declared = Set(protected.flatMap(\.paramOrder)).sorted()
+                throw fail(p, "\"\(template)\" has {param.\(param)}, but no route guard \"\(name)\" protects declares a param \"\(param)\" (\(declared.isEmpty ? "they declare none" : "they declare: " + declared.joined(separator: ", ")))")
             }
             let sample = g.link(route: "route", entry: EntryID(1), params: [:], url: "/sample") ?? template
             guard let address = ParsedURL(sample), let link = flow.links.first(where: { $0.matches(address) }) else {

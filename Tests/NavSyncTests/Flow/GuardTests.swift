@@ -266,6 +266,10 @@ struct GuardTests {
             .hasPrefix("g.json: coordinators.Home.routes.bar.guard[0]: unknown guard \"grownUp\""))
         #expect(refusal("/guards/adult/else", ["redirect": "/nowhere"])
             .hasPrefix("g.json: guards.adult.else.redirect: \"/nowhere\" matches no link"))
+        // A {param.NAME} no route the guard protects declares: refused (it would always be
+        // empty). Regression: `{param.ordr}` loaded and yielded "".
+        #expect(refusal("/guards/signedIn/else", ["redirect": "/login?next={param.ordr}"])
+            == "g.json: guards.signedIn.else.redirect: \"/login?next={param.ordr}\" has {param.ordr}, but no route guard \"signedIn\" protects declares a param \"ordr\" (they declare none)")
         #expect(refusal("/guards/adult/when", ["all": [["path": "/age", "gte": "x"]]])
             == "g.json: guards.adult.when.all[0].gte: 'gte' must be a number, got string")
         #expect(refusal("/guards/adult/else", "allow").contains("guards.adult.else: 'else' must be \"deny\""))
