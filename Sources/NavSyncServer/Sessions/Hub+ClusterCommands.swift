@@ -125,6 +125,12 @@ extension Hub {
                 ack.id = id
                 m = .ack(session: s, ack)
             }
+            // "Send it again with the same id" is safe only under the same identity: a
+            // request that named none is told the one it was recorded under.
+            if let client = h.assigned, case .error(var e) = m, e.code == .unconfirmed || e.message.contains("with the same id") {
+                e.message += " (over HTTP, with the header X-Navsync-Client: \(client), the identity it was recorded under; without it a resend is a new command)"
+                m = .error(e)
+            }
             emit(.answer(connection: h.connection, h.request, m, id: h.echoID ?? h.command["id"]))
         }
     }

@@ -65,6 +65,9 @@ public struct Hub {
         /// The id the answer echoes when it is not the key (the body's `id`, when an
         /// `Idempotency-Key` header stood for it).
         public var echoID: JSON?
+        /// The identity the hub gave a request that named none (`http-…`): a resend is the
+        /// same command only under it, so an answer that invites one names it.
+        public var assigned: String?
         public init(connection: Int, request: HTTPRequest, session: String, command: JSONObject, client: String?, role: Role,
                     echoID: JSON? = nil) {
             self.connection = connection; self.request = request; self.session = session
@@ -238,8 +241,9 @@ public struct Hub {
                 guard let s = sessions[name], s.members[c] != nil else { continue }
                 emit(.send(to: c, .snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json), id: nil))
             }
-        case .httpCommand(let h):
+        case .httpCommand(var h):
             let client = h.client ?? "http-" + ids.nextClient()
+            if h.client == nil { h.assigned = client }
             submit(Submission(session: h.session, object: h.command, client: client, name: client, role: h.role, reply: .http(h)))
         case .httpDelete(let c, let request, let name):
             let by = "http"

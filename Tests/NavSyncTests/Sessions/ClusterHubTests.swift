@@ -306,6 +306,41 @@ struct ClusterHubTests {
         #expect(node.acks[1] == 1)
     }
 
+    /// Over HTTP, a command answered `unconfirmed` ("sending it again with the same id is
+    /// safe") that named no `X-Navsync-Client` is told the identity it was recorded under;
+    /// sent again with it, it is the same command (answered once the replicas confirm),
+    /// never applied twice. Regression: the resend (without the header, as the README's
+    /// curl lines send it) was a new command, applied again.
+    @Test func anUnconfirmedHTTPCommandNamesTheIdentityItsResendNeeds() throws {
+        var node = Node(name: "a", confirmsWrites: true)
+        node.handle(.cluster(.connected(sessions: [])))
+        node.handle(.cluster(.created(session: "demo", made: true)))
+        let request = HTTPRequest(method: "POST", target: "/api/sessions/demo/commands", minorVersion: 1, headers: [], body: [])
+        let command: JSONObject = ["id": 1, "ops": [["op": "setRoot", "route": "main"]]]
+        func post(_ client: String?) -> [Hub.Effect] {
+            node.hub.handle(.httpCommand(.init(connection: 9, request: request, session: "demo", command: command, client: client, role: .admin)), now: 0)
+        }
+        func answers(_ effects: [Hub.Effect]) -> [JSON] {
+            effects.compactMap { if case .answer(9, _, let m, let id) = $0 { m.json(id: id) } else { nil } }
+        }
+        var effects = post(nil)
+        for case .cluster(let r) in effects { node.requests.append(r) }
+        guard case .append(_, _, _, _, let token) = node.requests.last else { Issue.record("no append"); return }
+        effects = node.hub.handle(.cluster(.unconfirmed(session: "demo", token: token, last: StreamID(1, 1), reason: "0 of 1 replicas confirmed it")), now: 0)
+        let refusal = try #require(answers(effects).first)
+        let message = refusal["message"]?.stringValue ?? ""
+        #expect(refusal["code"] == "unconfirmed" && message.contains("X-Navsync-Client: http-"), "\(refusal)")
+        let identity = String(message.split(separator: "X-Navsync-Client: ")[1].prefix { $0 != "," && $0 != " " })
+        // Sent again under it: the same command, waiting for the replicas, then acknowledged once.
+        effects = post(identity)
+        var confirm: Int?
+        for case .cluster(.confirm("demo", let t, _)) in effects { confirm = t }
+        let t = try #require(confirm, "the resend waits for the replicas: \(effects)")
+        let ack = try #require(answers(node.hub.handle(.cluster(.appended(session: "demo", token: t, last: StreamID(1, 1))), now: 0)).first)
+        #expect(ack["type"] == "ack" && ack["rev"] == 1 && ack["duplicate"] == true, "\(ack)")
+        #expect(node.hub.sessions["demo"]!.sequencer.rev == 1, "applied once")
+    }
+
     /// A new primary without the node's last revisions: the log says whether this node
     /// had acknowledged any of them (an error: lost) or only answered them `unconfirmed`
     /// (a warning: their senders resend them).
