@@ -139,6 +139,9 @@ struct Options {
                               from it, the --forwarded-header family is believed, so
                               limits, logs and the origin check see the client; from
                               anyone else it is ignored. See docs/deploy.md.
+      --trusted-hops N        how many proxies stand in front (each appends one hop): the
+                              client is the N-th hop from the right, even one a client on
+                              a trusted address wrote itself (Envoy's xff_num_trusted_hops)
       --forwarded-header x-forwarded-for|forwarded  which headers the proxies set: the
                               X-Forwarded-For / -Proto / -Host family (default, what
                               the nginx recipe sets) or RFC 7239's Forwarded; the other
@@ -278,6 +281,11 @@ struct Options {
                     return .usageError("--trusted-proxy needs an address or a network, like 127.0.0.1 or 10.0.0.0/8")
                 }
                 o.server.trustedProxies.proxies.append(range)
+            case "--trusted-hops":
+                guard let v = args.popFirst(), let n = Int(v), (1...16).contains(n) else {
+                    return .usageError("--trusted-hops needs how many proxies stand in front, 1 to 16")
+                }
+                o.server.trustedProxies.hops = n
             case "--forwarded-header":
                 guard let v = args.popFirst(), let h = ProxyTrust.Header(rawValue: v.lowercased()) else {
                     return .usageError("--forwarded-header needs x-forwarded-for or forwarded")
@@ -356,6 +364,9 @@ struct Options {
         }
         if (o.tlsCertificate == nil) != (o.tlsKey == nil) { return .usageError("--tls-cert and --tls-key go together") }
         if o.jwtAudience != nil && o.jwtKeys.isEmpty { return .usageError("--jwt-audience needs --jwt-key") }
+        if o.server.trustedProxies.hops != nil && o.server.trustedProxies.isEmpty {
+            return .usageError("--trusted-hops needs --trusted-proxy (the address of the proxy next to navsyncd)")
+        }
         if o.tlsSelfSigned && o.tlsCertificate != nil { return .usageError("--tls-self-signed and --tls-cert exclude each other") }
         if o.cluster != nil && o.wsEcho { return .usageError("--cluster is for sessions, not --ws-echo") }
         return .run(o)

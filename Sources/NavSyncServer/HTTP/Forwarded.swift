@@ -15,6 +15,12 @@ public struct ProxyTrust: Sendable, Equatable {
     public var proxies: [IPRange]
     /// The header family the proxies set.
     public var header: Header
+    /// `--trusted-hops N` (Envoy's `xff_num_trusted_hops`): how many proxies stand in
+    /// front, each appending the address it got the request from; the client is the
+    /// N-th hop from the right, whatever its address. Needed when a client can reach
+    /// the proxy from a trusted address (a process on the proxy's own machine): by
+    /// addresses alone, the hop it wrote itself would be taken. Nil: by addresses.
+    public var hops: Int?
 
     /// `--forwarded-header`.
     public enum Header: String, Sendable, Equatable, CaseIterable {
@@ -66,6 +72,11 @@ public struct ProxyTrust: Sendable, Equatable {
     /// The right-most hop whose address is not a trusted proxy; the left-most when all
     /// are; nil when a hop has no usable address before one is found.
     private func pick(_ chain: [String?]) -> Int? {
+        if let hops {
+            // Fewer hops than proxies: the chain is not what they write; none is believed.
+            let i = chain.count - hops
+            return i >= 0 && chain[i] != nil ? i : nil
+        }
         for i in chain.indices.reversed() {
             guard let a = chain[i] else { return nil }   // `unknown`, obfuscated, or garbage
             if !trusts(a) || i == chain.startIndex { return i }

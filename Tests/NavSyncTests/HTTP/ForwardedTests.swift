@@ -41,6 +41,23 @@ struct ForwardedTests {
 
     /// With `--forwarded-header forwarded`, RFC 7239's header alone is read: its hops
     /// say what the client asked for; `X-Forwarded-*` is ignored.
+    /// `--trusted-hops`: a client on the proxy's own (trusted) address writes its own
+    /// X-Forwarded-For; by addresses alone its forged hop is taken (and it picks its
+    /// address past the per-address limit); counting hops, the one the proxy appended is.
+    @Test func trustedHopsCountFromTheRight() {
+        let forged = [("X-Forwarded-For", "198.51.100.1, 127.0.0.1")]   // written by the client, then nginx appended 127.0.0.1
+        #expect(trust.client(peer: "127.0.0.1", headers: forged).address == "198.51.100.1", "by addresses: the forged hop")
+        var one = trust
+        one.hops = 1
+        #expect(one.client(peer: "127.0.0.1", headers: forged).address == "127.0.0.1", "one proxy: the hop it appended")
+        var two = trust
+        two.hops = 2
+        #expect(two.client(peer: "127.0.0.1", headers: [("X-Forwarded-For", "6.6.6.6, 203.0.113.7, 10.1.1.1")]).address == "203.0.113.7")
+        #expect(two.client(peer: "127.0.0.1", headers: [("X-Forwarded-For", "203.0.113.7")]).address == "127.0.0.1",
+                "fewer hops than proxies: the header is not believed")
+        #expect(one.client(peer: "192.0.2.9", headers: forged).address == "192.0.2.9", "an untrusted peer still is itself")
+    }
+
     @Test func forwardedHopsSayWhatTheClientAskedFor() {
         var trust = self.trust
         trust.header = .forwarded
