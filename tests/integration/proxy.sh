@@ -42,6 +42,20 @@ for _ in $(seq 1 50); do curl -s -o /dev/null --cacert "$dir/cert.pem" "https://
 check "curl --cacert: HTTPS through nginx" bash -c "curl -sf --cacert '$dir/cert.pem' 'https://localhost:$public_port/healthz' | grep -qx ok"
 check "curl --cacert: the HTTP API through nginx" bash -c "curl -sf --cacert '$dir/cert.pem' 'https://localhost:$public_port/api/sessions/demo' | grep -q '\"state\"'"
 check "without the certificate curl refuses the connection" bash -c "! curl -s -o /dev/null 'https://localhost:$public_port/healthz'"
+# The recipe's default server: another host name never reaches navsyncd (its origin
+# check would take that host for its own). Regression: Host: evil.example with
+# Origin: https://evil.example was upgraded.
+evil_upgrade() {
+    curl -s -o /dev/null -w '%{http_code}' --max-time 3 --cacert "$dir/cert.pem" -H 'Host: evil.example' -H 'Origin: https://evil.example' \
+        -H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
+        "https://localhost:$public_port/ws" || true
+}
+check "a request naming another host (Host: evil.example, Origin: https://evil.example) is closed unanswered" \
+    bash -c "$(declare -f evil_upgrade); dir='$dir' public_port='$public_port'; s=\$(evil_upgrade); echo \"status \$s\"; [ \"\$s\" = 000 ]"
+check "...and a TLS handshake naming another host is refused" \
+    bash -c "! curl -sk -o /dev/null --max-time 3 --resolve 'evil.example:$public_port:127.0.0.1' 'https://evil.example:$public_port/healthz'"
+check "...while the recipe's own host is upgraded" \
+    bash -c "s=\$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 --cacert '$dir/cert.pem' -H 'Origin: https://localhost:$public_port' -H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' 'https://localhost:$public_port/ws' || true); [ \"\$s\" = 101 ]"
 PYTHONPATH="$ROOT/tests/integration" "$PY" - "$public_port" "$upstream_port" "$dir/cert.pem" <<'PY' || FAILED=$((FAILED + 1))
 import asyncio, json, ssl, sys
 import websockets
