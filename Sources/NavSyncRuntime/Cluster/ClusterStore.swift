@@ -146,7 +146,12 @@ public final class ClusterStore {
         startedAt = commands.now
         commands.onReady = { [unowned self] in commandsReady() }
         commands.onDown = { [unowned self] reason in
-            if connected { logger?.error("cluster: lost Redis at \(commands.target): \(reason)") }
+            if reason.hasPrefix(RedisConnection.moving) {
+                // A failover the Sentinels made: nothing is lost, the node follows.
+                logger?.info("cluster: leaving Redis at \(commands.target), \(reason)")
+            } else if connected {
+                logger?.error("cluster: lost Redis at \(commands.target): \(reason)")
+            }
             connected = false
             // The replicas were the lost primary's: the next one's are read anew.
             replication = ("", [])
@@ -196,7 +201,11 @@ public final class ClusterStore {
     /// A node that cannot acknowledge says why in its log: when the reason changes,
     /// and every 5 s while it lasts (the first 2 s are for connecting).
     private func warnWhileNotReady() {
-        guard let reason = notReady, let commands else { return lastWarning = nil }
+        guard let reason = notReady, let commands else {
+            // Said once when it was said not to be: the last line is not left "not ready".
+            if let last = lastWarning { logger?.info("cluster: ready again (after: \(last.reason))") }
+            return lastWarning = nil
+        }
         let now = commands.now
         guard now - startedAt >= 2_000 else { return }
         if let last = lastWarning, last.reason == reason, now - last.at < 5_000 { return }
@@ -391,8 +400,10 @@ public final class ClusterStore {
                          + "\(waitHold) ms (--redis-wait-hold), in case it is the one the Sentinels are promoting")
         }
         for r in released {
+            let left = replicaHold.waitedFor.count
             logger?.warn("cluster: replica \(r) of Redis at \(commands.target) not back within --redis-wait-hold (\(waitHold) ms); "
-                         + "writes go on with the \(replicaHold.waitedFor.count) left")
+                         + (left >= waitReplicas ? "writes go on with the \(left) left"
+                            : "\(left) left, fewer than --redis-wait \(waitReplicas): every write is answered unconfirmed until one is back"))
         }
     }
 

@@ -152,15 +152,21 @@ final class RedisConnection {
 
     /// Points the connection elsewhere: dropped and made again at once when it was
     /// connected to another host.
+    /// The Sentinels named another primary: the connection leaves the old one (its end
+    /// reported with `target` still the old one, as `Self.moving` and the new host) and
+    /// connects to `host`.
     func retarget(_ host: RedisURL.Host) {
         guard host != target else { return }
-        target = host
         if tcp != nil {
-            down("moving to \(host)")
+            down(Self.moving + "\(host)")
             backoff = 100
         }
+        target = host
         reconnectAt = now
     }
+
+    /// How `onDown`'s reason starts when the connection left for a new primary.
+    static let moving = "moving to the new primary "
 
     private func connect(to address: UV.Address) {
         let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)

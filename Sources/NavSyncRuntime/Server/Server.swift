@@ -224,8 +224,15 @@ public final class Server {
         }
         var peerStorage = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &peerStorage) { p in
+        let named = withUnsafeMutablePointer(to: &peerStorage) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getpeername(tcp, $0, &length) }
+        }
+        // A client that reset before it was accepted has no address left to name (it
+        // was logged as ":0"): said as what it is, and let go.
+        guard named == 0 else {
+            logger.info("a connection reset before it was accepted (\(UV.error(named))): let go")
+            uv_close(UV.handle(tcp)) { h in UnsafeMutablePointer<uv_tcp_t>(OpaquePointer(h!)).deallocate() }
+            return
         }
         let address = UV.Address(storage: peerStorage)
         let host = address.host    // formatted once (five times was some 10,000 instructions per accept)
