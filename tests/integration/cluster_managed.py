@@ -312,6 +312,13 @@ async def scenario_wait():
             status, body = node.http("POST", "/api/sessions/demo/commands", {"id": 2, "ops": [{"op": "update", "at": "App", "data": {"n": 2}}]})
             check("HTTP's resend of the unconfirmed command, same id: acknowledged as a duplicate", status == 200 and body.get("duplicate") is True,
                   f"{status} {body}")
+            node.ready()
+            for _ in range(40):   # the readiness line is written on the node's next second
+                if "cluster: ready again" in node.logged():
+                    break
+                time.sleep(0.1)
+            check("...and the node's log says it is ready again (its last line is not left 'not ready')",
+                  "cluster: ready again (after: " in node.logged(), node.logged()[-600:])
 
             from checks import headless_chromium
             driver = headless_chromium()
