@@ -174,13 +174,17 @@ public struct Sequencer: Sendable {
             return .failed(NavError(.badRequest, "'base' \(base) is ahead of the current revision \(rev)", rev: rev))
         }
         // References to the sender's own entries become the ids they name; the command is
-        // remembered, journaled and recorded as sent.
+        // remembered, journaled and recorded as sent. One that names nothing fails its op
+        // when that op is applied (docs/protocol.md, "References to one's own entries"):
+        // an earlier op that fails is the command's error.
         var ops = command.ops
+        var unresolved: [Int: NavError] = [:]
         for index in ops.indices {
             do throws(NavError) {
                 if let resolved = try resolvingReferences(in: ops[index], client: client) { ops[index] = resolved }
             } catch {
-                return failed(error, command.ops[index], index: index)
+                if ops.count == 1 { return failed(error, command.ops[index], index: index) }
+                unresolved[index] = error
             }
         }
         var ctx = CommandContext(conflicts: nil, firstID: document.nextID, refused: refused)
@@ -217,7 +221,8 @@ public struct Sequencer: Sendable {
             }
             return commit(command, client: client, sender: sender, results: result.alone, diff: diff, ctx)
         }
-        return submitOnCopy(command, ops: ops, lone: nil, client: client, sender: sender, trusted: trusted, &ctx, journalAs: journalAs)
+        return submitOnCopy(command, ops: ops, lone: nil, unresolved: unresolved, client: client, sender: sender, trusted: trusted,
+                            &ctx, journalAs: journalAs)
     }
 
     /// The general path: the ops applied in turn to a copy of the document, kept if they
@@ -226,7 +231,8 @@ public struct Sequencer: Sendable {
     /// In a guarded flow the ops first run as they are, with the active path checked
     /// after each; only when a guard fails does the command run again `careful`ly, with
     /// the document as it was before each op kept for a redirect to undo it.
-    private mutating func submitOnCopy(_ command: Command, ops: [JSON], lone: NavOperation?, client: String, sender: Sender, trusted: Bool,
+    private mutating func submitOnCopy(_ command: Command, ops: [JSON], lone: NavOperation?, unresolved: [Int: NavError] = [:],
+                                       client: String, sender: Sender, trusted: Bool,
                                        careful: Bool = false, _ ctx: inout CommandContext, journalAs: (Int, JSON) -> Void) -> Outcome {
         var working = document
         // A lone op (an `open` most often) gets the shared array of its result, not one of its own.
@@ -236,6 +242,7 @@ public struct Sequencer: Sendable {
         var redirects: [Redirect] = []
         for (index, json) in ops.enumerated() {
             do throws(NavError) {
+                if let e = unresolved[index] { throw e }
                 let before: NavDocument? = careful ? working : nil
                 var result: OpResult
                 if json["op"] == "restore" {
@@ -255,7 +262,8 @@ public struct Sequencer: Sendable {
                         result = try Self.enforceGuards(op: index, url: url, before: before, &working, &ctx, redirects: &redirects) ?? result
                     } else if working.firstGuardFailure() != nil {
                         var fresh = CommandContext(conflicts: ctx.conflicts, firstID: ctx.firstID, refused: ctx.refused)
-                        return submitOnCopy(command, ops: ops, lone: lone, client: client, sender: sender, trusted: trusted, careful: true, &fresh, journalAs: journalAs)
+                        return submitOnCopy(command, ops: ops, lone: lone, unresolved: unresolved, client: client, sender: sender, trusted: trusted,
+                                            careful: true, &fresh, journalAs: journalAs)
                     }
                 }
                 if command.ops.count == 1 { results = result.alone } else { results.append(result) }

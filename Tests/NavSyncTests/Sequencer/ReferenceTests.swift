@@ -24,6 +24,21 @@ struct ReferenceTests {
         return nil
     }
 
+    /// A reference is resolved when its op is applied: an op before it that fails is
+    /// the command's error, not the dangling reference after it. Regression: every
+    /// reference was resolved first, so `[…, popToFirst at Checkout (absent), pop from
+    /// "~d70.2"]` named op 4 where op 3 fails first.
+    @Test func aDanglingReferenceFailsItsOpOnlyWhenItsTurnComes() throws {
+        var seq = Sequencer(flow: .demo, epoch: "e")
+        _ = try #require(ack(submit(&seq, .int(1), ["op": "setRoot", "route": "main"])))
+        let e = try #require(error(submit(&seq, .int(2), ["op": "select", "route": "home"], ["op": "update", "data": ["x": 1]],
+                                          ["op": "popToFirst", "at": "Checkout", "route": "address"], ["op": "pop", "from": "~d70.2"])))
+        #expect(e.op == 2 && e.code == .notFound, "\(e)")
+        // With the ops before it applying, the reference is the error, at its own index.
+        let dangling = try #require(error(submit(&seq, .int(3), ["op": "select", "route": "home"], ["op": "pop", "from": "~d70.2"])))
+        #expect(dangling.op == 1, "\(dangling)")
+    }
+
     /// `setRoot main` on the demo flow makes the tab bar's four tabs and their stacks'
     /// roots: `created` lists them in allocation order; a duplicate repeats it.
     @Test func createdListsAllocatedIdsInOrder() throws {
