@@ -33,6 +33,9 @@ extension NavDocument {
         if let guardRev = ctx.conflicts, !op.action.isByHook {
             var keys = touched(name, at, entry)
             if case .updateSession = op.action { keys.append(.data) }
+            // A link that writes the session's data (a sign-in link) touches it too: the
+            // same `update` sent directly would be a conflict.
+            if case .open(let url) = op.action, linkWritesSessionData(url) { keys.append(.data) }
             try guardRev.check(keys, gone: goneIDs(at, entry), firstID: ctx.firstID,
                                describe: describe)
         }
@@ -53,6 +56,12 @@ extension NavDocument {
         case .restart, .update, .updateSession, .open, .alert, .respond, .reset:
             return try applyOther(op.action, at, entry, &ctx)
         }
+    }
+
+    /// Whether the link `url` opens sets the session's data.
+    func linkWritesSessionData(_ url: String) -> Bool {
+        guard let (link, _) = try? flow.match(url: url) else { return false }
+        return link.compiled.contains { if case .updateSession = $0.action { true } else { false } }
     }
 
     /// The coordinators an operation touches (docs/protocol.md, "Operations: fine points", "Conflicts"): `at`'s target

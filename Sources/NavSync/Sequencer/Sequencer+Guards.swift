@@ -41,7 +41,13 @@ extension Sequencer {
                 working.nextID = next
             }
             before = working
-            // The link is the guard's doing, not the sender's: no conflict check.
+            // The link is the guard's doing, not the sender's: no conflict check of the
+            // screens it opens. Its write of the session's data is checked as the
+            // sender's own would be (with `reject`, data changed after `base` refuses it).
+            if let conflicts = ctx.conflicts, working.linkWritesSessionData(link) {
+                let document = working
+                try conflicts.check([.data], gone: [], firstID: ctx.firstID, describe: { document.describe($0) })
+            }
             let outer = ctx.conflicts
             ctx.conflicts = nil
             do throws(NavError) {

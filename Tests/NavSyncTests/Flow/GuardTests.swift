@@ -255,6 +255,29 @@ struct GuardTests {
         #expect(h.json["data"] == ["plan": "team"])
     }
 
+    /// A link's write of the session's data is checked for conflicts as the same
+    /// `update` sent directly is: through `open`, and through a guard's redirect.
+    /// Regression: with `base` 1 and the data changed at revision 2, `open /signin`
+    /// (whose link sets `user`) applied; the same `update` sent directly was a conflict.
+    @Test func aLinksSessionWriteIsConflictCheckedLikeTheSendersOwn() throws {
+        let edited = try Self.source.applying([
+            PatchOperation(.add, "/links/~1signin", value: [["op": "update", "scope": "session", "data": ["user": "ann"]]]),
+            PatchOperation(.add, "/links/~1mark", value: [["op": "update", "scope": "session", "data": ["marked": true]]]),
+            PatchOperation(.add, "/guards/marked", value: ["when": ["path": "/marked", "exists": true], "else": ["redirect": "/mark"]]),
+            PatchOperation(.add, "/coordinators/Home/routes/gated", value: ["guard": ["marked"]]),
+        ])
+        let flow = try Flow.load(edited, file: "g.json")
+        var h = Harness(flow: flow)
+        h.ok(session(["plan": "pro"]))          // the data changes after base 0
+        h.fails(.conflict, session(["user": "bob"]), base: 0, reject: true)
+        h.fails(.conflict, ["op": "open", "url": "/signin"], base: 0, reject: true)
+        h.fails(.conflict, ["op": "push", "at": "Home", "route": "gated"], base: 0, reject: true)
+        // Seen (base = now) or rebased: applied.
+        h.ok(["op": "open", "url": "/signin"], base: h.rev, reject: true)
+        #expect(h.state.data?["user"] == "ann")
+        #expect(h.ok(["op": "push", "at": "Home", "route": "gated"]) == [.redirected] && h.state.data?["marked"] == true)
+    }
+
     // MARK: Load refusals
 
     @Test func flowsWithBadGuardsAreRefusedNamingThePlace() {
