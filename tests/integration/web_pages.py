@@ -163,6 +163,33 @@ try:
     a.find_element(By.CSS_SELECTOR, "#open button").click()
     wait(b, lambda d: "Product 7" in d.find_element(By.ID, "phone").text)
 
+    # The session's data on the page: the keys the guards read are offered; set from one
+    # page (sign in, fill the cart), shown on both, and the guards let the visitor through.
+    check("the side panel offers the keys the flow's guards read",
+          a.find_element(By.ID, "data-paths").get_attribute("textContent") == "cart, user", a.find_element(By.ID, "data-paths").get_attribute("textContent"))
+
+    def set_data(key, value):
+        a.find_element(By.ID, "data-key").clear()
+        a.find_element(By.ID, "data-key").send_keys(key)
+        a.find_element(By.ID, "data-value").clear()
+        a.find_element(By.ID, "data-value").send_keys(value)
+        a.execute_script("document.querySelector('#dataform button').click()")
+    set_data("cart", "[42]")
+    set_data("user", "ann")
+    data = lambda d: json.loads(d.find_element(By.ID, "data").get_attribute("textContent") or "{}")
+    check("a controller sets the session's data from the page (a cart, a sign-in): both pages show it",
+          wait(b, lambda d: data(d) == {"cart": [42], "user": "ann"}), data(b))
+    a.find_element(By.ID, "url").clear()
+    a.find_element(By.ID, "url").send_keys("/checkout")
+    a.find_element(By.CSS_SELECTOR, "#open button").click()
+    check("...and the guarded checkout opens now", wait(b, lambda d: top_route(d) in ("address", "payment")), top_route(b))
+    set_data("user", "")
+    check("an empty value removes the key", wait(b, lambda d: data(d) == {"cart": [42]}), data(b))
+    a.find_element(By.ID, "url").clear()
+    a.find_element(By.ID, "url").send_keys("/product/7")
+    a.find_element(By.CSS_SELECTOR, "#open button").click()
+    wait(b, lambda d: "Product 7" in d.find_element(By.ID, "phone").text)
+
     rev = lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-rev")
     check("presence: each device's revision is shown", wait(a, lambda d: d.find_element(By.ID, "members").text.count("shows rev " + rev(a)) >= 1))
 
