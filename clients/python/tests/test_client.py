@@ -334,6 +334,23 @@ def test_wait_for_and_changes_end_at_once_on_close() -> None:
     run(main())
 
 
+async def lost_with_a_command_waiting(server: FakeServer, s: navsync.Session, sock: FakeSocket) -> tuple[
+        "asyncio.Task[navsync.Change]", "asyncio.Task[navsync.Ack]", FakeSocket, dict[str, Any]]:
+    """A command sent, then the connection dropped before its answer: the next change
+    awaited, the command's task, the new socket and the rejoin it sent."""
+    changes = s.changes()
+
+    async def first_change() -> navsync.Change:
+        return await changes.__anext__()
+    next_change = asyncio.create_task(first_change())
+    pending = asyncio.create_task(s.set_root("main"))
+    await sock.next_sent("command")
+    sock.drop()
+    await until(lambda: len(server.sockets) == 2, "a reconnect")
+    again = server.sockets[-1]
+    return next_change, pending, again, await again.next_sent("join")
+
+
 def test_a_session_made_anew_is_reported_and_not_made_again() -> None:
     """A reconnect finds another epoch: the commands that waited fail with `reset`,
     changes() yields a reset item, and the rejoin did not send `create`."""
@@ -342,17 +359,7 @@ def test_a_session_made_anew_is_reported_and_not_made_again() -> None:
         s, sock = await joined(server, create=True)
         first_join = next(m for m in sock.sent if m["type"] == "join")
         assert first_join.get("create") is True
-        changes = s.changes()
-
-        async def first_change() -> navsync.Change:
-            return await changes.__anext__()
-        next_change = asyncio.create_task(first_change())
-        pending = asyncio.create_task(s.set_root("main"))
-        await sock.next_sent("command")
-        sock.drop()
-        await until(lambda: len(server.sockets) == 2, "a reconnect")
-        again = server.sockets[-1]
-        join = await again.next_sent("join")
+        next_change, pending, again, join = await lost_with_a_command_waiting(server, s, sock)
         assert "create" not in join, join
         again.say(type="joined", session="s", epoch="ep-new", rev=0, flow={}, members=[], state=STATE)
         with pytest.raises(navsync.NavError) as e:
@@ -373,17 +380,7 @@ def test_a_session_it_made_that_is_gone_is_made_again_and_reported_as_a_reset() 
     async def main() -> None:
         server = FakeServer()
         s, sock = await joined(server, create=True)
-        changes = s.changes()
-
-        async def first_change() -> navsync.Change:
-            return await changes.__anext__()
-        next_change = asyncio.create_task(first_change())
-        pending = asyncio.create_task(s.set_root("main"))
-        await sock.next_sent("command")
-        sock.drop()
-        await until(lambda: len(server.sockets) == 2, "a reconnect")
-        again = server.sockets[-1]
-        join = await again.next_sent("join")
+        next_change, pending, again, join = await lost_with_a_command_waiting(server, s, sock)
         assert "create" not in join and "since" in join, join
         again.say(type="error", id="join", code="unknown_session", message="no session 's'")
         recreate = await again.next_sent("join")
