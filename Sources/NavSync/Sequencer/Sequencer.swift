@@ -293,8 +293,8 @@ public struct Sequencer: Sendable {
         if let wire = json["op"]?.stringValue, let name = OpName(wire: wire), wire != name.rawValue {
             // The verb, not a field of the same name ("missing field 'route'" stays).
             let field = "field '\(name.rawValue)'"
-            e.message = e.message.replacing(field, with: "\u{0}").replacing("'\(name.rawValue)'", with: "'\(wire)'")
-                .replacing("\u{0}", with: field)
+            e.message = e.message.split(separator: field, omittingEmptySubsequences: false)
+                .map { $0.replacing("'\(name.rawValue)'", with: "'\(wire)'") }.joined(separator: field)
         }
         return .failed(e)
     }

@@ -494,7 +494,7 @@ public final class Navigator {
                 status = .joined
                 for k in joinWaiters { k.resume(returning: .success(())) }
                 joinWaiters = []
-            } else if !replies.isEmpty {
+            } else {
                 // A request is not sent again: those waiting hear why now.
                 failRequests(NavError(.offline, "the connection to \(machine.currentURL) closed before the answer (\(reason))"))
             }
