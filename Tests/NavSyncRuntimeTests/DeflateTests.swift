@@ -8,14 +8,14 @@ import Testing
 @Suite("permessage-deflate: zlib")
 struct DeflateTests {
     @Test func rfc7692Examples() {
-        // Section 7.2.3.1: "Hello" compressed in one frame (no context taken over).
+        // RFC 7692 7.2.3.1: "Hello" compressed in one frame (no context taken over).
         let hello = Array("Hello".utf8)
         #expect(hello.withUnsafeBytes { Deflater(threshold: 0).compress($0) } == [0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00])
         let frame = Deflater(threshold: 0).frame(compressing: OutgoingBuffer(frame: .text, hello), windowBits: 15)
         #expect(Array(frame.bytes.prefix(frame.count)) == [0xC1, 0x07, 0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00])
         let inflater = Inflater()
         #expect(inflater.inflate([0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00], limit: 100) == .success(hello))
-        // Section 7.2.3.3: a stored (uncompressed) block; 7.2.3.4: one with BFINAL set.
+        // RFC 7692 7.2.3.3: a stored (uncompressed) block; 7.2.3.4: one with BFINAL set.
         #expect(inflater.inflate([0x00, 0x05, 0x00, 0xFA, 0xFF, 0x48, 0x65, 0x6C, 0x6C, 0x6F, 0x00], limit: 100) == .success(hello))
         #expect(inflater.inflate([0xF3, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00, 0x00], limit: 100) == .success(hello))
     }

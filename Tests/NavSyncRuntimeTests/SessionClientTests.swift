@@ -114,7 +114,7 @@ struct SessionClientTests {
         }
     }
 
-    /// Section 15 from Swift: history, a past state (the mirror untouched), restore
+    /// History from Swift (docs/protocol.md, "History"): a past state (the mirror untouched), restore
     /// by revision and by label, and an undo refused once someone else changed it.
     @Test func asyncHistoryStateAtAndRestore() async throws {
         let server = try TestServer.sessions()

@@ -129,7 +129,7 @@ struct SessionLoopbackTests {
         #expect(a.next(type: "snapshot")?["rev"] == 3)
     }
 
-    /// Section 15 over HTTP: the history page and the state of a past revision.
+    /// History over HTTP (docs/protocol.md, "History"): the history page and the state of a past revision.
     @Test func historyAndPastRevisionsOverHTTP() throws {
         let server = try TestServer.sessions { $0.history = 2 }
         defer { server.stop() }

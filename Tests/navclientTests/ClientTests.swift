@@ -121,7 +121,7 @@ struct ClientTests {
         #expect(try parse("join lab", h) == .join("lab") && parse("help push", h) == .help("push") && parse("exit", h) == .quit)
     }
 
-    /// Section 15 in navclient's language: restore by revision or label, undo, history, show.
+    /// History in navclient's language (docs/protocol.md, "History"): restore by revision or label, undo, history, show.
     @Test func historyCommands() throws {
         let h = Harness.onMain()
         #expect(try parse("restore 3", h) == .ops([["op": "restore", "rev": 3]]))

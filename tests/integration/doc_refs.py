@@ -1,7 +1,8 @@
 """Every design reference in code and tests names a file of this repository and a
 section it has: `docs/protocol.md, "Operations"` (more sections: `and "History"`).
 No comment cites the upstream design file (not in the repository: its name is built
-below, `UPSTREAM`) or a bare "section N" of it.
+below, `UPSTREAM`), a "Section N" on a line that names no RFC, or numbers left after a
+citation (`docs/protocol.md, "Operations", 6 and 8`: which document's 6?).
 
 usage: doc_refs.py ROOT [PATH ...]   (PATHs: files or folders to check; default
 Sources, Tests and tests). Exit 1 and each bad reference printed when there is one."""
@@ -14,7 +15,8 @@ PATHS = sys.argv[2:] or [os.path.join(ROOT, p) for p in ("Sources", "Tests", "te
 CITATION = re.compile(r'((?:docs/[a-z-]+|README)\.md), ((?:"[^"]+"(?:,? and |, )?)+)')
 HEADING = re.compile(r'"([^"]+)"')
 UPSTREAM = "DESIGN" + ".md"
-BARE = re.compile(r"\b(?:" + re.escape(UPSTREAM) + r"|sections? \d+\b(?!\.\d))")
+BARE = re.compile(r"\b(?:" + re.escape(UPSTREAM) + r"|[Ss]ections? \d+(?:\.\d+)*)")
+LEFT_OVER = re.compile(r"\s*(?:(?:,|and|[–-])\s*)?\d")
 
 
 def headings(doc):
@@ -53,6 +55,8 @@ for path in files():
                 cited += 1
                 if name not in cache[doc]:
                     bad.append(f"{where}: {doc} has no section \"{name}\"")
+            if LEFT_OVER.match(line, m.end()):
+                bad.append(f"{where}: numbers after a citation of {doc} name no section of it")
         if "RFC" not in line and "rfc" not in line:
             for m in BARE.finditer(line):
                 bad.append(f"{where}: \"{m.group(0)}\" names no document of this repository")

@@ -7,8 +7,9 @@
 public struct HistoryEntry: Sendable, Equatable {
     private let box: Boxed<Fields>
 
-    /// (In this order, with the 17-byte `cmd` last, 113 bytes and no padding inside: the
-    /// box is one 144-byte heap block, not 160.)
+    /// (In this order, with `cmd` last, nothing pads between fields, and the box takes
+    /// the smaller of two heap block sizes; docs/architecture.md, "Measured reasons in
+    /// the code".)
     private struct Fields: Sendable {
         var rev: Int
         var ts: Int64
@@ -57,8 +58,8 @@ public struct HistoryEntry: Sendable, Equatable {
     }
 
     /// The same entry as history holds it: its operations and patch as JSON text, one
-    /// array of bytes each, instead of trees of parsed values (a `setStack` with two
-    /// routes was some 1.5 KB held per revision as values, about a third as text).
+    /// array of bytes each, instead of trees of parsed values (about three times smaller
+    /// held; docs/architecture.md, "Measured reasons in the code").
     func compacted() -> HistoryEntry {
         var f = box.value
         if case .textBeforePatch = f.ops { return self }
@@ -179,7 +180,7 @@ extension HistoryEntry: CustomStringConvertible {
 /// to the checkpoint under `earliest`, so every state from `earliest` on can be rebuilt;
 /// only those from `earliest` on are shown.
 ///
-/// What recording costs a command is kept small (issue 13's core bench): a checkpoint
+/// What recording costs a command is kept small: a checkpoint
 /// keeps the state as the Swift value the session already has (shared, not copied; made
 /// JSON only when read), and entries live in a ring that a new revision overwrites once
 /// the oldest is no longer needed, so nothing is moved or compacted.
@@ -229,8 +230,7 @@ public struct History: Sendable {
     }
 
     /// A history from the state a session has: shared with it, not made JSON (a JSON
-    /// tree of a new session's state was some 30 bytes per member of a node with
-    /// 1,000 sessions, `scripts/bench --herd`).
+    /// tree of every new session's state adds up on a node of many small sessions).
     public init(capacity: Int, start: Int = 0, state: NavState, nextID: Int = 1, checkpointEvery: Int = 64) {
         self.init(capacity: capacity, start: start, held: .value(state), nextID: nextID, checkpointEvery: checkpointEvery)
     }

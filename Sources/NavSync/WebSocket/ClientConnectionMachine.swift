@@ -2,7 +2,7 @@
 /// socket's events, bytes and clock ticks in, actions out; a shell with a socket
 /// (`WebSocketClient` on libuv) performs them. No socket, no clock and no randomness of
 /// its own: times are passed in, and the handshake key and every frame's mask come
-/// from the `masks` the shell gives (section 5.3 wants them unpredictable; tests pass
+/// from the `masks` the shell gives (RFC 6455 5.3 wants them unpredictable; tests pass
 /// fixed ones).
 ///
 /// The server's side is `ConnectionMachine`; this one is what a client adds: the
@@ -67,7 +67,7 @@ public struct ClientConnectionMachine {
     public private(set) var deflate: PerMessageDeflate.ClientAgreement?
     /// The frames in, once open. Beside the state, not in it: a decoder taken out of an
     /// enum case and put back shares its buffers with the case meanwhile, so each
-    /// message it assembled was copied (a load generator read 0.7x the messages).
+    /// message it assembled would be copied.
     private var decoder: WebSocketDecoder
     private let masks: () -> Mask
     /// The inflater for an agreement: the shell's choice (one shared by every
@@ -92,7 +92,7 @@ public struct ClientConnectionMachine {
     // MARK: Events
 
     /// The socket is connected: the upgrade request goes out (with a key of 16 bytes
-    /// from `masks`, section 4.1).
+    /// from `masks`, RFC 6455 4.1).
     public mutating func connected(now: Int64) -> [Action] {
         guard case .connecting = state else { return [] }
         var nonce: [UInt8] = []
@@ -189,14 +189,14 @@ public struct ClientConnectionMachine {
             case .ping(let payload):
                 actions.append(.write(WebSocketEncoder.frame(.pong, payload, mask: masks())))
             case .close(let code, let reason):
-                // Section 5.5.1: a close answered with the same code; the server then
+                // RFC 6455 5.5.1: a close answered with the same code; the server then
                 // closes TCP, and so do we once our reply is out.
                 if case .open = state { actions.append(.write(WebSocketEncoder.frame(.close, code.map { [UInt8($0 >> 8), UInt8($0 & 0xFF)] } ?? [], mask: masks()))) }
                 return actions + finish(code, reason)
             }
         }
         if let error {
-            // Section 7.1.7, failing the connection: a close frame with the code, then TCP.
+            // RFC 6455 7.1.7, failing the connection: a close frame with the code, then TCP.
             actions.append(.write(WebSocketEncoder.close(error.closeCode, reason: error.description, mask: masks())))
             actions += finish(error.closeCode, "the server broke the protocol: \(error)")
         }

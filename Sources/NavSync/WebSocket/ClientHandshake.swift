@@ -125,7 +125,7 @@ public enum ClientHandshake {
     }
 
     /// Checks the server's response: 101, `Upgrade: websocket`, and the accept value
-    /// for our key (section 4.1, items 1–4 of the client's checks).
+    /// for our key (RFC 6455 4.1, items 1–4 of the client's checks).
     public static func response(_ buffer: [UInt8], key: String, offeredDeflate: Bool = false,
                                 acceptValue: WebSocketHandshake.AcceptValue = WebSocketHandshake.acceptValue(forKey:)) -> Result {
         // Bytes scanned by hand: the generic `firstRange(of:)` and string splitting were

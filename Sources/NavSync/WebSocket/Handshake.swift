@@ -1,7 +1,7 @@
 /// The RFC 6455 opening handshake (section 4.2): what both sides compute. The server
 /// side, checking a request and answering it, is in NavSyncServer.
 public enum WebSocketHandshake {
-    /// Section 1.3: appended to the key before hashing.
+    /// RFC 6455 1.3: appended to the key before hashing.
     public static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
     /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key`: base64(SHA-1(key + guid)). The

@@ -3,7 +3,7 @@
 ///
 /// navsyncd compresses a broadcast once and sends the same bytes to every member, so
 /// its side never takes over context between messages (`server_no_context_takeover`,
-/// which a server may always answer with, section 7.1.1.1); it asks clients not to
+/// which a server may always answer with, RFC 7692 7.1.1.1); it asks clients not to
 /// either (`client_no_context_takeover`, 7.1.1.1), so one inflater serves every
 /// connection. Only the window differs between members: the server's is
 /// `server_max_window_bits` when the offer names one, else 15.
@@ -59,7 +59,7 @@ public struct PerMessageDeflate: Sendable, Equatable {
 
     /// What the server's answer lets a client's inflater do: keep its context between
     /// messages or not, with which window. nil: the answer is not one the offer allows
-    /// (the client must then fail the connection, section 7.1).
+    /// (the client must then fail the connection, RFC 7692 7.1).
     public struct ClientAgreement: Sendable, Equatable {
         public var serverNoContextTakeover = false
         public var serverWindowBits = 15

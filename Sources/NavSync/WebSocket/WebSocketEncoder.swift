@@ -1,6 +1,6 @@
 /// RFC 6455 frames out. Lengths always take their shortest form (section 5.2).
 public enum WebSocketEncoder {
-    /// One frame. Servers pass no mask (section 5.1: server frames are never masked);
+    /// One frame. Servers pass no mask (RFC 6455 5.1: server frames are never masked);
     /// clients pass a fresh random key for every frame.
     public static func frame(_ opcode: Opcode, _ payload: [UInt8], fin: Bool = true,
                              mask: (UInt8, UInt8, UInt8, UInt8)? = nil) -> [UInt8] {

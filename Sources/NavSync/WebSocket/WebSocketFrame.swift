@@ -18,7 +18,7 @@ public enum CloseCode {
     public static let internalError: UInt16 = 1011
     public static let tryAgainLater: UInt16 = 1013
 
-    /// Codes a close frame may carry (section 7.4.1 and 7.4.2): 1000–1003, 1007–1011,
+    /// Codes a close frame may carry (RFC 6455 7.4.1 and 7.4.2): 1000–1003, 1007–1011,
     /// and 3000–4999 for libraries and applications. 1004–1006 and 1015 are never sent.
     public static func isValidOnWire(_ code: UInt16) -> Bool {
         switch code {
@@ -32,11 +32,11 @@ public enum CloseCode {
 public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible {
     case reservedBits
     case reservedOpcode(UInt8)
-    /// Client frames must be masked (section 5.1); server frames must not be.
+    /// Client frames must be masked (RFC 6455 5.1); server frames must not be.
     case badMasking
-    /// A 16- or 64-bit length that would fit a shorter form (section 5.2).
+    /// A 16- or 64-bit length that would fit a shorter form (RFC 6455 5.2).
     case nonMinimalLength
-    /// A 64-bit length with the most significant bit set (section 5.2).
+    /// A 64-bit length with the most significant bit set (RFC 6455 5.2).
     case lengthTopBit
     case controlFrameTooLong
     case fragmentedControlFrame

@@ -47,7 +47,7 @@ public final class Deflater {
                 out.append(contentsOf: buffer[0..<(buffer.count - Int(s.pointee.avail_out))])
             }
         } while s.pointee.avail_out == 0
-        // Section 7.2.1: the empty stored block the sync flush ends with is left off.
+        // RFC 7692 7.2.1: the empty stored block the sync flush ends with is left off.
         if out.count >= 4, out.suffix(4).elementsEqual([0, 0, 0xFF, 0xFF]) { out.removeLast(4) }
         return out
     }
@@ -64,7 +64,7 @@ public final class Deflater {
     }
 }
 
-/// permessage-deflate's decompressor (section 7.2.2). The server's is shared by every
+/// permessage-deflate's decompressor (RFC 7692 7.2.2). The server's is shared by every
 /// connection (it asks clients not to take over context, so each message stands
 /// alone); a client whose server keeps its context has one of its own (`keepsContext`).
 public final class Inflater: WebSocketInflating, @unchecked Sendable {
@@ -107,7 +107,7 @@ public final class Inflater: WebSocketInflating, @unchecked Sendable {
                     if s.pointee.avail_in == 0 && s.pointee.avail_out > 0 { return nil }
                     if rc == Z_BUF_ERROR && s.pointee.avail_out > 0 { return .badCompression }
                 case Z_STREAM_END:
-                    // A final block (BFINAL, section 7.2.3.4): the message ends with it,
+                    // A final block (BFINAL, RFC 7692 7.2.3.4): the message ends with it,
                     // and the stream starts again for the next one.
                     inflateReset(s)
                     return nil

@@ -43,7 +43,8 @@ public final class Connection {
     /// With permessage-deflate agreed: the window bits the server compresses with for
     /// this connection (`deflateWindow`); 0 when its messages go uncompressed. One
     /// byte beside the flags: the small fields are kept together, since a member of a
-    /// node with 20,000 is its connection object first (560 bytes, 480 now).
+    /// busy node is its connection object first (docs/architecture.md, "Measured reasons
+    /// in the code").
     @exclusivity(unchecked) private var deflateBits: UInt8 = 0
     /// `--max-queue`, read once: the send path touches nothing but this connection.
     private let maxQueueBytes: Int
@@ -68,8 +69,8 @@ public final class Connection {
     /// What a trusted proxy said of the client (its address, scheme and host); nil for
     /// a connection that did not come through one.
     public var forwarded: ProxyTrust.Client? { proxied?.client }
-    /// Both, boxed: set only behind a proxy, they were 64 bytes inline in every
-    /// connection.
+    /// Both, boxed: set only behind a proxy, so a connection without one does not
+    /// carry them inline.
     private var proxied: Proxied?
     private final class Proxied {
         let client: ProxyTrust.Client
@@ -77,7 +78,7 @@ public final class Connection {
         init(_ client: ProxyTrust.Client, peer: String) { self.client = client; self.peer = peer }
     }
     /// The socket's own peer (the proxy's, behind one), and its address alone (taken
-    /// from the peer when a proxy's headers are checked, not kept: 16 bytes each).
+    /// from the peer when a proxy's headers are checked, not kept in every connection).
     let socketPeer: String
     var socketHost: String { UV.Address.host(ofPeer: socketPeer) }
     /// The address this connection is counted against (`--max-connections-per-ip`):

@@ -5,11 +5,10 @@ import NavSyncServer
 /// the member listing once it is full, the state), each made once and queued by
 /// reference, as a broadcast's frame is.
 ///
-/// Written whole, every join made a frame of its own of some 27 KB (the demo flow, a
-/// listing of 256 members, the state). 10,000 members joining at once grew the heap to
-/// 140–196 MB, and the members' own memory, made in between, stayed scattered over it
-/// after the frames were freed: 1.9 to 3.0 KiB per idle joined member from one run to
-/// the next, where 1.4 KiB was in use. In parts: 38 MB, and 2.2 to 2.3 KiB.
+/// Written whole, every join made a large frame of its own (the flow, the member
+/// listing, the state), a herd of joins grew the heap by all of them at once, and the
+/// members' own memory, made in between, stayed scattered over it after the frames were
+/// freed (docs/architecture.md, "Measured reasons in the code").
 struct JoinedFrames {
     /// A part shared by the joins of one session, and the bytes it was made from (kept:
     /// their storage is how a later join's are known to be the same, and held, it

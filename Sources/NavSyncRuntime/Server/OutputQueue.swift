@@ -15,9 +15,9 @@ import CUV
 /// queued on every member, counted by a plain per-buffer holder count rather than an
 /// atomic retain per member (`OutgoingBuffer.holders`; the queues of one buffer all
 /// live on one loop thread). Copying it into a contiguous buffer per connection instead
-/// (Redis's way) was measured slower here: the copies of 1,000 members no longer fit in
-/// the cache the kernel then copies them from (docs/architecture.md, "Fan-out, per
-/// member and patch").
+/// (Redis's way) is slower here: the copies of many members no longer fit in the cache
+/// the kernel then copies them from (docs/architecture.md, "Fan-out, per member and
+/// patch").
 ///
 /// A value in its owner: one write request and its buffer lists, reused by every flush
 /// while the stream is busy (only one write is ever in flight), so a flush allocates

@@ -1,7 +1,7 @@
 import NavSync
 import NavSyncServer
 /// navsyncd's application: protocol v1 over WebSocket and the HTTP API, around one
-/// `Hub` (docs/protocol.md, "Client messages"–9). Every event goes to the hub; this class only
+/// `Hub` (docs/protocol.md, "Client messages" and "HTTP"). Every event goes to the hub; this class only
 /// carries out the effects that come back: frames to connections, HTTP answers,
 /// journal entries to the `DataStore`, closes and log lines.
 ///

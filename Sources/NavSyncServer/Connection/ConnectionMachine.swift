@@ -304,7 +304,7 @@ public struct ConnectionMachine: Sendable {
             case .ping(let payload): actions.append(.write(WebSocketEncoder.frame(.pong, payload)))
             case .pong: pingSentAt = nil
             case .close(let code, _):
-                // Section 5.5.1: answer with the same code; the server closes TCP first.
+                // RFC 6455 5.5.1: answer with the same code; the server closes TCP first.
                 let reply = code ?? CloseCode.normal
                 closeCodeSent = reply
                 actions.append(.write(code.map { WebSocketEncoder.close($0) } ?? WebSocketEncoder.frame(.close, [])))
@@ -312,7 +312,7 @@ public struct ConnectionMachine: Sendable {
             }
         }
         if let error {
-            // Section 7.1.7, failing the connection: a close frame with the code, then TCP.
+            // RFC 6455 7.1.7, failing the connection: a close frame with the code, then TCP.
             closeCodeSent = error.closeCode
             actions.append(.write(WebSocketEncoder.close(error.closeCode, reason: error.description)))
             actions += finish(.closed(code: error.closeCode))

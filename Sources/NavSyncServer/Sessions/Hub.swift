@@ -1,5 +1,5 @@
 import NavSync
-/// The server's middle as one pure reducer (docs/protocol.md, "Operations", 6, 9 and 10): every
+/// The server's middle as one pure reducer (docs/protocol.md, "Operations", "History" and "Durable sessions (--data DIR)"): every
 /// session, every connected client, and the output that waits for the journal.
 ///
 /// Events come in (a message from a connection, an HTTP command, a journal batch written
@@ -129,8 +129,8 @@ public struct Hub {
         /// Whether any message came yet (`hello` must be the first).
         var greeted = false
         var rate: TokenBucket
-        /// The sessions it joined: a list, not a set (a set of one name was a 96-byte
-        /// block per peer, and a peer joins a few at most).
+        /// The sessions it joined: a list, not a set (a set is a heap block per peer
+        /// even for one name, and a peer joins a few at most).
         var sessions: [String] = []
         /// With a join hook: the upgrade's address and headers, and the hook's answers.
         /// Boxed, like the grant: most servers have no hooks.

@@ -1,5 +1,5 @@
 import NavSync
-/// Limits and defaults of the session layer (docs/protocol.md, "Operations", 6 and 8). Each is a
+/// Limits and defaults of the session layer (docs/protocol.md, "Operations" and "Messages: fine points"). Each is a
 /// `navsyncd` flag.
 public struct HubConfiguration: Sendable {
     /// Sessions a server holds; creating one more is `full`.

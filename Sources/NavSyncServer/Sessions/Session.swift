@@ -35,7 +35,7 @@ public struct Session: Sendable {
     }
 
     /// The flow as `joined` carries it: encoded once per flow, not per session or join
-    /// (some 3.5 KB each for the demo: a node of a thousand sessions held that many copies).
+    /// (a node of many sessions of one flow would hold as many copies).
     var flowBytes: [UInt8] { flow.encodedSource }
     /// The listed members as `joined` carries them, kept while the listing and their
     /// statuses do not change: a join storm encodes them once, not once per join.

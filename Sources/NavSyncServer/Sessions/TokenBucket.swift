@@ -2,7 +2,7 @@ import NavSync
 /// A token bucket: `rate` tokens a second, at most `burst` saved up. Time is passed in
 /// (ms), so tests need no sleeping. The rate and burst are passed in too: they are the
 /// hub's (`HubConfiguration`), the same for every client, and a bucket kept in every
-/// peer holds only what changes (16 bytes, not 32).
+/// peer holds only what changes.
 public struct TokenBucket: Sendable, Equatable {
     private var tokens: Double
     private var last: Int64

@@ -16,7 +16,7 @@ extension WebSocketHandshake {
         public var subprotocol: String?
     }
 
-    /// Checks an upgrade request (section 4.2.1) and answers it: GET, HTTP/1.1,
+    /// Checks an upgrade request (RFC 6455 4.2.1) and answers it: GET, HTTP/1.1,
     /// `Connection: Upgrade`, version 13 only (else 426 naming 13), exactly one key of
     /// 16 base64-encoded bytes. The first offered subprotocol that the server supports
     /// is chosen; a client that offers only others is accepted without one.

@@ -100,7 +100,7 @@ struct ClientConnectionMachineTests {
 
     @Test func aServerThatBreaksTheProtocolIsFailedWithItsCode() {
         var m = open()
-        // Servers never mask (section 5.1): 1002, a masked close frame saying why, then TCP.
+        // Servers never mask (RFC 6455 5.1): 1002, a masked close frame saying why, then TCP.
         let actions = m.received([0x81, 0x81, 9, 9, 9, 9, 0x61], now: 5)
         let reason = "wrong masking for this direction"
         #expect(actions == [.write(WebSocketEncoder.close(1002, reason: reason, mask: Self.mask)),

@@ -176,7 +176,7 @@ struct HubTests {
         #expect(f.inbox(b, f.send(b, ["type": "status", "session": "demo", "rev": 0])).first?["code"] == "bad_request")
     }
 
-    /// Section 15: `history` pages and `get` with `rev`; bad requests change nothing.
+    /// History (docs/protocol.md, "History"): `history` pages and `get` with `rev`; bad requests change nothing.
     @Test func historyAndPastRevisions() {
         let f = Fixture { $0.history = 3 }
         let a = f.connect()
