@@ -9,10 +9,14 @@ import PackageDescription
 //   NavSyncClient   what an iOS/macOS app adds: the navigator and its transports; NavSync
 //                   only, so it compiles no server code and links no C library
 //                   (tests/integration/split.sh).
-//   NavSyncRuntime  the only code that touches libuv, jansson, hiredis, OpenSSL, zlib, libcurl and files: the
-//                   server, the libuv client loop, storage, cluster, web assets.
-//   NavSyncLibuvTransport  the navigator's transport on Linux (agents, tests): the client
-//                   beside the runtime's libuv loop.
+//   NavSyncLibuv    libuv, OpenSSL and zlib for both ends, and the client side: the loop,
+//                   the socket stream and its output queue, TLS, deflate, the WebSocket
+//                   and session clients. NavSync and those three C libraries only, so a
+//                   Linux app and navclient compile no server code.
+//   NavSyncRuntime  the server on NavSyncLibuv, and the only code that touches jansson,
+//                   hiredis, libcurl and the server's files: storage, cluster, backend, web.
+//   NavSyncLibuvTransport  the navigator's transport on Linux (agents, tests): the
+//                   navigator on NavSyncLibuv's client loop.
 let package = Package(
     name: "navsync",
     // The app client is `@Observable` (Observation): iOS 17, macOS 14 and their peers.
@@ -22,6 +26,7 @@ let package = Package(
         .library(name: "NavSync", targets: ["NavSync"]),
         .library(name: "NavSyncClient", targets: ["NavSyncClient"]),
         .library(name: "NavSyncServer", targets: ["NavSyncServer"]),
+        .library(name: "NavSyncLibuv", targets: ["NavSyncLibuv"]),
         .library(name: "NavSyncRuntime", targets: ["NavSyncRuntime"]),
         .library(name: "NavSyncLibuvTransport", targets: ["NavSyncLibuvTransport"]),
         .executable(name: "navsyncd", targets: ["navsyncd"]),
@@ -42,9 +47,10 @@ let package = Package(
         .target(name: "NavSync"),
         .target(name: "NavSyncServer", dependencies: ["NavSync"]),
         .target(name: "NavSyncClient", dependencies: ["NavSync"]),
-        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncServer", "CJansson", "CUV", "CHiredis", "CSSL", "CZlib", "CCurl"],
+        .target(name: "NavSyncLibuv", dependencies: ["NavSync", "CUV", "CSSL", "CZlib"]),
+        .target(name: "NavSyncRuntime", dependencies: ["NavSync", "NavSyncServer", "NavSyncLibuv", "CJansson", "CUV", "CHiredis", "CSSL", "CZlib", "CCurl"],
                 plugins: ["EmbedWebPlugin"]),
-        .target(name: "NavSyncLibuvTransport", dependencies: ["NavSyncClient", "NavSyncRuntime"]),
+        .target(name: "NavSyncLibuvTransport", dependencies: ["NavSyncClient", "NavSyncLibuv"]),
         // web/ (the device page, navsync.js, navsync.d.ts) becomes Swift source at build
         // time, so navsyncd stays one self-contained binary.
         .executableTarget(name: "embed-web", path: "Plugins/EmbedWebTool"),
@@ -55,14 +61,15 @@ let package = Package(
         .target(name: "ShopModel", dependencies: ["NavSyncClient"], path: "Examples/Shop/Model"),
         .executableTarget(name: "shop-headless", dependencies: ["ShopModel", "NavSyncLibuvTransport"], path: "Examples/Shop/Headless"),
         .executableTarget(name: "navsyncd", dependencies: ["NavSyncRuntime", "NavSyncServer"]),
-        .executableTarget(name: "navclient", dependencies: ["NavSyncRuntime", "NavSyncServer", "CUV"]),
+        .executableTarget(name: "navclient", dependencies: ["NavSync", "NavSyncLibuv", "CUV"]),
         .executableTarget(name: "navsync-bench", dependencies: ["NavSyncRuntime", "NavSyncServer", "CUV"]),
         // Fixtures the test targets share (a second flow, the hub as a value, a harness).
         .target(name: "TestSupport", dependencies: ["NavSync", "NavSyncServer"], path: "Tests/Support"),
         .testTarget(name: "NavSyncTests", dependencies: ["NavSync", "NavSyncServer", "TestSupport"]),
+        .testTarget(name: "NavSyncServerTests", dependencies: ["NavSync", "NavSyncServer", "TestSupport"]),
         .testTarget(name: "NavSyncClientTests", dependencies: ["NavSyncClient", "NavSyncServer", "ShopModel", "TestSupport"]),
-        .testTarget(name: "NavSyncRuntimeTests", dependencies: ["NavSyncRuntime", "NavSyncServer", "NavSyncLibuvTransport", "ShopModel", "TestSupport"]),
-        .testTarget(name: "navclientTests", dependencies: ["navclient", "NavSyncRuntime", "NavSyncServer", "TestSupport"]),
+        .testTarget(name: "NavSyncRuntimeTests", dependencies: ["NavSyncRuntime", "NavSyncLibuv", "NavSyncServer", "NavSyncLibuvTransport", "ShopModel", "TestSupport"]),
+        .testTarget(name: "navclientTests", dependencies: ["navclient", "NavSyncLibuv", "NavSyncRuntime", "NavSyncServer", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,6 @@
 import NavSync
-import NavSyncRuntime
 import NavSyncClient
+import NavSyncLibuv
 import Dispatch
 
 /// The app client's transport on Linux: WebSocket connections on a `ClientLoop` that

@@ -1,7 +1,6 @@
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 
 extension Bench {
     /// `--idle N`: N idle connections (joined with `--join`), and the server memory

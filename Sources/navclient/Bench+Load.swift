@@ -1,6 +1,6 @@
 import Dispatch
 import NavSync
-import NavSyncRuntime
+import NavSyncLibuv
 
 /// One run of `navclient bench` with members (`Bench.runLoad`): its state, shared by
 /// the members' and publishers' callbacks on the loop, and its steps.

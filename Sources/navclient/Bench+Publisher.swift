@@ -1,7 +1,6 @@
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 
 extension Bench {
     /// One publisher: commands in a window of `inFlight`, or at a fixed rate. With

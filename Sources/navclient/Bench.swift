@@ -1,7 +1,6 @@
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 
 /// `navclient bench`: a load generator on the client runtime. N members in M sessions
 /// read every patch; one publisher per session keeps K commands in flight (or sends at

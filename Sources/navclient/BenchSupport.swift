@@ -1,7 +1,6 @@
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 
 /// A flag one thread sets and another polls.
 final class Flag: @unchecked Sendable {

@@ -1,28 +1,25 @@
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 /// navclient's shared flags (README.md, "What is built"), parsed as a value.
+/// navclient's command line: the session client's options (`SessionClient.Options`, read
+/// and set through this value: `urls`, `session`, `name`, `token`, `create`, `flow`) and
+/// what only the command line has.
+@dynamicMemberLookup
 public struct ClientOptions: Sendable, Equatable {
-    /// The servers: the nodes of a cluster, tried in turn (a lost one moves to the next).
-    public var urls = [WebSocketURL.default]
-    /// The first server (setting it makes it the only one).
-    public var url: WebSocketURL {
-        get { urls[0] }
-        set { urls = [newValue] }
-    }
-    public var session = "demo"
-    public var name = "navclient"
-    public var token: String?
+    public var connection = SessionClient.Options()
     /// `--cacert FILE`: what `wss://` servers are checked against, instead of the
     /// system's CAs.
     public var cacert: String?
     public var json = false
-    public var create = false
-    public var flow: String?
     /// A label for the commands sent (history shows it; `restore LABEL` finds it).
     public var label: String?
     /// Arguments that are neither the URL nor a flag (the commands of `exec`).
     public var rest: [String] = []
+
+    public subscript<Value>(dynamicMember field: WritableKeyPath<SessionClient.Options, Value>) -> Value {
+        get { connection[keyPath: field] }
+        set { connection[keyPath: field] = newValue }
+    }
 
     public static let help = """
       URL                the server: ws://HOST:PORT/ws, http://HOST:PORT/ (the web: address
@@ -125,14 +122,8 @@ extension ClientOptions {
 
     /// The session client's options for these command-line options.
     public func sessionOptions(reconnect: Bool) -> SessionClient.Options {
-        var s = SessionClient.Options()
-        s.urls = urls
-        s.session = session
-        s.name = name
-        s.create = create
-        s.flow = flow
+        var s = connection
         s.reconnect = reconnect
-        s.token = token
         return s
     }
 }

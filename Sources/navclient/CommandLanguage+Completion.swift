@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 /// Tab completion for the prompt: commands, then the routes valid on screen, then params.
 extension CommandLanguage {
     /// Completions for the word being typed at the end of `line`: command names first,

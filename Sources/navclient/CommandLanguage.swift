@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 /// navclient's command language: `OP [route] [key=value ...]`, as a person types it,
 /// turned into protocol operations (docs/protocol.md, "Operations"). Pure: the flow types the
 /// values, the state resolves `back` and `respond`.

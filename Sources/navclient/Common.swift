@@ -1,7 +1,5 @@
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
 
 /// Exit codes, the same for every subcommand.
 enum Exit {

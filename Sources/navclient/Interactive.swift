@@ -1,7 +1,6 @@
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 
 /// The interactive client: the session's tree drawn live, a status line, recent
 /// messages, and a prompt with line editing, history and tab completion.

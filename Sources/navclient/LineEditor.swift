@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 /// The prompt's line editor as a value: key bytes in, the line and what to do out.
 /// Knows readline's common keys: arrows, Home/End, Ctrl-A/E/U/W/K, history, Tab.
 public struct LineEditor: Sendable {

@@ -2,8 +2,7 @@
 // standard output, and a recording sent again, in order, onto a session of any server.
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 
 enum Recording {
     /// `navclient log`: `GET /api/sessions/NAME/log[?from=R]` to standard output.

@@ -1,7 +1,6 @@
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 
 /// The non-interactive fronts: `exec`, `get`, `sessions`, `watch`, and commands read from
 /// standard input when it is not a terminal.

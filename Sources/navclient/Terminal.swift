@@ -1,6 +1,5 @@
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
+import NavSyncLibuv
 import CUV
 @preconcurrency import Glibc
 

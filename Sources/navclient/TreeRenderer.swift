@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 /// Draws a session's state as a tree for terminals: each coordinator with its type and
 /// kind, each entry with its route, params, id and presentation, the selected tab, the
 /// active path (flagged so a terminal can highlight it), and the alert.

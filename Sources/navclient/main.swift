@@ -2,8 +2,6 @@
 // runs it on the NavSync client runtime.
 import Foundation
 import NavSync
-import NavSyncServer
-import NavSyncRuntime
 
 let usage = """
 usage: navclient [URL] [options]                   interactive: the live tree and a prompt

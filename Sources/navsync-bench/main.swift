@@ -18,6 +18,7 @@ import CUV
 import NavSync
 import NavSyncServer
 import NavSyncRuntime
+import NavSyncLibuv
 
 var commands = 200_000
 var only: String?

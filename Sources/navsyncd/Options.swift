@@ -219,11 +219,16 @@ struct Options {
         "--backlog": NumericFlag(range: 1...1_000_000, unit: "a number") { $0.server.backlog = Int32($1) },
         "--max-connections": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnections = Int($1) },
         "--max-connections-per-ip": NumericFlag(range: 1...10_000_000, unit: "a number") { $0.server.maxConnectionsPerIP = Int($1) },
+        "--redis-wait": NumericFlag(range: 0...16, unit: "a number of replicas") { $0.redisWait = Int($1) },
+        "--redis-wait-timeout": NumericFlag(range: 10...60_000, unit: "milliseconds") { $0.redisWaitTimeout = Int($1) },
+        "--redis-wait-hold": NumericFlag(range: 0...600_000, unit: "milliseconds") { $0.redisWaitHold = Int($1) },
     ]
 
     static func parse(_ arguments: [String]) -> ParseResult {
         var o = Options()
         var args = arguments[...]
+        /// The flags given, in either form (for the checks of what goes together).
+        var given = Set<String>()
         while let arg = args.popFirst() {
             // --flag=value is accepted too.
             var flag = arg
@@ -231,6 +236,7 @@ struct Options {
                 flag = String(arg[..<eq])
                 args.insert(String(arg[arg.index(after: eq)...]), at: args.startIndex)
             }
+            given.insert(flag)
             if let spec = numericFlags[flag] {
                 guard let text = args.popFirst(), let n = Int64(text), spec.range.contains(n) else {
                     return .usageError("\(flag) needs \(spec.unit) from \(spec.range.lowerBound) to \(spec.range.upperBound)")
@@ -313,21 +319,6 @@ struct Options {
             case "--redis-password-file":
                 guard let v = args.popFirst(), !v.isEmpty else { return .usageError("--redis-password-file needs a file") }
                 o.redisPasswordFile = v
-            case "--redis-wait":
-                guard let v = args.popFirst(), let n = Int(v), (0...16).contains(n) else {
-                    return .usageError("--redis-wait needs a number of replicas, 0-16")
-                }
-                o.redisWait = n
-            case "--redis-wait-timeout":
-                guard let v = args.popFirst(), let n = Int(v), (10...60_000).contains(n) else {
-                    return .usageError("--redis-wait-timeout needs milliseconds, 10-60000")
-                }
-                o.redisWaitTimeout = n
-            case "--redis-wait-hold":
-                guard let v = args.popFirst(), let n = Int(v), (0...600_000).contains(n) else {
-                    return .usageError("--redis-wait-hold needs milliseconds, 0-600000")
-                }
-                o.redisWaitHold = n
             case "--node":
                 guard let v = args.popFirst(), ClientRequest.isValidSessionName(v), v.utf8.count <= 64 else {
                     return .usageError("--node needs a name of 1-64 letters, digits or -_.: characters")
@@ -350,13 +341,11 @@ struct Options {
         if o.cluster != nil && o.dataDirectory != nil {
             return .usageError("--cluster and --data exclude each other: in a cluster, Redis keeps the sessions")
         }
-        if o.cluster != nil && (o.repair || arguments.contains("--fsync")) {
+        if o.cluster != nil && (o.repair || given.contains("--fsync")) {
             return .usageError("--fsync and --repair are for --data; in a cluster, Redis's appendfsync decides")
         }
         if o.node != nil && o.cluster == nil { return .usageError("--node needs --cluster") }
-        for (flag, given) in [("--redis-password-file", o.redisPasswordFile != nil), ("--redis-wait", arguments.contains("--redis-wait")),
-                              ("--redis-wait-timeout", arguments.contains("--redis-wait-timeout")),
-                              ("--redis-wait-hold", arguments.contains("--redis-wait-hold"))] where given && o.cluster == nil {
+        for flag in ["--redis-password-file", "--redis-wait", "--redis-wait-timeout", "--redis-wait-hold"] where given.contains(flag) && o.cluster == nil {
             return .usageError("\(flag) needs --cluster")
         }
         if o.redisPasswordFile != nil && o.cluster?.password != nil {

@@ -2,6 +2,7 @@
 import NavSync
 import NavSyncServer
 import NavSyncRuntime
+import NavSyncLibuv
 @preconcurrency import Glibc
 
 func say(_ text: String, to fd: Int32) {

@@ -354,7 +354,32 @@ struct NavigatorSpeculationTests {
             try await nav.send([NavOperation(.dismiss(all: false))])
             Issue.record("expected full")
         } catch { #expect(error.code == .full) }
+        // The refusal comes on a later turn, never from inside the gesture's call.
+        var answers: [String] = []
+        var inside = true
+        nav.gesture([NavOperation(.dismiss(all: false))]) { result in
+            answers.append(inside ? "inside the call" : "later: \((try? result.get()).map { "\($0)" } ?? "refused")")
+        }
+        inside = false
+        #expect(answers.isEmpty)
+        _ = await settle { !answers.isEmpty }
+        #expect(answers == ["later: refused"])
         a.cancel(); b.cancel()
+    }
+
+    /// A gesture on a closed navigator is refused on a later turn, not inside the call.
+    @Test func aGestureOnAClosedNavigatorIsAnsweredLater() async throws {
+        let nav = try await onHomeBehindARoundTrip()
+        await nav.close()
+        var answers: [ErrorCode?] = []
+        var inside = true
+        nav.gesture([NavOperation(.dismiss(all: false))]) { result in
+            if inside { answers.append(nil) } else if case .failure(let e) = result { answers.append(e.code) }
+        }
+        inside = false
+        #expect(answers.isEmpty, "not from within the call")
+        _ = await settle { !answers.isEmpty }
+        #expect(answers == [.closed])
     }
 
     /// Writes that name nothing say so in `lastError` rather than vanishing.

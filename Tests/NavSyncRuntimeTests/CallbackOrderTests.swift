@@ -1,4 +1,6 @@
+import NavSyncLibuv
 import Testing
+import Synchronization
 @preconcurrency import Glibc
 @testable import NavSync
 @testable import NavSyncServer
@@ -28,6 +30,97 @@ struct CallbackOrderTests {
         redis.stop()
         loop.after(10) { loop.stop() }
         loop.run()
+        loop.shutdown()
+    }
+
+    /// A Redis write that fails at once (the peer reset the link) fails the commands and
+    /// reports the link down from the loop's flush, never inside `send`: commands go out
+    /// together just before the loop waits, so `send` writes nothing itself.
+    @Test func aRedisWriteThatFailsAtOnceIsReportedLater() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } } == 0)
+        listen(listener, 1)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        defer { close(listener) }
+        // A Redis of one answer: the connection's PING is answered, then it waits.
+        final class Accepted: Sendable { let fd = Mutex<Int32?>(nil) }
+        let accepted = Accepted()
+        startThread {
+            let fd = accept(listener, nil, nil)
+            var buffer = [UInt8](repeating: 0, count: 256)
+            _ = read(fd, &buffer, buffer.count)
+            _ = write(fd, "+PONG\r\n", 7)
+            accepted.fd.withLock { $0 = fd }
+        }
+        let loop = ClientLoop()
+        let redis = RedisConnection(loop: loop.loop, target: RedisURL.Host(name: "127.0.0.1", port: Int(UInt16(bigEndian: address.sin_port))),
+                                    db: nil, subscriber: false)
+        var events: [String] = []
+        var inside = false
+        redis.onDown = { reason in events.append(inside ? "down inside send" : "down later") }
+        redis.connect()
+        var sent = false
+        let poll = loop.every(5) {
+            guard !sent, redis.isReady, let fd = accepted.fd.withLock({ $0 }) else { return }
+            sent = true
+            // The peer resets the link (SO_LINGER 0); the next write fails at once.
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            close(fd)
+            inside = true
+            redis.send(["PING"]) { result in events.append(inside ? "answered inside send" : "answered later: \(result)") }
+            redis.send(["PING"]) { _ in events.append(inside ? "answered inside send" : "answered later") }
+            inside = false
+        }
+        loop.after(2_000) { loop.stop() }
+        let done = loop.every(5) { if events.count >= 3 { loop.stop() } }
+        loop.run()
+        poll.cancel(); done.cancel()
+        #expect(sent, "the connection became ready")
+        #expect(!events.contains { $0.contains("inside") }, "\(events)")
+        #expect(events.count == 3 && events[0].hasPrefix("answered later: failure") && events.contains("down later"), "\(events)")
+        redis.stop()
+        loop.after(10) { loop.stop() }
+        loop.run()
+        loop.shutdown()
+    }
+
+    /// A session client answers a command refused at once (closed, too many waiting) on
+    /// a later loop turn, not inside `send`.
+    @Test func aSessionClientAnswersARefusedCommandLater() {
+        let loop = ClientLoop()
+        var options = SessionClient.Options()
+        options.url = WebSocketURL(host: "127.0.0.1", port: 1, target: "/ws")
+        options.maxPending = 1
+        options.retryFirstConnect = true
+        let client = SessionClient(loop: loop, options: options)
+        client.start()
+        var answers: [String] = []
+        var inside = true
+        client.send([["op": "pop"]]) { _ in answers.append(inside ? "inside" : "first later") }
+        client.send([["op": "pop"]]) { result in
+            answers.append(inside ? "inside" : (try? result.get()) == nil ? "full later" : "sent?")
+        }
+        inside = false
+        #expect(answers.isEmpty, "not from within send")
+        loop.after(30) { loop.stop() }
+        loop.run()
+        #expect(answers == ["full later"], "\(answers)")
+        client.stop()   // the waiting command is answered as the client ends
+        loop.after(30) { loop.stop() }
+        loop.run()
+        #expect(answers == ["full later", "first later"], "\(answers)")
+        inside = true
+        client.send([["op": "pop"]]) { _ in answers.append(inside ? "inside" : "closed later") }
+        inside = false
+        #expect(answers.count == 2, "not from within send: \(answers)")
+        loop.after(30) { loop.stop() }
+        loop.run()
+        #expect(answers.last == "closed later", "\(answers)")
         loop.shutdown()
     }
 

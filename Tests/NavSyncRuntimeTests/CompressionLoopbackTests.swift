@@ -1,3 +1,4 @@
+import NavSyncLibuv
 import Testing
 @testable import NavSync
 @testable import NavSyncServer

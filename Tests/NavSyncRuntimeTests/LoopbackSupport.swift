@@ -1,3 +1,4 @@
+import NavSyncLibuv
 import Dispatch
 @preconcurrency import Glibc
 @testable import NavSync

@@ -1,3 +1,4 @@
+import NavSyncLibuv
 @preconcurrency import Glibc
 import Testing
 @testable import NavSync

@@ -5,6 +5,7 @@ import NavSyncServer
 import ShopModel
 import TestSupport
 @testable import NavSyncRuntime
+import NavSyncLibuv
 import NavSyncLibuvTransport
 
 /// The app client against a real navsyncd on loopback, through the libuv transport:

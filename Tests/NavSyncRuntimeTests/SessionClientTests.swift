@@ -1,3 +1,4 @@
+import NavSyncLibuv
 import Dispatch
 import Testing
 @testable import NavSync

@@ -1,3 +1,4 @@
+import NavSyncLibuv
 import Testing
 @preconcurrency import Glibc
 @testable import NavSync

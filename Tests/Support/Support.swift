@@ -180,3 +180,13 @@ package func shapeProblems(_ doc: JSON, _ flow: Flow) -> [String] {
     }
     return problems
 }
+
+extension String {
+    /// The text with the first `old` replaced by `new` (the text itself without one).
+    package func replacingFirst(_ old: String, with new: String) -> String {
+        guard let r = firstRange(of: old) else { return self }
+        var copy = self
+        copy.replaceSubrange(r, with: new)
+        return copy
+    }
+}

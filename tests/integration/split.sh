@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The package split: what an app adds links no C library (docs/swift.md).
-#  1. `swift package describe`: NavSync and NavSyncClient reach no system-library target.
+# The package split: what an app adds links no C library (docs/swift.md), and what a
+# Linux app or navclient adds (the libuv client) compiles and links no server.
+#  1. `swift package describe`: NavSync and NavSyncClient reach no system-library target;
+#     NavSyncLibuv, the Linux transport and navclient reach libuv, OpenSSL and zlib only,
+#     and no NavSyncServer or runtime; navclient's binary links no jansson, hiredis or curl.
 #  2. A copy of the package holding only NavSync, NavSyncClient and docs/swift.md's
 #     snippets (no CUV, CJansson or CHiredis target, so no libuv, jansson or hiredis
 #     header in reach) builds.
@@ -33,6 +36,15 @@ check "NavSyncRuntime does (the check sees C targets)" has_c_target NavSyncRunti
 no_dependency() { local c; c="$(closure "$1")"; ! grep -qx "  $2" <<<"$c"; }   # no_dependency TARGET ON: not transitively
 check "NavSyncClient does not depend on NavSyncServer" no_dependency NavSyncClient NavSyncServer
 check "NavSyncRuntime does not depend on NavSyncClient" no_dependency NavSyncRuntime NavSyncClient
+# The libuv client: what it reaches is the loop, TLS and deflate, not the server.
+c_targets() { closure "$1" | sed -n 's/^C //p' | tr '\n' ' '; }   # c_targets TARGET: its C targets, sorted
+for t in NavSyncLibuv NavSyncLibuvTransport navclient; do
+    check "$t reaches C targets CSSL, CUV and CZlib only" test "$(c_targets "$t")" = "CSSL CUV CZlib "
+    check "...and not NavSyncServer or NavSyncRuntime" bash -c "$(declare -f closure no_dependency); OUT='$OUT'; no_dependency $t NavSyncServer && no_dependency $t NavSyncRuntime"
+done
+if [ -x .build/release/navclient ]; then
+    check "navclient's binary links no jansson, hiredis or curl" bash -c "! ldd .build/release/navclient | grep -E 'jansson|hiredis|curl'"
+fi
 # What `swift build --target NavSyncClient` compiles: the client and the core, and no
 # hub, journal, cluster or access-control source among them.
 rm -rf "$OUT/split-client-build"   # a fresh build: an incremental one compiles nothing to look at

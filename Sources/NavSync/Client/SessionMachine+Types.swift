@@ -1,7 +1,7 @@
 /// What a `SessionMachine` is configured with, tells its program, and asks its shell to
 /// do (the machine itself: SessionMachine.swift).
 extension SessionMachine {
-    public struct Options: Sendable {
+    public struct Options: Sendable, Equatable {
         /// The servers, tried in turn: a lost connection moves to the next one (the nodes
         /// of a cluster, docs/cluster.md, "How it works"), and `since`/`epoch` mean the same on every node.
         public var urls = [WebSocketURL.default]
@@ -21,7 +21,7 @@ extension SessionMachine {
         public var reconnect = true
         /// First reconnect delay and its cap, in ms; each attempt doubles the delay and
         /// waits a random 50–100% of it, so many clients do not return in lockstep.
-        public var backoff: (first: Int64, max: Int64) = (250, 5_000)
+        public var backoff = Backoff(first: 250, max: 5_000)
         /// Seconds of silence after which the client pings the server, and after which a
         /// server that still said nothing counts as gone (a stalled node: the client moves
         /// on). `tick()` is called once a second.
@@ -41,6 +41,13 @@ extension SessionMachine {
         /// by default a server never reached is reported and not retried.
         public var retryFirstConnect = false
         public init() {}
+    }
+
+    /// Reconnect delays, ms: the first, and the cap.
+    public struct Backoff: Sendable, Equatable {
+        public var first: Int64
+        public var max: Int64
+        public init(first: Int64, max: Int64) { self.first = first; self.max = max }
     }
 
     /// What changed, for the program that uses the client.

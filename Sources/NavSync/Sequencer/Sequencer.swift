@@ -59,32 +59,6 @@ public struct Sequencer: Sendable {
         return patches(since: max(history.earliest, rev - log.capacity)) ?? []
     }
 
-    /// Cluster mode (docs/cluster.md, "How it works"): a copy to run commands on before Redis has them. Its
-    /// history collects what it records and its patch log starts empty, so running on it
-    /// copies neither (the largest tables); `adopt` takes its revisions over.
-    public func scratchCopy() -> Sequencer {
-        var s = self
-        s.history = .collecting(after: rev, checkpointEvery: history.checkpointEvery)
-        s.log = PatchLog(capacity: 0)
-        return s
-    }
-
-    /// Becomes the scratch copy, with this sequencer's history and patch log carried on
-    /// by the revisions it made (`patches`, in order; those this one has already, from
-    /// the same log entries, are skipped).
-    public mutating func adopt(_ scratch: Sequencer, patches: [Patch]) {
-        var history = self.history
-        var log = self.log
-        let had = rev
-        self = scratch
-        history.record(collectedBy: scratch.history)
-        if !log.isCovered(by: history) {
-            for p in patches where p.rev > had { log.append(p) }
-        }
-        self.history = history
-        self.log = log
-    }
-
     public enum Outcome: Sendable, Equatable {
         /// A new revision: broadcast the patch, then ack the sender.
         case applied(Ack, Patch)
@@ -468,7 +442,7 @@ public struct PatchLog: Sendable {
 
     /// Whether `history` holds every patch this log would (it keeps at least as many
     /// revisions, and records them): then the log is not kept.
-    func isCovered(by history: History) -> Bool { capacity > 0 && history.capacity >= capacity }
+    package func isCovered(by history: History) -> Bool { capacity > 0 && history.capacity >= capacity }
 
     /// The patches held, oldest first.
     public var patches: [Patch] { ring.count < capacity ? ring : Array(ring[start...] + ring[..<start]) }

@@ -33,45 +33,56 @@ import NavSync
 @MainActor
 @Observable
 public final class Navigator {
-    /// Where and as whom to join.
+    /// Where and as whom to join, and how the connection behaves: the session machine's
+    /// options (`SessionMachine.Options`, read and set through this value: `urls`,
+    /// `session`, `name`, `token`, `role` (ask for less than the token grants), `create`
+    /// and `flow`, `maxPending`), and what only a navigator has.
+    @dynamicMemberLookup
     public struct Options: Sendable {
-        /// The servers, tried in turn (the nodes of a cluster).
-        public var urls: [WebSocketURL]
-        public var session: String
-        /// The name other members see.
-        public var name: String
-        /// An access token (sent on the upgrade and in `hello`).
-        public var token: String?
-        /// Ask for less than the token grants (`viewer`, `controller`).
-        public var role: String?
-        /// Create the session when it does not exist, of this flow.
-        public var create: Bool
-        public var flow: String?
-        /// Reconnect after a lost connection, and keep trying when the first one fails
-        /// (default true).
-        public var reconnect: Bool
+        /// The session machine's options, as the navigator runs it: it always keeps a
+        /// shown state (`speculative`).
+        public var connection: SessionMachine.Options
         /// Where the session is kept between launches (confirmed state, flow, epoch,
         /// pending commands); nil keeps nothing. By default a file per server and
         /// session in the app's support folder (`FileStore`).
         public var store: (any NavigatorStore)?
-        /// Commands kept while unanswered (offline they pile up); past it a gesture is
-        /// refused at once with `full`.
-        public var maxPending: Int
+        /// How long a request (`history`, `stateAt`, `sessions`) waits for its answer.
+        public var requestTimeout: Duration
+
+        public subscript<Value>(dynamicMember field: WritableKeyPath<SessionMachine.Options, Value>) -> Value {
+            get { connection[keyPath: field] }
+            set { connection[keyPath: field] = newValue }
+        }
+
+        /// Reconnect after a lost connection, and keep trying when the first one fails
+        /// (default true).
+        public var reconnect: Bool {
+            get { connection.reconnect }
+            set { connection.reconnect = newValue; connection.retryFirstConnect = newValue }
+        }
+
         /// The wait before trying again after a lost connection: `first`, doubled each
         /// attempt up to `max`, each wait a random 50–100% of it (so many devices do not
         /// return in lockstep). A path monitor's "the network is back" need not wait:
         /// `reconnectNow()`.
-        public var backoff: Backoff
-        /// How long a request (`history`, `stateAt`, `sessions`) waits for its answer.
-        public var requestTimeout: Duration
+        public var backoff: Backoff {
+            get { Backoff(first: .milliseconds(connection.backoff.first), max: .milliseconds(connection.backoff.max)) }
+            set { connection.backoff = newValue.milliseconds }
+        }
 
         public init(session: String, urls: [WebSocketURL] = [.default], name: String = "app", token: String? = nil,
                     role: String? = nil, create: Bool = false, flow: String? = nil, reconnect: Bool = true,
                     store: (any NavigatorStore)? = FileStore.standard, maxPending: Int = 1_000, backoff: Backoff = Backoff(),
                     requestTimeout: Duration = .seconds(10)) {
-            self.session = session; self.urls = urls; self.name = name; self.token = token
-            self.role = role; self.create = create; self.flow = flow; self.reconnect = reconnect
-            self.store = store; self.maxPending = maxPending; self.backoff = backoff; self.requestTimeout = requestTimeout
+            connection = SessionMachine.Options()
+            connection.urls = urls.isEmpty ? [.default] : urls
+            connection.session = session; connection.name = name; connection.token = token; connection.role = role
+            connection.create = create; connection.flow = flow; connection.maxPending = maxPending
+            connection.speculative = true
+            self.store = store
+            self.requestTimeout = requestTimeout
+            self.reconnect = reconnect
+            self.backoff = backoff
         }
 
         /// The same, with the server given as text (`ws://host:7420/ws`, `host:7420`);
@@ -96,10 +107,10 @@ public final class Navigator {
             self.max = max
         }
 
-        var milliseconds: (first: Int64, max: Int64) {
+        var milliseconds: SessionMachine.Backoff {
             func ms(_ d: Duration) -> Int64 { d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000 }
             let first = Swift.max(1, ms(self.first))
-            return (first, Swift.max(first, ms(self.max)))
+            return SessionMachine.Backoff(first: first, max: Swift.max(first, ms(self.max)))
         }
     }
 
@@ -173,6 +184,9 @@ public final class Navigator {
     /// turn and shows the outcome once (a queue resent after an outage is answered in a
     /// burst of hundreds of messages: one replay of what is pending, not one each).
     @ObservationIgnored private let inbox = Inbox()
+    /// Answers for a later turn (`later`), and whether `perform` is inside a gesture's call.
+    @ObservationIgnored private var deferred: [() -> Void] = []
+    @ObservationIgnored private var answeringLater = false
     @ObservationIgnored private var consumer: Task<Void, Never>?
     @ObservationIgnored private var ticker: Task<Void, Never>?
     @ObservationIgnored private var answers: [Int64: (Result<Ack, NavError>) -> Void] = [:]
@@ -202,21 +216,11 @@ public final class Navigator {
         routeChecks = routes
         self.transport = transport
         self.sleep = sleep
-        var machineOptions = SessionMachine.Options()
-        machineOptions.urls = options.urls.isEmpty ? [.default] : options.urls
-        machineOptions.session = options.session
-        machineOptions.name = options.name
-        machineOptions.token = options.token
-        machineOptions.role = options.role
-        machineOptions.create = options.create
-        machineOptions.flow = options.flow
-        machineOptions.reconnect = options.reconnect
-        machineOptions.retryFirstConnect = options.reconnect
-        machineOptions.speculative = true
-        machineOptions.maxPending = options.maxPending
-        machineOptions.backoff = options.backoff.milliseconds
-        machine = SessionMachine(options: machineOptions)
-        if let saved = options.store?.load(session: options.session, server: machineOptions.urls[0]), machine.restore(saved) {
+        var connection = options.connection
+        if connection.urls.isEmpty { connection.urls = [.default] }
+        connection.speculative = true
+        machine = SessionMachine(options: connection)
+        if let saved = options.store?.load(session: options.session, server: connection.urls[0]), machine.restore(saved) {
             publish()
         }
     }
@@ -316,7 +320,8 @@ public final class Navigator {
     func gesture(_ operations: [NavOperation], base: Int? = nil, onConflict: ConflictPolicy = .rebase, isWrite: Bool = false,
                  answered: @escaping (Result<Ack, NavError>) -> Void) {
         if case .closed(let reason) = status {
-            return answered(.failure(NavError(.closed, "the navigator is closed (\(reason)); nothing was sent")))
+            let refusal = NavError(.closed, "the navigator is closed (\(reason)); nothing was sent")
+            return later { answered(.failure(refusal)) }
         }
         let id = machine.nextCommand
         if isWrite { writes.insert(id) }
@@ -326,9 +331,25 @@ public final class Navigator {
             self?.writes.remove(id)
             answered(result)
         }
+        // An answer the machine gives at once (too many waiting) comes on a later turn.
+        answeringLater = true
         perform(effects)
+        answeringLater = false
         publish()
         scheduleSave()
+    }
+
+    /// Runs `body` on a later main-actor turn: what a call decides at once (a refusal) is
+    /// never answered from inside the call, which may be in the middle of its own work.
+    private func later(_ body: @escaping () -> Void) {
+        deferred.append(body)
+        guard deferred.count == 1 else { return }
+        Task { @MainActor [weak self] in
+            guard let self else { return }
+            let due = deferred
+            deferred = []
+            for d in due { d() }
+        }
     }
 
     /// Several operations as one atomic command: all apply, as one revision, or none.
@@ -436,7 +457,8 @@ public final class Navigator {
             case .event(let event):
                 handle(event)
             case .answered(let id, let result):
-                answers.removeValue(forKey: id)?(result)
+                guard let answer = answers.removeValue(forKey: id) else { break }
+                if answeringLater { later { answer(result) } } else { answer(result) }
             case .replied(let id, let json):
                 replies.removeValue(forKey: id)?(.success(json))
             case .received:

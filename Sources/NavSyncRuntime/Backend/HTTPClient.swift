@@ -1,3 +1,4 @@
+import NavSyncLibuv
 import CCurl
 import CUV
 @preconcurrency import Glibc

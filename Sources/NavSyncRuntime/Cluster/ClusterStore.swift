@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 @preconcurrency import Glibc
 
 /// Cluster mode's store (docs/cluster.md, "How it works"): carries the hub's `ClusterRequest`s to

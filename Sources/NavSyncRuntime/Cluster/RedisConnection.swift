@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 import CHiredis
 import CUV
 @preconcurrency import Glibc
@@ -55,8 +56,11 @@ public enum RedisFailure: Error, Sendable, Equatable {
 /// what the 0.14 libuv adapter lacks: a timeout on every command, a heartbeat that
 /// notices a silent link, poll errors that are not swallowed, reconnects with backoff,
 /// DNS names resolved off the loop at every connect, and TLS (`rediss://`) through the
-/// runtime's one TLS layer. Replies are matched to commands in order; in `subscriber`
-/// mode, messages (`message`, `pmessage`) go to `onMessage` instead.
+/// one socket stream every connection of navsync has (`SocketStream`: its output queue,
+/// TLS). Commands sent during one loop iteration go out together in one write just
+/// before the loop waits (pipelined, as the server's output is), so nothing is written,
+/// and no failure reported, from inside `send`. Replies are matched to commands in
+/// order; in `subscriber` mode, messages (`message`, `pmessage`) go to `onMessage` instead.
 ///
 /// Connecting is: TCP, TLS, `AUTH` (when a password is given), `SELECT` (data nodes),
 /// and `ROLE` (when `primaryOnly`: a replica is refused, so a stale address after a
@@ -90,15 +94,17 @@ final class RedisConnection {
     private(set) var lastRoundTrip: Double = 0
 
     private let loop: UnsafeMutablePointer<uv_loop_t>
-    private var tcp: UnsafeMutablePointer<uv_tcp_t>?
+    /// The socket of this attempt, and its stream; a new one for every connect.
+    private var link: Link?
+    private var tcp: UnsafeMutablePointer<uv_tcp_t>? { link?.tcp }
     private var resolving = false
-    private var stream: TLSStream?
     private var reader: UnsafeMutablePointer<redisReader>?
     private var pending: [(sent: UInt64, deadline: UInt64, done: (Result<RedisReply, RedisFailure>) -> Void)] = []
     private var pendingHead = 0
-    /// Bytes formatted but not yet handed to libuv (or to TLS); one write is in flight at a time.
-    private var outbox: [UInt8] = []
-    private var writing = false
+    /// Runs just before the loop waits, while output is queued: the iteration's commands
+    /// go out in one write.
+    private let flusher = UnsafeMutablePointer<uv_prepare_t>.allocate(capacity: 1)
+    private var flushScheduled = false
     private let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
     /// Fires on the next loop turn to hand out `failed`: a command that cannot be sent
     /// is answered from there, never inside `send` (the caller may be in the middle of
@@ -122,6 +128,8 @@ final class RedisConnection {
         self.tls = tls
         uv_timer_init(loop, timer)
         uv_timer_init(loop, later)
+        uv_prepare_init(loop, flusher)
+        flusher.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         // One timer does the timeouts, the heartbeat and the reconnects.
         uv_timer_start(timer, { h in Unmanaged<RedisConnection>.fromOpaque(h!.pointee.data).takeUnretainedValue().tick() }, 100, 100)
@@ -168,21 +176,42 @@ final class RedisConnection {
     /// How `onDown`'s reason starts when the connection left for a new primary.
     static let moving = "moving to the new primary "
 
-    private func connect(to address: UV.Address) {
+    /// One connection attempt's socket and stream. It outlives its connection's use of it
+    /// until libuv closes the handle: a write in flight is answered (cancelled) first, and
+    /// its bytes and request live in the stream.
+    private final class Link {
         let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
-        uv_tcp_init(loop, tcp)
-        uv_tcp_nodelay(tcp, 1)
-        tcp.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        self.tcp = tcp
+        var socket = SocketStream(tls: nil)
+        unowned let owner: RedisConnection
+
+        init(_ owner: RedisConnection, loop: UnsafeMutablePointer<uv_loop_t>) {
+            self.owner = owner
+            uv_tcp_init(loop, tcp)
+            uv_tcp_nodelay(tcp, 1)
+            tcp.pointee.data = Unmanaged.passRetained(self).toOpaque()   // released when closed
+        }
+
+        func close() {
+            uv_read_stop(UV.stream(tcp))
+            socket.discard()
+            uv_close(UV.handle(tcp)) { h in
+                let link = Unmanaged<Link>.fromOpaque(h!.pointee.data).takeRetainedValue()
+                link.tcp.deallocate()
+            }
+        }
+    }
+
+    private func connect(to address: UV.Address) {
+        let link = Link(self, loop: loop)
+        let tcp = link.tcp
+        self.link = link
         reader = redisReaderCreate()
         lastActivity = now
         let req = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
-        req.pointee.data = tcp.pointee.data
         let rc = address.withSockaddr { uv_tcp_connect(req, tcp, $0) { req, status in
-            let me = Unmanaged<RedisConnection>.fromOpaque(req!.pointee.data).takeUnretainedValue()
-            let handle = req!.pointee.handle
+            let link = Unmanaged<Link>.fromOpaque(req!.pointee.handle!.pointee.data).takeUnretainedValue()
             req!.deallocate()
-            me.connected(status, handle: handle)
+            link.owner.connected(status, on: link)
         } }
         if rc != 0 {
             req.deallocate()
@@ -190,14 +219,15 @@ final class RedisConnection {
         }
     }
 
-    private func connected(_ status: Int32, handle: UnsafeMutablePointer<uv_stream_t>?) {
-        guard let tcp, handle == UV.stream(tcp) else { return }   // a connection given up on meanwhile
+    private func connected(_ status: Int32, on link: Link) {
+        guard link === self.link else { return }   // a connection given up on meanwhile
+        let tcp = link.tcp
         guard status == 0 else { return down("cannot connect to \(target): \(UV.error(status))") }
         uv_read_start(UV.stream(tcp), { h, _, buf in
-            let me = Unmanaged<RedisConnection>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            let me = Unmanaged<Link>.fromOpaque(h!.pointee.data).takeUnretainedValue().owner
             buf!.pointee = uv_buf_init(me.readBuffer.assumingMemoryBound(to: CChar.self), 64 * 1024)
         }, { stream, nread, _ in
-            let me = Unmanaged<RedisConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
+            let me = Unmanaged<Link>.fromOpaque(stream!.pointee.data).takeUnretainedValue().owner
             if nread < 0 {
                 me.down(Int32(nread) == UV_EOF.rawValue ? "Redis at \(me.target) closed the connection" : "Redis at \(me.target): \(UV.error(Int32(nread)))")
             } else if nread > 0 {
@@ -205,8 +235,9 @@ final class RedisConnection {
             }
         })
         if let tls {
-            stream = TLSStream(context: tls, host: target.name)
-            stream!.start()
+            link.socket = SocketStream(tls: TLSStream(context: tls, host: target.name))
+            link.socket.tls!.start()
+            scheduleFlush()   // the ClientHello
         }
         // The setup, pipelined (behind the TLS handshake when there is one).
         var steps: [([String], (RedisReply) -> String?)] = []
@@ -224,7 +255,7 @@ final class RedisConnection {
         if steps.isEmpty { steps.append((["PING"], { _ in nil })) }
         for (i, (args, check)) in steps.enumerated() {
             enqueue(args.map { Array($0.utf8) }, timeout: nil) { [unowned self] result in
-                guard case .success(let r) = result, self.tcp == tcp else { return }
+                guard case .success(let r) = result, self.link === link else { return }
                 if case .error(let e) = r { return down(Self.explain(e, target: target, user: user)) }
                 if let refusal = check(r) { return down(refusal) }
                 guard i == steps.count - 1 else { return }
@@ -251,16 +282,10 @@ final class RedisConnection {
     private func down(_ reason: String) {
         isReady = false
         lastError = reason
-        if let tcp {
-            self.tcp = nil
-            uv_read_stop(UV.stream(tcp))
-            uv_close(UV.handle(tcp)) { h in UnsafeMutablePointer<uv_tcp_t>(OpaquePointer(h!)).deallocate() }
-        }
+        link?.close()
+        link = nil
         if let reader { redisReaderFree(reader) }
         reader = nil
-        stream = nil
-        outbox = []
-        writing = false
         let failed = pending[pendingHead...]
         pending = []
         pendingHead = 0
@@ -284,10 +309,12 @@ final class RedisConnection {
         down("stopping")
         uv_timer_stop(timer)
         uv_timer_stop(later)
+        uv_prepare_stop(flusher)
         failed = []
         for t in [timer, later] {
             uv_close(UV.handle(t)) { h in UnsafeMutablePointer<uv_timer_t>(OpaquePointer(h!)).deallocate() }
         }
+        uv_close(UV.handle(flusher)) { h in UnsafeMutablePointer<uv_prepare_t>(OpaquePointer(h!)).deallocate() }
     }
 
     private func tick() {
@@ -340,12 +367,12 @@ final class RedisConnection {
     private func enqueue(_ args: [[UInt8]], timeout: UInt64?, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
         var command: UnsafeMutablePointer<CChar>?
         let length = withArgv(args) { argc, argv, lengths in redisFormatCommandArgv(&command, argc, argv, lengths) }
-        guard length > 0, let command else { return failLater(done, .notSent("could not format a Redis command")) }
-        outbox.append(contentsOf: UnsafeRawBufferPointer(start: command, count: Int(length)))
+        guard length > 0, let command, let link else { return failLater(done, .notSent("could not format a Redis command")) }
+        link.socket.append(OutgoingBuffer(copying: UnsafeRawBufferPointer(start: command, count: Int(length))))
         redisFreeCommand(command)
         let t = now
         pending.append((t, t + (timeout ?? self.timeout), done))
-        flush()
+        scheduleFlush()
     }
 
     private func withArgv<R>(_ args: [[UInt8]], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R) -> R {
@@ -360,71 +387,48 @@ final class RedisConnection {
         return argv.withUnsafeMutableBufferPointer { av in lengths.withUnsafeBufferPointer { body(Int32(args.count), av.baseAddress!, $0.baseAddress!) } }
     }
 
-    private final class WriteRequest {
-        let bytes: UnsafeMutableRawBufferPointer
-        init(_ source: [UInt8]) {
-            bytes = .allocate(byteCount: source.count, alignment: 1)
-            bytes.copyBytes(from: source)
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        uv_prepare_start(flusher) { h in
+            uv_prepare_stop(h)
+            let me = Unmanaged<RedisConnection>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            me.flushScheduled = false
+            me.flush()
         }
-        deinit { bytes.deallocate() }
     }
 
+    /// What is queued, in one write (sealed first over TLS, once its handshake is done).
     private func flush() {
-        guard !writing, let tcp else { return }
-        var bytes: [UInt8]
-        if let stream {
-            // Plaintext waits for the TLS handshake; the handshake's own messages go first.
-            if stream.isEstablished, !outbox.isEmpty {
-                outbox.withUnsafeBytes { stream.write($0) }
-                outbox.removeAll(keepingCapacity: true)
-            }
-            bytes = stream.takeOutput()
-        } else {
-            bytes = outbox
-            outbox.removeAll(keepingCapacity: true)
+        guard let link, !link.socket.isWriting else { return }
+        let written = link.socket.flush(to: UV.stream(link.tcp), owner: link) { request, status in
+            let link = Unmanaged<Link>.fromOpaque(request!.pointee.data).takeRetainedValue()
+            _ = link.socket.finished()
+            link.owner.written(status, on: link)
         }
-        guard !bytes.isEmpty else { return }
-        let request = WriteRequest(bytes)
-        writing = true
-        let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
-        req.pointee.data = Unmanaged.passRetained(request).toOpaque()
-        var buf = uv_buf_init(request.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(request.bytes.count))
-        let rc = uv_write(req, UV.stream(tcp), &buf, 1) { req, status in
-            Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).release()
-            let handle = req!.pointee.handle
-            req!.deallocate()
-            // Connections live as long as the server (closed handles answer ECANCELED first).
-            let me = Unmanaged<RedisConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
-            me.written(status, on: handle)
-        }
-        if rc != 0 {
-            Unmanaged<WriteRequest>.fromOpaque(req.pointee.data).release()
-            req.deallocate()
-            writing = false
-            down("writing to Redis: \(UV.error(rc))")
-        }
+        if written < 0 { return down("writing to Redis: \(UV.error(Int32(written)))") }
+        if !link.socket.isWriting && link.socket.hasMoreToWrite { scheduleFlush() }
     }
 
-    private func written(_ status: Int32, on handle: UnsafeMutablePointer<uv_stream_t>?) {
-        guard let tcp, handle == UV.stream(tcp) else { return }
-        writing = false
+    private func written(_ status: Int32, on link: Link) {
+        guard link === self.link else { return }
         guard status == 0 else { return down("writing to Redis: \(UV.error(status))") }
-        flush()
+        if link.socket.hasMoreToWrite { scheduleFlush() }
     }
 
     private func received(count: Int) {
-        guard reader != nil else { return }
+        guard reader != nil, let link else { return }
         lastActivity = now
         let bytes = UnsafeRawBufferPointer(start: readBuffer, count: count)
-        guard let stream else { return replies(in: bytes) }
+        guard link.socket.isTLS else { return replies(in: bytes) }
         var plain: [UInt8] = []
         do {
-            try stream.receive(bytes, into: &plain)
+            // Handshake replies, and what waited for the handshake, go out next.
+            if try link.socket.open(bytes, into: &plain) { scheduleFlush() }
         } catch {
             if case .closed = error { return down("Redis at \(target) closed the connection") }
             return down("Redis at \(target): \(error)")
         }
-        flush()   // handshake replies, and what waited for the handshake
         if !plain.isEmpty { plain.withUnsafeBytes { replies(in: $0) } }
     }
 

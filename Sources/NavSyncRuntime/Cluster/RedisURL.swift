@@ -1,3 +1,4 @@
+import NavSyncLibuv
 /// Where a cluster's Redis is and how to reach it: navsyncd's `--cluster` URL.
 ///
 ///     redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?…]

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 @preconcurrency import Glibc
 
 /// Finds a Sentinel-monitored primary and follows it (`redis+sentinel://`): asks one

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 import CSSL
 
 /// The keys of `--jwt-key`, checking JWT signatures with OpenSSL: an HS256 secret (the

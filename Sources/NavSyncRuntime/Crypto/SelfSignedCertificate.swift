@@ -1,3 +1,4 @@
+import NavSyncLibuv
 import CSSL
 @preconcurrency import Glibc
 
@@ -79,5 +80,16 @@ public final class SelfSignedCertificate: @unchecked Sendable {
         var length: UInt32 = 0
         X509_digest(x509, EVP_sha256(), &md, &length)
         return md.prefix(Int(length)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: ":")
+    }
+}
+
+extension TLSContext {
+    /// A server's context for a certificate made in memory (`SelfSignedCertificate`).
+    public static func server(_ made: SelfSignedCertificate) throws(TLSError) -> TLSContext {
+        let context = try TLSContext(server: true)
+        guard SSL_CTX_use_certificate(context.ctx, made.x509) == 1, SSL_CTX_use_PrivateKey(context.ctx, made.key) == 1 else {
+            throw TLSError("cannot use the self-signed certificate")
+        }
+        return context
     }
 }

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 @preconcurrency import Glibc
 
 extension AccessPolicy {

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 /// What runs on top of the transport: answers HTTP, admits upgrades, and handles the
 /// messages of open WebSocket connections. Called on the loop thread only.
 public protocol ServerApplication: AnyObject {

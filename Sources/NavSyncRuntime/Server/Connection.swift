@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 import CUV
 
 /// One client connection: the libuv shell around a `ConnectionMachine`.

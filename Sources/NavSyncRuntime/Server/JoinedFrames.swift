@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 /// `joined` messages sent in parts (docs/protocol.md, "Server messages, unasked"): each join's few bytes of its
 /// own, between the parts every join of the session at that revision shares (the flow,
 /// the member listing once it is full, the state), each made once and queued by

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 import CUV
 @preconcurrency import Glibc
 

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 /// Everything `navsyncd` can be told, with the protocol's documented defaults
 /// (docs/protocol.md, "Transport" and README.md, "What is built").
 public struct ServerConfiguration: Sendable {

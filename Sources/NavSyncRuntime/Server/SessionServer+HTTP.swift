@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 /// The HTTP API (docs/protocol.md, "HTTP"): routes, the token check, and the answers of
 /// commands the hub runs.
 extension SessionServer {

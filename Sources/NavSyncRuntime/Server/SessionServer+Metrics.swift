@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 /// `GET /metrics`: the transport's figures, then the journal's and the hub's.
 extension SessionServer {
     func metrics() -> String {

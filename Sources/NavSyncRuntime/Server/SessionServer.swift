@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 /// navsyncd's application: protocol v1 over WebSocket and the HTTP API, around one
 /// `Hub` (docs/protocol.md, "Client messages" and "HTTP"). Every event goes to the hub; this class only
 /// carries out the effects that come back: frames to connections, HTTP answers,

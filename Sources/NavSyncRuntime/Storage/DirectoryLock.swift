@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 @preconcurrency import Glibc
 
 /// `DIR/LOCK`: an flock held while the server runs, so a second navsyncd on the same

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 @preconcurrency import Glibc
 
 /// Loading flows from a directory (`navsyncd --flows DIR`): every `*.json` file, in

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 @preconcurrency import Glibc
 
 /// The files of a data directory, as the journal writer sees them: one folder per

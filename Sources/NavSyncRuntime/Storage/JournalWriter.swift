@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 import CUV
 
 /// The journal's writer thread (docs/protocol.md, "Durable sessions (--data DIR)": journal I/O never blocks the loop).

@@ -1,5 +1,6 @@
 import NavSync
 import NavSyncServer
+import NavSyncLibuv
 /// What navsyncd serves from its own binary, with no build step and no outside URLs
 /// (sources in `web/`, embedded by `scripts/embed-web`):
 /// - `GET /`: the web device page;

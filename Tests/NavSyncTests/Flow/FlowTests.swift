@@ -305,14 +305,7 @@ struct FlowTests {
     }
 }
 
-extension String {
-    func replacingFirst(_ old: String, with new: String) -> String {
-        guard let r = firstRange(of: old) else { return self }
-        var copy = self
-        copy.replaceSubrange(r, with: new)
-        return copy
-    }
-
+extension FlowTests {
     /// docs/flows.md's example is a flow that loads and does what the page says.
     @Test func theFlowDocsExampleLoadsAndRuns() throws {
         let root = #filePath.split(separator: "/").dropLast(4).joined(separator: "/")

@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 import CZlib
 
 /// permessage-deflate's compressor (RFC 7692 section 7.2.1), one per loop: raw

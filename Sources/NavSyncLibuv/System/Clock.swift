@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 @preconcurrency import Glibc
 
 /// Monotonic nanoseconds (the latency histogram; the loop's own clock is `Server.now`).

@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 import CUV
 @preconcurrency import Glibc
 

@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 import Dispatch
 
 /// Swift concurrency on top of `SessionClient`. The client and its loop belong to one

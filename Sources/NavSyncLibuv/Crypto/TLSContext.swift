@@ -3,7 +3,7 @@ import CSSL
 
 public struct TLSError: Error, CustomStringConvertible {
     public var description: String
-    init(_ what: String) { description = what + OpenSSL.errors() }
+    package init(_ what: String) { description = what + OpenSSL.errors() }
 }
 
 /// One side's TLS settings (OpenSSL's `SSL_CTX`): the server's certificate and key, or
@@ -11,13 +11,13 @@ public struct TLSError: Error, CustomStringConvertible {
 /// new one, and connections already open keep the one they started with (each `SSL`
 /// holds a reference to its context).
 public final class TLSContext: @unchecked Sendable {
-    let ctx: OpaquePointer
+    package let ctx: OpaquePointer
     public let isServer: Bool
     /// `--tls-cert` and `--tls-key` (nil for a certificate made in memory): what a
     /// reload reads again.
     public let files: (certificate: String, key: String)?
 
-    private init(server: Bool, files: (String, String)? = nil) throws(TLSError) {
+    package init(server: Bool, files: (String, String)? = nil) throws(TLSError) {
         guard let ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()) else {
             throw TLSError("cannot make a TLS context")
         }
@@ -56,15 +56,6 @@ public final class TLSContext: @unchecked Sendable {
         return context
     }
 
-    /// A server's context for a certificate made in memory (`SelfSignedCertificate`).
-    public static func server(_ made: SelfSignedCertificate) throws(TLSError) -> TLSContext {
-        let context = try TLSContext(server: true)
-        guard SSL_CTX_use_certificate(context.ctx, made.x509) == 1, SSL_CTX_use_PrivateKey(context.ctx, made.key) == 1 else {
-            throw TLSError("cannot use the self-signed certificate")
-        }
-        return context
-    }
-
     /// The same files read again (SIGHUP), or why they do not load.
     public func reloaded() throws(TLSError) -> TLSContext {
         guard let files else { return self }
@@ -99,10 +90,10 @@ public final class TLSContext: @unchecked Sendable {
     }
 }
 
-enum OpenSSL {
+package enum OpenSSL {
     /// A file OpenSSL is about to read, checked first: OpenSSL itself only says
     /// "error 2147483650; system lib" for a file that is missing or unreadable.
-    static func readable(_ path: String, _ what: String) throws(TLSError) {
+    package static func readable(_ path: String, _ what: String) throws(TLSError) {
         guard access(path, R_OK) != 0 else { return }
         let why = String(cString: strerror(errno))
         ERR_clear_error()
@@ -110,7 +101,7 @@ enum OpenSSL {
     }
 
     /// OpenSSL's queued errors as text (": reason; reason"), the queue emptied.
-    static func errors() -> String {
+    package static func errors() -> String {
         var reasons: [String] = []
         while case let e = ERR_get_error(), e != 0 {
             if let text = ERR_reason_error_string(e) { reasons.append(String(cString: text)) } else { reasons.append("error \(e)") }

@@ -9,7 +9,7 @@ import CSSL
 /// it: `SSL_get_error` reads it first, so an error one connection left there (a write
 /// after its own close_notify: "protocol is shutdown") made another connection's next
 /// read fail. Each call here starts with the queue empty and leaves it empty.
-final class TLSStream {
+package final class TLSStream {
     private let ssl: OpaquePointer
     private let input: OpaquePointer
     private let output: OpaquePointer
@@ -17,9 +17,9 @@ final class TLSStream {
     private(set) var isEstablished = false
     /// The owner's output sealed into records: what its socket gets. Here, not in every
     /// connection: one without TLS holds no second queue.
-    var sealed = OutputQueue()
+    package var sealed = OutputQueue()
 
-    enum Failure: Error, CustomStringConvertible {
+    package enum Failure: Error, CustomStringConvertible {
         /// The peer spoke plain HTTP to the TLS port.
         case plainHTTP
         /// A broken or refused handshake, a bad record, a failed certificate check.
@@ -27,7 +27,7 @@ final class TLSStream {
         /// The peer ended TLS (close_notify).
         case closed
 
-        var description: String {
+        package var description: String {
             switch self {
             case .plainHTTP: "plain HTTP on the TLS port"
             case .failed(let why): "TLS: \(why)"
@@ -38,7 +38,7 @@ final class TLSStream {
 
     /// A server's side, or a client's that checks the certificate names `host` (a DNS
     /// name, sent as SNI too, or an IP address).
-    init(context: TLSContext, host: String? = nil) {
+    package init(context: TLSContext, host: String? = nil) {
         ssl = SSL_new(context.ctx)
         input = BIO_new(BIO_s_mem())
         output = BIO_new(BIO_s_mem())
@@ -63,11 +63,11 @@ final class TLSStream {
     deinit { SSL_free(ssl) }
 
     /// Starts a client's handshake (its ClientHello is then in the output).
-    func start() { _ = try? step() }
+    package func start() { _ = try? step() }
 
     /// Ciphertext from the socket in; the plaintext it completes appended to `plain`.
     /// Handshake replies wait in the output.
-    func receive(_ bytes: UnsafeRawBufferPointer, into plain: inout [UInt8]) throws(Failure) {
+    package func receive(_ bytes: UnsafeRawBufferPointer, into plain: inout [UInt8]) throws(Failure) {
         guard bytes.count > 0 else { return }
         _ = BIO_write(input, bytes.baseAddress, Int32(bytes.count))
         if !isEstablished {
@@ -124,7 +124,7 @@ final class TLSStream {
     /// Plaintext out: sealed into records in the output (the handshake must be done).
     /// Nothing is sealed once this side sent its close_notify (OpenSSL would refuse it
     /// with an error in the thread's queue).
-    func write(_ bytes: UnsafeRawBufferPointer) {
+    package func write(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0, isEstablished, !isShutDown else { return }
         ERR_clear_error()
         _ = SSL_write(ssl, bytes.baseAddress, Int32(bytes.count))   // a memory BIO takes it all
@@ -136,7 +136,7 @@ final class TLSStream {
 
     /// Ends TLS politely: a close_notify alert in the output, after every record
     /// written before it.
-    func shutdown() {
+    package func shutdown() {
         guard isEstablished, !isShutDown else { return }
         isShutDown = true
         ERR_clear_error()
@@ -144,10 +144,10 @@ final class TLSStream {
         ERR_clear_error()
     }
 
-    var hasOutput: Bool { navsync_bio_pending(output) > 0 }
+    package var hasOutput: Bool { navsync_bio_pending(output) > 0 }
 
     /// What is to be sent, taken out.
-    func takeOutput() -> [UInt8] {
+    package func takeOutput() -> [UInt8] {
         let n = Int(navsync_bio_pending(output))
         guard n > 0 else { return [] }
         return [UInt8](unsafeUninitializedCapacity: n) { buffer, count in

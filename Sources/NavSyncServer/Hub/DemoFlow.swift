@@ -1,3 +1,5 @@
+import NavSync
+
 /// The built-in demo flow: a small shop that shows the whole model — a root that
 /// switches onboarding / login / main, four tabs, stacks with required and optional
 /// typed params, a sheet (Settings) and a full-screen cover (Checkout) with stacks of

@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 import CUV
 @preconcurrency import Glibc
 
@@ -14,14 +13,14 @@ package enum UV {
         UnsafeMutablePointer<uv_handle_t>(OpaquePointer(p))
     }
 
-    static func error(_ code: Int32) -> String {
+    package static func error(_ code: Int32) -> String {
         "\(String(cString: uv_err_name(code))): \(String(cString: uv_strerror(code)))"
     }
 
     /// Resolves a host to an address without blocking the loop: an IP address at once,
     /// a DNS name on libuv's thread pool (`uv_getaddrinfo`). `done` gets the first
     /// address, or why there is none.
-    static func resolve(_ host: String, port: Int, on loop: UnsafeMutablePointer<uv_loop_t>,
+    package static func resolve(_ host: String, port: Int, on loop: UnsafeMutablePointer<uv_loop_t>,
                         _ done: @escaping (Result<Address, ResolveFailure>) -> Void) {
         if let address = Address(host: host, port: port) { return done(.success(address)) }
         let req = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
@@ -46,7 +45,7 @@ package enum UV {
         }
     }
 
-    struct ResolveFailure: Error, CustomStringConvertible { var description: String }
+    package struct ResolveFailure: Error, CustomStringConvertible { package var description: String }
 
     private final class ResolveRequest {
         let done: (Result<Address, ResolveFailure>) -> Void
@@ -54,11 +53,11 @@ package enum UV {
     }
 
     /// A listening or peer address, IPv4 or IPv6.
-    struct Address {
-        var storage = sockaddr_storage()
+    package struct Address {
+        package var storage = sockaddr_storage()
 
         /// Parses a numeric IPv4 or IPv6 address ("127.0.0.1", "::1", "0.0.0.0").
-        init?(host: String, port: Int) {
+        package init?(host: String, port: Int) {
             var storage = sockaddr_storage()
             let ok: Bool = withUnsafeMutablePointer(to: &storage) { p in
                 if host.contains(":") {
@@ -70,11 +69,11 @@ package enum UV {
             self.storage = storage
         }
 
-        init(storage: sockaddr_storage) { self.storage = storage }
+        package init(storage: sockaddr_storage) { self.storage = storage }
 
-        var isIPv6: Bool { Int32(storage.ss_family) == AF_INET6 }
+        package var isIPv6: Bool { Int32(storage.ss_family) == AF_INET6 }
 
-        var port: Int {
+        package var port: Int {
             var s = storage
             return withUnsafePointer(to: &s) { p in
                 isIPv6 ? p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
@@ -82,7 +81,7 @@ package enum UV {
             }
         }
 
-        var host: String {
+        package var host: String {
             var s = storage
             var buffer = [CChar](repeating: 0, count: 64)
             _ = withUnsafePointer(to: &s) { p in
@@ -92,23 +91,23 @@ package enum UV {
         }
 
         /// `127.0.0.1:7420` or `[::1]:7420`.
-        var description: String { description(host: host) }
+        package var description: String { description(host: host) }
 
         /// The same, with the host already formatted (formatting it is the most of it).
-        func description(host: String) -> String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        package func description(host: String) -> String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
         /// The host of a `description`: `127.0.0.1` of `127.0.0.1:50312`, `::1` of `[::1]:50312`.
-        static func host(ofPeer peer: String) -> String {
+        package static func host(ofPeer peer: String) -> String {
             guard let colon = peer.lastIndex(of: ":") else { return peer }
             let host = peer[..<colon]
             return String(host.hasPrefix("[") && host.hasSuffix("]") ? host.dropFirst().dropLast() : host)
         }
 
-        var isLoopback: Bool {
+        package var isLoopback: Bool {
             isIPv6 ? host == "::1" : host.hasPrefix("127.")
         }
 
-        func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {
+        package func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {
             var s = storage
             return withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
         }

@@ -17,13 +17,24 @@ public final class OutgoingBuffer {
     private let storage: UnsafeMutableRawPointer
 
     public init(_ source: [UInt8]) {
-        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(source.count, 1), alignment: 1)
-        source.withUnsafeBytes { src in
-            if let base = src.baseAddress { storage.baseAddress!.copyMemory(from: base, byteCount: src.count) }
-        }
+        let storage = source.withUnsafeBytes(Self.copy)
         self.storage = storage.baseAddress!
         bytes = storage
         count = source.count
+    }
+
+    /// A copy of bytes made elsewhere (a command hiredis formatted).
+    public init(copying source: UnsafeRawBufferPointer) {
+        let storage = Self.copy(source)
+        self.storage = storage.baseAddress!
+        bytes = storage
+        count = source.count
+    }
+
+    private static func copy(_ source: UnsafeRawBufferPointer) -> UnsafeMutableRawBufferPointer {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(source.count, 1), alignment: 1)
+        if let base = source.baseAddress { storage.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+        return storage
     }
 
     /// An unmasked WebSocket frame of `payload`, header and payload in one allocation.
@@ -39,7 +50,7 @@ public final class OutgoingBuffer {
     /// With `rest`, the frame's payload goes on for that many bytes in the buffers
     /// queued after this one (a message sent in parts, `JoinedFrames`): the header
     /// counts them.
-    init(frame opcode: Opcode, capacity: Int, followedBy rest: Int = 0, _ write: (inout ByteWriter) -> Void) {
+    package init(frame opcode: Opcode, capacity: Int, followedBy rest: Int = 0, _ write: (inout ByteWriter) -> Void) {
         let room = WebSocketEncoder.maxServerHeader
         let (base, end) = ByteWriter.allocation(room: room, capacity: capacity, write)
         let length = end - room
@@ -50,7 +61,7 @@ public final class OutgoingBuffer {
     }
 
     /// Bytes `write` writes, unframed (a part of a frame), in one allocation.
-    init(capacity: Int, _ write: (inout ByteWriter) -> Void) {
+    package init(capacity: Int, _ write: (inout ByteWriter) -> Void) {
         let (base, end) = ByteWriter.allocation(room: 0, capacity: capacity, write)
         storage = UnsafeMutableRawPointer(base)
         count = end
@@ -62,7 +73,7 @@ public final class OutgoingBuffer {
     /// Output queues holding this buffer (loop thread only). The first to queue it
     /// retains it once for all of them and the last to let go releases it: a broadcast
     /// to 1,000 members costs one atomic retain and release, not 1,000 (`OutputQueue`).
-    @exclusivity(unchecked) var holders = 0
+    @exclusivity(unchecked) package var holders = 0
 
     deinit { storage.deallocate() }
 }

@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 @preconcurrency import Glibc
 
 /// Raises the soft open-files limit to the hard one (thousands of connections need

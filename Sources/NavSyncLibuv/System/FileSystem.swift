@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 @preconcurrency import Glibc
 
 /// Whole files, read at start (flows, auth files) or for a lock's holder.

@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 import CUV
 
 /// The output of one stream, server connection or client WebSocket alike: what was
@@ -23,7 +22,7 @@ import CUV
 /// while the stream is busy (only one write is ever in flight), so a flush allocates
 /// nothing. The owner passes a C callback that takes back the retained reference the
 /// request holds.
-struct OutputQueue: ~Copyable {
+package struct OutputQueue: ~Copyable {
     // In the order a send reads them (the owner's first cache lines): the byte
     // counts, then the lists it appends to.
     private var pendingBytes = 0
@@ -39,7 +38,7 @@ struct OutputQueue: ~Copyable {
     private var request: UnsafeMutablePointer<uv_write_t>?
     private(set) var isWriting = false
 
-    init() {}
+    package init() {}
 
     deinit {
         request?.deallocate()
@@ -68,7 +67,7 @@ struct OutputQueue: ~Copyable {
     /// Frees the write request and the lists' storage while nothing is queued or in
     /// flight (the owner calls this from its once-a-second tick): an idle stream
     /// holds no output memory, a busy one allocates nothing per flush.
-    mutating func trim() {
+    package mutating func trim() {
         guard !isWriting, pending.isEmpty else { return }
         request?.deallocate()
         request = nil
@@ -80,13 +79,13 @@ struct OutputQueue: ~Copyable {
     /// ones are freed). A busy member reuses them, and `trim()` frees them once it is
     /// idle: at 64, members of a session sent 64 commands at a time grew theirs from 4
     /// again at every flush (malloc showed in fan-out profiles).
-    static var listsKept: Int { 256 }
+    package static var listsKept: Int { 256 }
 
     /// Bytes queued or in flight.
-    var queuedBytes: Int { pendingBytes + inFlightBytes }
-    var hasPending: Bool { !pending.isEmpty }
+    package var queuedBytes: Int { pendingBytes + inFlightBytes }
+    package var hasPending: Bool { !pending.isEmpty }
 
-    mutating func append(_ buffer: OutgoingBuffer) {
+    package mutating func append(_ buffer: OutgoingBuffer) {
         if buffer.holders == 0 { _ = Unmanaged.passRetained(buffer) }
         buffer.holders += 1
         pending.append(Unmanaged.passUnretained(buffer))
@@ -97,7 +96,7 @@ struct OutputQueue: ~Copyable {
 
     /// Hands each queued buffer to `body`, in order, and lets go of them as if written
     /// (TLS seals them into a queue of its own). Returns the bytes handed over.
-    mutating func drain(_ body: (UnsafeRawBufferPointer) -> Void) -> Int {
+    package mutating func drain(_ body: (UnsafeRawBufferPointer) -> Void) -> Int {
         for held in pending.elements {
             held._withUnsafeGuaranteedRef { body(UnsafeRawBufferPointer($0.bytes)) }
         }
@@ -107,7 +106,7 @@ struct OutputQueue: ~Copyable {
     }
 
     /// Drops what is queued (not what is in flight: libuv owns it until its callback).
-    mutating func discard() {
+    package mutating func discard() {
         letGoPending(keepingStorage: false)
     }
 
@@ -129,7 +128,7 @@ struct OutputQueue: ~Copyable {
     /// owner and this queue live until libuv is done with the bytes.
     /// Returns the bytes written at once (the rest, if any, is then in flight:
     /// `isWriting`), or libuv's error, when nothing was started and no callback comes.
-    mutating func flush(to stream: UnsafeMutablePointer<uv_stream_t>, owner: AnyObject, callback: uv_write_cb) -> Int {
+    package mutating func flush(to stream: UnsafeMutablePointer<uv_stream_t>, owner: AnyObject, callback: uv_write_cb) -> Int {
         guard !isWriting, !pending.isEmpty else { return 0 }
         let tried = Int(uv_try_write(stream, pendingBufs.base, UInt32(pendingBufs.count)))
         if tried < 0 && tried != Int(UV_EAGAIN.rawValue) { return tried }
@@ -174,7 +173,7 @@ struct OutputQueue: ~Copyable {
     }
 
     /// The write in flight is done; returns the bytes it carried.
-    mutating func finished() -> Int {
+    package mutating func finished() -> Int {
         let written = inFlightBytes
         Self.letGo(&inFlight, keepingCapacity: inFlight.count <= Self.listsKept)
         inFlightBytes = 0
@@ -187,20 +186,20 @@ struct OutputQueue: ~Copyable {
 /// and stores, without an array's uniqueness check and storage header, which showed
 /// in the per-member loop of a broadcast (the count lives in the owner, which the loop
 /// touches anyway).
-struct RawList<Element: BitwiseCopyable>: ~Copyable {
+package struct RawList<Element: BitwiseCopyable>: ~Copyable {
     private(set) var base: UnsafeMutablePointer<Element>?
     private(set) var count = 0
     private var capacity = 0
 
-    init() {}
+    package init() {}
 
     deinit { base?.deallocate() }
 
-    var isEmpty: Bool { count == 0 }
-    var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
+    package var isEmpty: Bool { count == 0 }
+    package var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
 
     @inline(__always)
-    mutating func append(_ element: Element) {
+    package mutating func append(_ element: Element) {
         if count == capacity { grow() }
         base.unsafelyUnwrapped[count] = element
         count += 1
@@ -217,7 +216,7 @@ struct RawList<Element: BitwiseCopyable>: ~Copyable {
         base = larger
     }
 
-    mutating func removeAll(keepingCapacity: Bool) {
+    package mutating func removeAll(keepingCapacity: Bool) {
         count = 0
         guard !keepingCapacity else { return }
         base?.deallocate()
@@ -226,18 +225,18 @@ struct RawList<Element: BitwiseCopyable>: ~Copyable {
     }
 
     /// Removes the first `n` elements, moving the rest to the front.
-    mutating func removeFirst(_ n: Int) {
+    package mutating func removeFirst(_ n: Int) {
         guard n > 0, let base else { return }
         base.update(from: base + n, count: count - n)
         count -= n
     }
 
-    mutating func modifyFirst(_ body: (inout Element) -> Void) {
+    package mutating func modifyFirst(_ body: (inout Element) -> Void) {
         precondition(count > 0)
         body(&base.unsafelyUnwrapped[0])
     }
 
-    mutating func exchange(with other: inout RawList) {
+    package mutating func exchange(with other: inout RawList) {
         swap(&base, &other.base)
         swap(&count, &other.count)
         swap(&capacity, &other.capacity)

@@ -1,5 +1,4 @@
 import NavSync
-import NavSyncServer
 /// A member of one session on a `ClientLoop`: the libuv shell around a
 /// `SessionMachine`, which holds the mirror, the resend queue, resync and backoff.
 /// This class opens sockets, runs timers and calls back; callbacks run on the loop's
@@ -40,6 +39,8 @@ public final class SessionClient {
     private var stateObservers: [AsyncStream<JSON>.Continuation] = []
     private var finishWaiters: [() -> Void] = []
     private var isFinished = false
+    /// Inside `send`: answers are handed out on a later loop turn.
+    private var answeringLater = false
     private var ticker: ClientLoop.Timer?
     /// The loop this client runs on alone (`running`), kept as long as the client.
     var ownedLoop: ClientLoop?
@@ -63,10 +64,17 @@ public final class SessionClient {
     /// while disconnected and go out (or out again) once joined.
     public func send(_ ops: [JSON], base: Int? = nil, onConflict: ConflictPolicy = .rebase, label: String? = nil,
                      done: @escaping (Result<Ack, NavError>) -> Void) {
-        guard !isFinished else { return done(.failure(Self.closed)) }
+        guard !isFinished else {
+            loop.after(0) { done(.failure(Self.closed)) }
+            return
+        }
         let (id, effects) = machine.command(ops, base: base, onConflict: onConflict, label: label)
         answers[id] = done
+        // An answer the machine gives at once (too many waiting, the session refused)
+        // comes on a later loop turn, never from inside this call.
+        answeringLater = true
         perform(effects)
+        answeringLater = false
     }
 
     public func send(_ operations: [NavOperation], done: @escaping (Result<Ack, NavError>) -> Void) {
@@ -121,7 +129,8 @@ public final class SessionClient {
                 if event == .state, let state { for o in stateObservers { o.yield(state) } }
                 onEvent?(event)
             case .answered(let id, let result):
-                answers.removeValue(forKey: id)?(result)
+                guard let answer = answers.removeValue(forKey: id) else { break }
+                if answeringLater { loop.after(0) { answer(result) } } else { answer(result) }
             case .replied(let id, let json):
                 replies.removeValue(forKey: id)?(json)
             case .received(let json):
