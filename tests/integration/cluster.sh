@@ -19,7 +19,8 @@ check "--redis-password-file with a password in the URL is an error" usage "excl
 check "--redis-wait needs --cluster" usage "--redis-wait needs --cluster" --redis-wait 1
 check "--redis-wait takes 0-16" usage "--redis-wait needs a number of replicas" --cluster redis://127.0.0.1:6379 --redis-wait x
 check "--redis-wait-hold needs --cluster" usage "--redis-wait-hold needs --cluster" --redis-wait-hold 100
-check "--redis-wait-hold takes milliseconds" usage "--redis-wait-hold needs milliseconds, 0-600000" --cluster redis://127.0.0.1:6379 --redis-wait-hold -1
+check "--redis-wait=1 needs --cluster too (the = form)" usage "--redis-wait needs --cluster" --redis-wait=1
+check "--redis-wait-hold takes milliseconds" usage "--redis-wait-hold needs milliseconds from 0 to 600000" --cluster redis://127.0.0.1:6379 --redis-wait-hold -1
 : >"$OUT/empty-password"
 check "an empty --redis-password-file stops navsyncd at start" bash -c \
     "'$NAVSYNCD' --port 0 --cluster redis://u@127.0.0.1:6379 --redis-password-file '$OUT/empty-password' >'$OUT/pw.err' 2>&1; [ \$? -eq 1 ] && grep -q 'is empty' '$OUT/pw.err'"
