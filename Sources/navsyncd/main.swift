@@ -43,6 +43,7 @@ if let dir = options.flowsDirectory {
 
 var policy: AccessPolicy?
 var jwtSummary = ""
+var jwtKeys: JWTKeys?
 if let lanToken { policy = AccessPolicy(grants: [.init(token: lanToken, role: .admin, sessions: nil, label: "lan admin")]) }
 if let file = options.authFile {
     do {
@@ -83,7 +84,8 @@ if !options.jwtKeys.isEmpty {
     do {
         let keys = try JWTKeys(files: options.jwtKeys)
         if policy == nil { policy = AccessPolicy(grants: []) }
-        policy!.jwt = JWTSettings(check: keys, audience: options.jwtAudience)
+        policy!.jwt = JWTSettings(audience: options.jwtAudience)
+        jwtKeys = keys
         jwtSummary = keys.summary
     } catch {
         say("navsyncd: \(error)", to: 2)
@@ -148,7 +150,7 @@ if options.wsEcho {
     }
     application = SessionServer(hub: hub, lagThreshold: options.lagThreshold,
                                 allowedOrigins: options.allowedOrigins, authFile: options.authFile,
-                                store: store, cluster: cluster, hooks: hooks)
+                                store: store, cluster: cluster, hooks: hooks, jwtKeys: jwtKeys)
 }
 
 let server: Server

@@ -31,10 +31,15 @@ struct JWTKeysTests {
         #expect(keys.verify(algorithm: "HS256", keyID: nil, input: input, signature: forged) == false)
         #expect(keys.verify(algorithm: "HS256", keyID: nil, input: input + [0x20], signature: signature) == false)
         #expect(keys.verify(algorithm: "ES256", keyID: nil, input: input, signature: signature) == nil, "no key of that kind")
-        // The token itself: its claims carry no role, and it expired in 2011.
-        let settings = JWTSettings(check: keys)
-        #expect(JWT.grant(Self.token, settings: settings, wallMS: 1_300_819_300_000) == .failure(.claim("role must be viewer, controller or admin")))
-        #expect(JWT.grant(Self.token, settings: settings, wallMS: 1_796_299_200_000) == .failure(.expired))
+        // The token itself, verified by the keys and passed on as the hub gets it: its
+        // claims carry no role, and it expired in 2011.
+        let verified = try #require(try? keys.verify(Self.token).get())
+        #expect(verified.token == Self.token && verified.claims["iss"] == "joe")
+        #expect(JWT.grant(verified, settings: JWTSettings(), wallMS: 1_300_819_300_000) == .failure(.claim("role must be viewer, controller or admin")))
+        #expect(JWT.grant(verified, settings: JWTSettings(), wallMS: 1_796_299_200_000) == .failure(.expired))
+        let forgedToken = "\(parts[0]).\(parts[1]).\(Base64URL.encode(forged))"
+        #expect(keys.verify(forgedToken) == .failure(.signature))
+        #expect(keys.verify("a.b") == .failure(.malformed("a JWT has three parts separated by dots")))
     }
 
     @Test func keysThatAreRefused() {

@@ -142,4 +142,37 @@ check "with --auth and --jwt-key, a token of the file works" bash -c "curl -sf -
 check "...and so does a JWT" bash -c "curl -sf -H 'Authorization: Bearer $hs_token' '${HTTP_URL}api/sessions/demo' | grep -q state"
 check "navclient --token takes a JWT" "$NAVCLIENT" exec "$WS_URL" --token "$hs_token" "open /product/3"
 stop_navsyncd
+
+# Key rotation: a SIGHUP re-reads the --jwt-key files and checks the JWTs connections
+# hold with the keys as they are now; one whose key is gone loses its connection (1008),
+# one signed by a key still there keeps it.
+openssl rand -hex 32 >"$dir/old.key"; openssl rand -hex 32 >"$dir/stays.key"
+start_navsyncd jwt-rotate --jwt-key "$dir/old.key" --jwt-key "$dir/stays.key"
+"$PY" - "$WS_URL" "$dir" "$NAVSYNCD_PID" <<'PY' >"$dir/rotate.txt" 2>&1 || true
+import asyncio, json, os, signal, sys, time, jwt, websockets
+url, d, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def token(name):
+    return jwt.encode({"role": "controller", "exp": int(time.time()) + 60, "sub": name},
+                      open(f"{d}/{name}.key", "rb").read().rstrip(b"\n"), algorithm="HS256")
+async def main():
+    old, stays = await websockets.connect(url), await websockets.connect(url)
+    for ws, name in ((old, "old"), (stays, "stays")):
+        await ws.send(json.dumps({"type": "hello", "token": token(name)}))
+        print(name, json.loads(await ws.recv())["type"])
+    with open(f"{d}/old.key", "w") as f: f.write(os.urandom(32).hex() + "\n")   # the old key replaced
+    os.kill(pid, signal.SIGHUP)
+    try:
+        while True: await asyncio.wait_for(old.recv(), 5)
+    except websockets.exceptions.ConnectionClosed as e:
+        print("old closed", e.rcvd.code if e.rcvd else None, e.rcvd.reason if e.rcvd else None)
+    except asyncio.TimeoutError:
+        print("old still open")
+    await stays.send(json.dumps({"type": "ping", "id": "p"}))
+    print("stays", json.loads(await asyncio.wait_for(stays.recv(), 5))["type"])
+asyncio.run(main())
+PY
+check "a SIGHUP that replaces a JWT key closes the connections of its tokens: 1008 token no longer valid" \
+    grep -qx "old closed 1008 token no longer valid" "$dir/rotate.txt"
+check "...and those of a key still there stay" bash -c "grep -qx 'old welcome' '$dir/rotate.txt' && grep -qx 'stays pong' '$dir/rotate.txt'"
+stop_navsyncd
 finish

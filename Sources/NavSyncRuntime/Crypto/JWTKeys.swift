@@ -8,7 +8,10 @@ import CSSL
 /// ES256 (P-256) public key or certificate in PEM. Several files are several keys (for
 /// rotation); a token naming a `kid` is checked with the key of that file name (without
 /// its extension) when there is one, else with every key of its algorithm.
-public final class JWTKeys: JWTSignatureCheck, @unchecked Sendable {
+///
+/// The runtime checks signatures here and passes the hub what verified
+/// (`JWT.Verified`); the hub, a value, judges the claims and holds no key.
+public final class JWTKeys: @unchecked Sendable {
     struct Key {
         let id: String
         let algorithm: String
@@ -72,6 +75,16 @@ public final class JWTKeys: JWTSignatureCheck, @unchecked Sendable {
         }
     }
 
+    /// A token taken apart and its signature checked: its verified claims for the hub,
+    /// or why not (malformed, an algorithm not taken or without a key, a bad signature).
+    public func verify(_ token: String) -> JWTVerification {
+        JWT.Signed.parse(token).flatMap { signed in
+            signed.checked(verify(algorithm: signed.algorithm, keyID: signed.keyID, input: signed.input, signature: signed.signature))
+        }
+    }
+
+    /// Whether one of the keys for `algorithm` (the one named `keyID`, when that is
+    /// given and known) signed `input`: nil when no key takes that algorithm.
     public func verify(algorithm: String, keyID: String?, input: [UInt8], signature: [UInt8]) -> Bool? {
         var candidates = keys.filter { $0.algorithm == algorithm }
         guard !candidates.isEmpty else { return nil }

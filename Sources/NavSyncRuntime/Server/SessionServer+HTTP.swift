@@ -22,7 +22,7 @@ extension SessionServer {
     /// The HTTP API's check: without a valid token 401, with too little 403.
     func authorize(_ request: HTTPRequest, needs role: Hub.Role, session: String? = nil) -> (grant: AccessPolicy.Grant?, refusal: HTTPResponse?) {
         guard hub.checksTokens else { return (nil, nil) }
-        let checked = AccessPolicy.token(of: request).flatMap { hub.checkToken($0, now: unixMilliseconds()) }
+        let checked = AccessPolicy.token(of: request).flatMap { hub.checkToken($0, verified: verification(of: $0), now: unixMilliseconds()) }
         guard case .success(let grant)? = checked else {
             var why = "this needs a valid token: Authorization: Bearer TOKEN"
             if case .failure(let refusal)? = checked, case .jwt = refusal { why = "\(refusal)" }

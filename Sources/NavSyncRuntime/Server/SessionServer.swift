@@ -52,13 +52,23 @@ public final class SessionServer: ServerApplication {
     /// on the first iteration); then the backend itself.
     private var hooksFile: HooksFile?
     private(set) var backend: Backend?
+    /// `--jwt-key`'s keys: signatures are checked here, and the hub gets what verified.
+    public private(set) var jwtKeys: JWTKeys?
+
+    /// What the keys make of a token shown, when it is a JWT this server checks.
+    func verification(of token: String) -> JWTVerification? {
+        guard let jwtKeys, hub.takesJWT(token) else { return nil }
+        return jwtKeys.verify(token)
+    }
+
     /// Webhook events made before the backend started (the demo session's creation).
     private var earlyEvents: [WebhookEvent] = []
 
     /// `hub` must be `journaled` exactly when there is a `store`.
     public init(hub: Hub, lagThreshold: Int = 1 << 20, allowedOrigins: [String] = [], authFile: String? = nil, store: DataStore? = nil,
-                cluster: ClusterStore? = nil, hooks: HooksFile? = nil) {
+                cluster: ClusterStore? = nil, hooks: HooksFile? = nil, jwtKeys: JWTKeys? = nil) {
         hooksFile = hooks
+        self.jwtKeys = jwtKeys
         precondition(hub.journaled == (store != nil), "a journaled hub needs a store, and a store a journaled hub")
         precondition(hub.isClustered == (cluster != nil), "a clustered hub needs Redis, and Redis a clustered hub")
         self.cluster = cluster
@@ -249,7 +259,7 @@ public final class SessionServer: ServerApplication {
             return .text(403, "origin \(request.header("Origin") ?? "") is not allowed here (navsyncd --allow-origin)\n")
         }
         connection.context = Self.admitted
-        if let token = AccessPolicy.token(of: request), let checked = hub.checkToken(token, now: unixMilliseconds()) {
+        if let token = AccessPolicy.token(of: request), let checked = hub.checkToken(token, verified: verification(of: token), now: unixMilliseconds()) {
             switch checked {
             case .failure(let refusal):
                 var r = HTTPResponse.text(401, "\(refusal)\n")
@@ -280,15 +290,17 @@ public final class SessionServer: ServerApplication {
                 server.logger.info("SIGHUP: --redis-password-file re-read (used from the next connect to Redis)")
             }
         }
-        var jwt = hub.policy?.jwt
-        if let keys = jwt?.check as? JWTKeys {
-            do { jwt?.check = try JWTKeys(files: keys.files) } catch {
+        let jwt = hub.policy?.jwt
+        if let keys = jwtKeys {
+            do { jwtKeys = try JWTKeys(files: keys.files) } catch {
                 return server.logger.error("SIGHUP: not reloaded, the old keys and tokens stay: \(error)")
             }
         }
+        // The JWTs connections hold, checked again with the keys as they are now.
+        let verified = Dictionary(uniqueKeysWithValues: hub.heldJWTs.compactMap { t in verification(of: t).map { (t, $0) } })
         guard let authFile else {
             guard jwt != nil else { return server.logger.info("SIGHUP: no auth file to reload") }
-            return handle(.policy(AccessPolicy(grants: [], jwt: jwt)), on: server)
+            return handle(.policy(AccessPolicy(grants: [], jwt: jwt), verified: verified), on: server)
         }
         do {
             var policy = try AccessPolicy.load(file: authFile)
@@ -297,7 +309,7 @@ public final class SessionServer: ServerApplication {
             if !loopback, let (i, reason) = policy.weakTokens.first {
                 return server.logger.error("SIGHUP: auth file not reloaded, the old one stays: \(authFile): tokens[\(i)].token \(reason), and the server listens on \(server.host)")
             }
-            handle(.policy(policy), on: server)
+            handle(.policy(policy, verified: verified), on: server)
         } catch {
             server.logger.error("SIGHUP: auth file not reloaded, the old one stays: \(error)")
         }
@@ -319,8 +331,15 @@ public final class SessionServer: ServerApplication {
     }
 
     public func received(text: [UInt8], from connection: Connection) {
-        handle(.request(connection.id, ClientRequest(parsed: Result { () throws(JSONParseError) -> JSON in try Jansson.parse(text) })),
-               on: connection.server)
+        let request = ClientRequest(parsed: Result { () throws(JSONParseError) -> JSON in try Jansson.parse(text) })
+        // A token in `hello` or `auth`: a JWT's signature is checked here, with the keys.
+        var verified: JWTVerification?
+        switch request.message {
+        case .success(.hello(let h)): verified = h.token.flatMap(verification(of:))
+        case .success(.auth(let token)): verified = verification(of: token)
+        default: break
+        }
+        handle(.request(connection.id, request, verified: verified), on: connection.server)
     }
 
     public func received(binary: [UInt8], from connection: Connection) {

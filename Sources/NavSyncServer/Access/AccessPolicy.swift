@@ -55,11 +55,17 @@ public struct AccessPolicy: Sendable {
     }
 
     /// The grant of a token shown at `wallMS` (ms since the epoch): a token of the auth
-    /// file, or else, with `--jwt-key`, a JWT whose signature and claims hold.
-    public func check(_ token: String, wallMS: Int64) -> Result<Grant, Refusal> {
+    /// file, or else, with `--jwt-key`, a JWT whose signature the runtime checked
+    /// (`verification`: what its keys made of this token) and whose claims hold.
+    public func check(_ token: String, verification: Result<JWT.Verified, JWT.Refusal>?, wallMS: Int64) -> Result<Grant, Refusal> {
         if let g = grant(for: token) { return .success(g) }
         guard let jwt, JWT.looksLike(token) else { return .failure(.unknown) }
-        return JWT.grant(token, settings: jwt, wallMS: wallMS).mapError { .jwt($0) }
+        switch verification {
+        case .success(let verified)? where verified.token == token:
+            return JWT.grant(verified, settings: jwt, wallMS: wallMS).mapError { .jwt($0) }
+        case .failure(let refusal)?: return .failure(.jwt(refusal))
+        default: return .failure(.jwt(.signature))   // nothing verified this token
+        }
     }
 
     /// What a policy's tokens are, for the start's log line.

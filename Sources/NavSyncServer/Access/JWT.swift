@@ -3,8 +3,10 @@ import NavSync
 /// with HS256, RS256 or ES256, whose claims say who the client is (`sub`), its `role`,
 /// the `sessions` it may use, and until when (`exp`, required).
 ///
-/// Pure: parsing, the claims and the clock are here; the signature itself is checked
-/// by a `JWTSignatureCheck` the runtime gives (OpenSSL), so the core links no C library.
+/// Pure: parsing, the claims and the clock are here. The signature is the runtime's to
+/// check (OpenSSL, `JWTKeys`): it parses a token (`Signed.parse`), checks the signature
+/// over `Signed.input`, and passes the hub what it verified (`Verified`), which only the
+/// package can make; the hub then judges the claims at the instant it is given.
 public enum JWT {
     /// Clock skew forgiven on `exp` and `nbf`: 1 s, the most the contract allows.
     public static let leewayMS: Int64 = 1_000
@@ -47,29 +49,59 @@ public enum JWT {
             && token.utf8.allSatisfy { Base64URL.isAlphabet($0) || $0 == UInt8(ascii: ".") }
     }
 
-    /// The grant a token carries, if its signature verifies and its claims hold at
-    /// `wallMS` (with `leewayMS` of clock skew).
-    public static func grant(_ token: String, settings: JWTSettings, wallMS: Int64) -> Result<AccessPolicy.Grant, Refusal> {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return .failure(.malformed("a JWT has three parts separated by dots")) }
-        guard let headerBytes = Base64URL.decode(parts[0]), let header = try? JSON.parse(headerBytes), let h = header.objectValue else {
-            return .failure(.malformed("its header is not base64url JSON"))
+    /// A compact JWS taken apart, its signature not yet checked.
+    public struct Signed: Sendable {
+        public let token: String
+        public let algorithm: String
+        public let keyID: String?
+        public let claims: JSON
+        /// What the signature signs: the header and claims parts as they were sent.
+        public let input: [UInt8]
+        public let signature: [UInt8]
+
+        /// The parts of `token`, or why it is not a JWT this server takes (malformed, an
+        /// algorithm other than HS256, RS256 and ES256, `crit` headers).
+        public static func parse(_ token: String) -> Result<Signed, Refusal> {
+            let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3 else { return .failure(.malformed("a JWT has three parts separated by dots")) }
+            guard let headerBytes = Base64URL.decode(parts[0]), let header = try? JSON.parse(headerBytes), let h = header.objectValue else {
+                return .failure(.malformed("its header is not base64url JSON"))
+            }
+            guard let claimBytes = Base64URL.decode(parts[1]), let claims = try? JSON.parse(claimBytes), claims.objectValue != nil else {
+                return .failure(.malformed("its claims are not base64url JSON"))
+            }
+            guard let signature = Base64URL.decode(parts[2]) else { return .failure(.malformed("its signature is not base64url")) }
+            guard let alg = h["alg"]?.stringValue else { return .failure(.malformed("its header has no alg")) }
+            guard alg != "none" else { return .failure(.algorithm("alg none is not accepted: tokens must be signed")) }
+            guard algorithms.contains(alg) else { return .failure(.algorithm("alg \(alg) is not accepted (HS256, RS256 or ES256)")) }
+            if h["crit"] != nil { return .failure(.malformed("crit header parameters are not supported")) }
+            return .success(Signed(token: token, algorithm: alg, keyID: h["kid"]?.stringValue, claims: claims,
+                                   input: Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)), signature: signature))
         }
-        guard let claimBytes = Base64URL.decode(parts[1]), let claims = try? JSON.parse(claimBytes), claims.objectValue != nil else {
-            return .failure(.malformed("its claims are not base64url JSON"))
+
+        /// This token, its signature checked by the runtime's keys: `verified` true when
+        /// one of them signed it, nil when no key takes its algorithm.
+        package func checked(_ verified: Bool?) -> Result<Verified, Refusal> {
+            switch verified {
+            case nil: return .failure(.algorithm("no --jwt-key takes alg \(algorithm)"))
+            case false?: return .failure(.signature)
+            case true?: return .success(Verified(token: token, claims: claims))
+            }
         }
-        guard let signature = Base64URL.decode(parts[2]) else { return .failure(.malformed("its signature is not base64url")) }
-        guard let alg = h["alg"]?.stringValue else { return .failure(.malformed("its header has no alg")) }
-        guard alg != "none" else { return .failure(.algorithm("alg none is not accepted: tokens must be signed")) }
-        guard algorithms.contains(alg) else { return .failure(.algorithm("alg \(alg) is not accepted (HS256, RS256 or ES256)")) }
-        if h["crit"] != nil { return .failure(.malformed("crit header parameters are not supported")) }
-        let input = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        switch settings.check.verify(algorithm: alg, keyID: h["kid"]?.stringValue, input: input, signature: signature) {
-        case nil: return .failure(.algorithm("no --jwt-key takes alg \(alg)"))
-        case false?: return .failure(.signature)
-        case true?: break
-        }
-        return grant(claims: claims, token: token, settings: settings, wallMS: wallMS)
+    }
+
+    /// A token whose signature one of `--jwt-key`'s keys verified, and its claims: what
+    /// the runtime passes the hub (only the package makes one).
+    public struct Verified: Sendable, Equatable {
+        public let token: String
+        public let claims: JSON
+        package init(token: String, claims: JSON) { self.token = token; self.claims = claims }
+    }
+
+    /// The grant a verified token carries, if its claims hold at `wallMS` (with
+    /// `leewayMS` of clock skew).
+    public static func grant(_ verified: Verified, settings: JWTSettings, wallMS: Int64) -> Result<AccessPolicy.Grant, Refusal> {
+        grant(claims: verified.claims, token: verified.token, settings: settings, wallMS: wallMS)
     }
 
     /// The claims of a token whose signature verified.
@@ -120,22 +152,15 @@ public enum JWT {
     }
 }
 
-/// Checks a JWS signature with the keys of `--jwt-key` (the runtime's OpenSSL). A class:
-/// the hub holds it, and a reference keeps the hub a plain loadable value.
-public protocol JWTSignatureCheck: AnyObject, Sendable {
-    /// Whether one of the keys for `algorithm` (the one named `keyID`, when that is
-    /// given and known) signed `input`: nil when no key takes that algorithm.
-    func verify(algorithm: String, keyID: String?, input: [UInt8], signature: [UInt8]) -> Bool?
-}
+/// What the runtime's keys made of a JWT shown: its verified claims, or why not.
+public typealias JWTVerification = Result<JWT.Verified, JWT.Refusal>
 
-/// `--jwt-key` and `--jwt-audience`.
-public struct JWTSettings: Sendable {
-    public var check: any JWTSignatureCheck
+/// JWTs are taken (`--jwt-key`, whose keys the runtime holds), and `--jwt-audience`.
+public struct JWTSettings: Sendable, Equatable {
     /// A token must name this audience in `aud` (nil: `aud` is not checked).
     public var audience: String?
 
-    public init(check: any JWTSignatureCheck, audience: String? = nil) {
-        self.check = check
+    public init(audience: String? = nil) {
         self.audience = audience
     }
 }

@@ -44,13 +44,13 @@ extension Hub {
     }
 
     /// Grants follow their tokens; connections whose token is gone are closed with 1008.
-    mutating func reload(policy newPolicy: AccessPolicy) {
+    mutating func reload(policy newPolicy: AccessPolicy, verified: [String: JWTVerification]) {
         policy = newPolicy
         var lost: [Int] = []
         nextExpiry = nil
         for (c, peer) in peers {
             guard let old = peer.grant else { continue }
-            guard case .success(let grant) = newPolicy.check(old.token, wallMS: time.wallMS) else {
+            guard case .success(let grant) = newPolicy.check(old.token, verification: verified[old.token], wallMS: time.wallMS) else {
                 lost.append(c)
                 continue
             }
@@ -64,7 +64,7 @@ extension Hub {
 
     /// A message from a connection: decoded, allowed, then served (in cluster mode a
     /// read waits for the replica first, and is served when it is up to date).
-    mutating func message(_ request: ClientRequest, from c: Int, now: Int64) {
+    mutating func message(_ request: ClientRequest, from c: Int, verified: JWTVerification?, now: Int64) {
         guard var peer = peers[c] else { return }
         let first = !peer.greeted
         peer.greeted = true
@@ -85,11 +85,12 @@ extension Hub {
             }
             return parkForRead(name, Parked(connection: c, message: message, id: request.id, now: now))
         }
-        serve(message, id: request.id, from: c, first: first, now: now)
+        serve(message, id: request.id, from: c, first: first, verified: verified, now: now)
     }
 
     /// Answers one allowed message (`first`: the first of its connection).
-    mutating func serve(_ message: ClientMessage, id requestID: JSON?, from c: Int, first: Bool, now: Int64) {
+    mutating func serve(_ message: ClientMessage, id requestID: JSON?, from c: Int, first: Bool,
+                        verified: JWTVerification? = nil, now: Int64) {
         guard var peer = peers[c] else { return }
         func reply(_ m: ServerMessage) { emit(.send(to: c, m, id: requestID)) }
         func error(_ code: ErrorCode, _ message: String) { reply(.error(NavError(code, message))) }
@@ -104,7 +105,7 @@ extension Hub {
                 peer.client = client
             }
             if let token = h.token, let policy {
-                switch policy.check(token, wallMS: time.wallMS) {
+                switch policy.check(token, verification: verified, wallMS: time.wallMS) {
                 case .failure(let refusal): return error(.forbidden, refusal.description)
                 case .success(let grant):
                     peer.grant = grant
@@ -128,7 +129,7 @@ extension Hub {
         case .auth(let token):
             guard let policy else { return error(.badRequest, "this server has no auth file and no --jwt-key: there is no token to refresh") }
             let grant: AccessPolicy.Grant
-            switch policy.check(token, wallMS: time.wallMS) {
+            switch policy.check(token, verification: verified, wallMS: time.wallMS) {
             case .failure(let refusal): return error(.forbidden, "\(refusal); the token before stays in force")
             case .success(let g): grant = g
             }

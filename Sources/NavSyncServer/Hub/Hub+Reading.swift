@@ -7,8 +7,18 @@ extension Hub {
     /// grant, at wall time `now` (ms since the Unix epoch, for a JWT's `exp` and `nbf`):
     /// the hub's access policy read, nothing changed. nil when there is no policy (no
     /// `--auth`, no `--jwt-key`: every connection is admin).
-    public func checkToken(_ token: String, now: Int64) -> Result<AccessPolicy.Grant, AccessPolicy.Refusal>? {
-        policy?.check(token, wallMS: now)
+    /// A JWT comes with what the runtime's keys made of it (`verified`).
+    public func checkToken(_ token: String, verified: JWTVerification?, now: Int64) -> Result<AccessPolicy.Grant, AccessPolicy.Refusal>? {
+        policy?.check(token, verification: verified, wallMS: now)
+    }
+
+    /// Whether a token shown is one the runtime checks the signature of (`--jwt-key` is
+    /// on and it has a JWT's shape).
+    public func takesJWT(_ token: String) -> Bool { policy?.jwt != nil && JWT.looksLike(token) }
+
+    /// The JWTs connections hold now: checked again with the keys of a SIGHUP.
+    public var heldJWTs: Set<String> {
+        Set(peers.values.compactMap { $0.grant?.claims != nil ? $0.grant?.token : nil })
     }
 
     /// Whether tokens are checked at all.

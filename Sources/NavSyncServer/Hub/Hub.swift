@@ -23,8 +23,9 @@ public struct Hub {
         /// with a join hook, its address and the headers the hooks file names).
         case connected(Int, grant: AccessPolicy.Grant?, upgrade: Upgrade? = nil)
         /// A message from a connection, decoded (or why not) by the runtime: the server
-        /// parses its hot path with jansson, the core with its own parser (`text`).
-        case request(Int, ClientRequest)
+        /// parses its hot path with jansson, the core with its own parser (`text`). A
+        /// `hello` or `auth` carrying a JWT comes with what the runtime's keys made of it.
+        case request(Int, ClientRequest, verified: JWTVerification? = nil)
         /// The connection is gone: it leaves every session it was in.
         case disconnected(Int)
         /// A member that lagged (its patches of these sessions were dropped) has drained
@@ -35,7 +36,9 @@ public struct Hub {
         /// `DELETE /api/sessions/NAME`, already authorized (admin) by the HTTP routes.
         case httpDelete(connection: Int, request: HTTPRequest, session: String)
         /// A new auth file (SIGHUP): grants follow their tokens, lost tokens are closed.
-        case policy(AccessPolicy)
+        /// The JWTs connections hold (`heldJWTs`) come checked again with the keys as
+        /// they are now.
+        case policy(AccessPolicy, verified: [String: JWTVerification] = [:])
         /// The journal writer finished entries through `through` (or failed some).
         case journal(JournalResult)
         /// The presence interval passed: gathered presence goes out (docs/protocol.md, "Server messages, unasked").
@@ -232,8 +235,8 @@ public struct Hub {
         case .connected(let c, let grant, let upgrade):
             connect(c, grant: grant, now: now)
             if let upgrade { peers[c]?.backend = PeerBackend(addr: upgrade.addr, headers: upgrade.headers) }
-        case .request(let c, let request):
-            message(request, from: c, now: now)
+        case .request(let c, let request, let verified):
+            message(request, from: c, verified: verified, now: now)
         case .disconnected(let c):
             disconnect(c)
         case .caughtUp(let c, let names):
@@ -249,8 +252,8 @@ public struct Hub {
             let by = "http"
             let refusal = deleteSession(name, by: by, requester: nil)
             emit(.answer(connection: c, request, refusal.map { .error($0) } ?? .deleted(session: name, by: by), id: nil))
-        case .policy(let p):
-            reload(policy: p)
+        case .policy(let p, let verified):
+            reload(policy: p, verified: verified)
         case .journal(let result):
             journalDone(result)
         case .tick:
@@ -404,7 +407,7 @@ extension Hub.Event {
     public var isCommand: Bool {
         switch self {
         case .httpCommand: return true
-        case .request(_, let r): if case .success(.command) = r.message { return true } else { return false }
+        case .request(_, let r, _): if case .success(.command) = r.message { return true } else { return false }
         default: return false
         }
     }

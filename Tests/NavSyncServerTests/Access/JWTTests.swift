@@ -3,15 +3,15 @@ import Testing
 @testable import NavSyncServer
 import TestSupport
 
-/// JWTs in the core: the compact form, the claims against the clock, and the hub's
-/// `auth` refresh and expiry. Signatures are the runtime's (OpenSSL, `JWTKeysTests`):
-/// here a stand-in takes the signature "ok" for HS256 and has no key of another kind.
+/// JWTs in the server's middle: the compact form, the claims against the clock, and the
+/// hub's `auth` refresh and expiry. Signatures are the runtime's (OpenSSL, `JWTKeysTests`),
+/// which passes the hub what verified: here a stand-in for its keys takes the signature
+/// "ok" for HS256 and has no key of another kind.
 @Suite("JWT: claims, refresh, expiry")
 struct JWTTests {
-    final class StandIn: JWTSignatureCheck, @unchecked Sendable {
-        func verify(algorithm: String, keyID: String?, input: [UInt8], signature: [UInt8]) -> Bool? {
-            algorithm == "HS256" ? signature == Array("ok".utf8) : nil
-        }
+    /// What the runtime's keys would make of `token`.
+    static func verify(_ token: String) -> JWTVerification {
+        JWT.Signed.parse(token).flatMap { s in s.checked(s.algorithm == "HS256" ? s.signature == Array("ok".utf8) : nil) }
     }
 
     /// 2026-12-03T12:00:00Z, in ms.
@@ -27,12 +27,10 @@ struct JWTTests {
         return .object(o)
     }
 
-    static let settings = JWTSettings(check: StandIn())
+    static let settings = JWTSettings()
 
     func check(_ token: String, audience: String? = nil, at wall: Int64 = now) -> Result<AccessPolicy.Grant, JWT.Refusal> {
-        var s = Self.settings
-        s.audience = audience
-        return JWT.grant(token, settings: s, wallMS: wall)
+        Self.verify(token).flatMap { JWT.grant($0, settings: JWTSettings(audience: audience), wallMS: wall) }
     }
 
     @Test func aGoodTokenCarriesItsGrant() throws {
@@ -82,12 +80,17 @@ struct JWTTests {
     @Test func thePolicyTakesEitherKind() throws {
         var p = try AccessPolicy.load(bytes: Array(#"{"tokens": [{"token": "admin-token-1", "role": "admin"}]}"#.utf8), file: "auth.json")
         p.jwt = Self.settings
-        #expect(try p.check("admin-token-1", wallMS: Self.now).get().role == .admin)
-        #expect(try p.check(Self.token(Self.claims(role: "viewer")), wallMS: Self.now).get().role == .viewer)
-        #expect(p.check("nope-nope-nope", wallMS: Self.now) == .failure(.unknown))
-        #expect(p.check(Self.token(Self.claims(exp: 1)), wallMS: Self.now) == .failure(.jwt(.expired)))
+        func check(_ t: String) -> Result<AccessPolicy.Grant, AccessPolicy.Refusal> { p.check(t, verification: Self.verify(t), wallMS: Self.now) }
+        #expect(try p.check("admin-token-1", verification: nil, wallMS: Self.now).get().role == .admin)
+        #expect(try check(Self.token(Self.claims(role: "viewer"))).get().role == .viewer)
+        #expect(p.check("nope-nope-nope", verification: nil, wallMS: Self.now) == .failure(.unknown))
+        #expect(check(Self.token(Self.claims(exp: 1))) == .failure(.jwt(.expired)))
+        // The policy takes a JWT's claims only as the runtime verified them, for that token.
+        let viewer = Self.token(Self.claims(role: "viewer")), admin = Self.token(Self.claims(role: "admin"))
+        #expect(p.check(viewer, verification: nil, wallMS: Self.now) == .failure(.jwt(.signature)), "nothing verified it")
+        #expect(p.check(admin, verification: Self.verify(viewer), wallMS: Self.now) == .failure(.jwt(.signature)), "another token's claims")
         p.jwt = nil
-        #expect(p.check(Self.token(Self.claims()), wallMS: Self.now) == .failure(.unknown), "without --jwt-key a JWT is just an unknown token")
+        #expect(check(Self.token(Self.claims())) == .failure(.unknown), "without --jwt-key a JWT is just an unknown token")
     }
 
     // MARK: The hub
@@ -98,8 +101,10 @@ struct JWTTests {
         return h
     }
 
+    /// A message as the runtime passes it: a token in it comes verified by the keys.
     func send(_ h: inout Hub, _ c: Int, _ m: JSON, wall: Int64 = now) -> [Hub.Effect] {
-        h.handle(.text(c, m.encoded()), at: .init(ms: 0, wallMS: wall))
+        guard case .request(let c, let request, _) = Hub.Event.text(c, m.encoded()) else { return [] }
+        return h.handle(.request(c, request, verified: m["token"]?.stringValue.map(Self.verify)), at: .init(ms: 0, wallMS: wall))
     }
 
     func reply(_ effects: [Hub.Effect]) -> JSON? {
@@ -142,9 +147,25 @@ struct JWTTests {
         #expect(closes(at: (exp + 3_601) * 1000) == [.close(2, code: CloseCode.policyViolation, reason: "token expired")])
     }
 
+    /// SIGHUP: the runtime checks the JWTs connections hold with the keys as they are now;
+    /// a token no key verifies any more loses its connection, the others keep theirs.
+    @Test func aTokenWhoseKeyIsGoneAtSIGHUPLosesItsConnection() {
+        var h = hub()
+        let kept = Self.token(Self.claims()), dropped = Self.token(Self.claims(role: "viewer"))
+        for (c, t) in [(1, kept), (2, dropped)] {
+            _ = h.handle(.connected(c, grant: nil), at: .init(ms: 0, wallMS: Self.now))
+            _ = send(&h, c, ["type": "hello", "token": .string(t)])
+        }
+        #expect(h.heldJWTs == [kept, dropped])
+        let effects = h.handle(.policy(AccessPolicy(grants: [], jwt: Self.settings), verified: [kept: Self.verify(kept), dropped: .failure(.signature)]),
+                               at: .init(ms: 0, wallMS: Self.now))
+        let closed = effects.compactMap { if case .close(let c, _, let reason) = $0 { "\(c): \(reason)" } else { nil } }
+        #expect(closed == ["2: token no longer valid"])
+    }
+
     @Test func anUpgradesJWTGrantIsWatchedToo() {
         var h = hub()
-        let grant = try? JWT.grant(Self.token(Self.claims(exp: Self.now / 1000 + 1)), settings: Self.settings, wallMS: Self.now).get()
+        let grant = try? check(Self.token(Self.claims(exp: Self.now / 1000 + 1))).get()
         _ = h.handle(.connected(7, grant: grant), at: .init(ms: 0, wallMS: Self.now))
         let effects = h.handle(.tick, at: .init(ms: 0, wallMS: Self.now + 2_000))
         #expect(effects.contains(.close(7, code: CloseCode.policyViolation, reason: "token expired")))
