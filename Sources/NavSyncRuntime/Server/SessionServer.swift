@@ -252,24 +252,18 @@ public final class SessionServer: ServerApplication {
 
     // MARK: Access
 
-    /// The upgrade: the origin must be allowed (403) and a token, when shown, valid (401).
-    /// A connection without a token is admitted but may only `hello` and `ping`.
+    /// The upgrade: the origin must be allowed (403) and a token, when shown, valid (401)
+    /// (`HTTPAPI.admit`). A connection without a token is admitted but may only `hello`
+    /// and `ping`.
     public func admit(_ request: HTTPRequest, on connection: Connection) -> HTTPResponse? {
-        guard originAllowed(request, on: connection) else {
-            return .text(403, "origin \(request.header("Origin") ?? "") is not allowed here (navsyncd --allow-origin)\n")
+        switch HTTPAPI(site: site(connection.server)).admit(asked(request, on: connection), hub: hub) {
+        case .refused(let refusal):
+            return refusal
+        case .admitted(let grant):
+            connection.context = Self.admitted
+            if let grant { admittedGrants[connection.id] = grant }
+            return nil
         }
-        connection.context = Self.admitted
-        if let token = AccessPolicy.token(of: request), let checked = hub.checkToken(token, verified: verification(of: token), now: unixMilliseconds()) {
-            switch checked {
-            case .failure(let refusal):
-                var r = HTTPResponse.text(401, "\(refusal)\n")
-                r.headers.append(("WWW-Authenticate", "Bearer"))
-                return r
-            case .success(let grant):
-                admittedGrants[connection.id] = grant
-            }
-        }
-        return nil
     }
 
     /// SIGHUP: re-reads the auth file, the `--jwt-key` files and the Redis password file; connections whose

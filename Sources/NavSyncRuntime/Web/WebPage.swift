@@ -24,6 +24,15 @@ public struct WebPage: Sendable {
         etag = "\"" + Digests.sha1(bytes).prefix(8).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\""
     }
 
+    /// The file the API names.
+    public static func of(_ page: HTTPAPI.Page) -> WebPage {
+        switch page {
+        case .index: index
+        case .module: module
+        case .types: types
+        }
+    }
+
     /// A strong validator: it changes only when the file does.
     public let etag: String
 
