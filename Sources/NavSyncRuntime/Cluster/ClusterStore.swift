@@ -45,7 +45,6 @@ public final class ClusterStore {
     public private(set) var appends = 0
     public private(set) var appendedRecords = 0
     public private(set) var catchUps = 0
-    public private(set) var unconfirmed = 0
     public private(set) var connected = false
     /// The nodes Redis lists, refreshed every second: name -> (url, last heartbeat ms, run).
     public private(set) var nodes: [String: (url: String, seen: Int64, incarnation: String)] = [:]
@@ -336,8 +335,8 @@ public final class ClusterStore {
                 case .failure(.unknown(let reason)): onEvent?(.refused(session: name, token: token, .unknown(reason)))
                 }
             }
-        case .confirm(let name, let token, let last):
-            confirm(name, token: token, last: last)
+        case .confirm(let name, let token, let last, let also, let attempt):
+            confirm(name, token: token, last: last, also: also, attempt: attempt)
         case .read(let name, let after):
             read(name, after: after, adding: nil)
         case .snapshot(let name, let epoch, let at, let data):
@@ -408,13 +407,13 @@ public final class ClusterStore {
         }
     }
 
-    /// `--redis-wait N`: the append is acknowledged once N replicas have it, and every
-    /// replica online and acknowledging too, or that was within `--redis-wait-hold`:
-    /// Sentinel may promote any of them (it knows their offsets only as of its last
-    /// look), so a write one of them lacked could be lost with the primary. With two
-    /// replicas and `--redis-wait 1`, losing one leaves writes going after the hold. WAIT
-    /// on the connection that appended covers every write it made before.
-    private func confirm(_ name: String, token: Int, last: StreamID, also more: Set<String> = [], tries: Int = 0) {
+    /// `--redis-wait N`: WAIT for every replica a write must reach, then ROLE on the same
+    /// connection, and report what they said for the hub to judge (`WaitAnswer`): N
+    /// replicas, and every one online and acknowledging too, or that was within
+    /// `--redis-wait-hold` (Sentinel may promote any of them: it knows their offsets only
+    /// as of its last look), and those `also` named. WAIT on the connection that
+    /// appended covers every write it made before.
+    private func confirm(_ name: String, token: Int, last: StreamID, also more: Set<String> = [], attempt: Int = 0) {
         guard waitReplicas > 0, let commands else { return onEvent?(.appended(session: name, token: token, last: last)) ?? () }
         let waited = replicaHold.waitedFor.union(acknowledging).union(more)
         let needed = max(waitReplicas, waited.count)
@@ -422,29 +421,22 @@ public final class ClusterStore {
         commands.send(["WAIT", String(needed), String(waitTimeout)]) { confirmed = $0 }
         // Right after WAIT on the same connection: which replicas the primary has now.
         commands.send(["ROLE"]) { [unowned self] role in
-            func unconfirmedBecause(_ why: String) {
-                unconfirmed += 1
-                onEvent?(.unconfirmed(session: name, token: token, last: last, reason: why))
+            var answer = WaitAnswer(waited: waited, needed: needed, replicas: nil, lagging: lagging, attempt: attempt)
+            switch (confirmed, role) {
+            case (.failure(let f), _), (_, .failure(let f)):
+                answer.failure = f.reason
+            case (.success(.int(let n)), .success(let r)):
+                if case .error(let e) = r {
+                    answer.failure = "ROLE answered \(e)"   // an ACL without +role
+                } else {
+                    answer.confirmed = Int(n)
+                    answer.replicas = Self.roleReplicas(r)
+                    if let replicas = answer.replicas { look(at: replicas.subtracting(lagging)) }
+                }
+            case (.success(let w), _):
+                answer.failure = "WAIT answered \(w)"
             }
-            guard case .success(let w) = confirmed, case .success(let r) = role else {
-                if case .failure(let f) = confirmed { return unconfirmedBecause(f.reason) }
-                if case .failure(let f) = role { return unconfirmedBecause(f.reason) }
-                return unconfirmedBecause("WAIT answered \(confirmed)")
-            }
-            guard case .int(let n) = w else { return unconfirmedBecause("WAIT answered \(w)") }
-            if case .error(let e) = r { return unconfirmedBecause("ROLE answered \(e)") }   // an ACL without +role
-            let replicas = Self.roleReplicas(r)
-            if let replicas { look(at: replicas.subtracting(lagging)) }
-            switch ReplicaHold.verdict(confirmed: Int(n), needed: needed, waited: waited, role: replicas, lagging: lagging) {
-            case .acknowledged:
-                onEvent?(.appended(session: name, token: token, last: last))
-            case .waitAlsoFor(let bigger) where tries < 2:
-                confirm(name, token: token, last: last, also: bigger, tries: tries + 1)
-            case .waitAlsoFor:
-                unconfirmedBecause("the primary's replicas kept changing")
-            case .unconfirmed(let why):
-                unconfirmedBecause(why)
-            }
+            onEvent?(.waited(session: name, token: token, last: last, answer))
         }
     }
 

@@ -39,20 +39,4 @@ struct ReplicaHold {
         lastSeen = [:]
         missing = []
     }
-
-    /// What `WAIT` and the `ROLE` sent right after it say of a write that waited for
-    /// `waited` replicas (`needed` of them): acknowledged only when every one waited for
-    /// is still there, with no new one that may lack it (`lagging` ones aside: a frozen
-    /// replica is not promoted). A new one is waited for too, in one more `WAIT`.
-    enum Verdict: Equatable { case acknowledged, waitAlsoFor(Set<String>), unconfirmed(String) }
-
-    static func verdict(confirmed n: Int, needed: Int, waited: Set<String>, role: Set<String>?, lagging: Set<String>) -> Verdict {
-        guard let role else { return .unconfirmed("Redis is no longer the primary") }
-        if let gone = waited.subtracting(role).sorted().first {
-            return .unconfirmed("replica \(gone) left the primary (it may be the one the Sentinels are promoting)")
-        }
-        guard n >= needed else { return .unconfirmed("\(n) of \(needed) replicas confirmed it in time") }
-        let new = role.subtracting(waited).subtracting(lagging)
-        return new.isEmpty ? .acknowledged : .waitAlsoFor(waited.union(new))
-    }
 }

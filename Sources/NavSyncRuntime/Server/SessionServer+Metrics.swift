@@ -19,7 +19,7 @@ extension SessionServer {
             m.counter("navsync_cluster_catchups_total", "Times this node read sessions from Redis to catch up (reconnects, gaps, stalls).", cluster.catchUps)
             m.gauge("navsync_cluster_redis_rtt_seconds", "Round-trip time of the last answered Redis command.", cluster.roundTripMs / 1000)
             m.gauge("navsync_cluster_redis_connected", "1 while the command connection to Redis is up.", cluster.connected ? 1 : 0)
-            m.counter("navsync_cluster_unconfirmed_total", "Appends fewer replicas confirmed in time than --redis-wait asks (answered unconfirmed).", cluster.unconfirmed)
+            m.counter("navsync_cluster_unconfirmed_total", "Appends fewer replicas confirmed in time than --redis-wait asks (answered unconfirmed).", hub.unconfirmedWrites)
             m.gauge("navsync_cluster_ready", "1 while this node can acknowledge commands (/readyz).", cluster.notReady == nil ? 1 : 0)
             m.gauge("navsync_cluster_nodes", "Nodes whose heartbeat is at most 5 s old.", cluster.nodes.values.filter { unixMilliseconds() - $0.seen <= 5_000 }.count)
         }

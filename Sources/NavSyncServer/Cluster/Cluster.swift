@@ -55,8 +55,10 @@ public enum ClusterRequest: Sendable {
     /// and last position are still `epoch` and `after`. `token` names the attempt.
     case append(session: String, epoch: String, after: StreamID, records: [ClusterRecord], token: Int)
     /// `--redis-wait`: confirm that the replicas have everything this node wrote (a
-    /// duplicate's answer waits for its original); answered `appended` or `unconfirmed`.
-    case confirm(session: String, token: Int, last: StreamID)
+    /// duplicate's answer waits for its original): WAIT for them, and the replicas `also`
+    /// named (a new one ROLE showed), then ROLE; answered `waited` (what they said, for
+    /// the hub to judge), or `appended` when no confirmation is asked.
+    case confirm(session: String, token: Int, last: StreamID, also: Set<String> = [], attempt: Int = 0)
     /// Read the log after `after`, or (nil, or the log no longer reaches back to it)
     /// the newest snapshot and the log after it.
     case read(session: String, after: StreamID?)
@@ -76,7 +78,7 @@ public enum ClusterRequest: Sendable {
     public var session: String {
         switch self {
         case .create(let s, _, _, _), .append(let s, _, _, _, _), .read(let s, _), .snapshot(let s, _, _, _), .delete(let s),
-             .presence(let s, _), .askMembers(let s), .confirm(let s, _, _): s
+             .presence(let s, _), .askMembers(let s), .confirm(let s, _, _, _, _): s
         case .checkPositions: ""
         }
     }
@@ -93,7 +95,7 @@ extension ClusterRequest: Equatable {
         case (.delete(let x), .delete(let y)), (.askMembers(let x), .askMembers(let y)): x == y
         case (.presence(let x, let p), .presence(let y, let q)): x == y && p == q
         case (.checkPositions(let p), .checkPositions(let q)): p == q
-        case (.confirm(let x, let t, let p), .confirm(let y, let u, let q)): x == y && t == u && p == q
+        case (.confirm(let x, let t, let p, let a, let n), .confirm(let y, let u, let q, let b, let m)): x == y && t == u && p == q && a == b && n == m
         default: false
         }
     }
@@ -109,9 +111,9 @@ public enum ClusterEvent: Sendable {
     /// A `create` was done (`made`), or the session already existed.
     case created(session: String, made: Bool)
     case appended(session: String, token: Int, last: StreamID)
-    /// Appended, but fewer replicas than `--redis-wait` asks confirmed it in time: it
-    /// may not survive a failover. Applied; its authors get `unconfirmed`.
-    case unconfirmed(session: String, token: Int, last: StreamID, reason: String)
+    /// `--redis-wait`: what WAIT and ROLE said of an append (or of a duplicate's
+    /// original); the hub judges it (`WaitAnswer.verdict`).
+    case waited(session: String, token: Int, last: StreamID, WaitAnswer)
     case refused(session: String, token: Int, AppendRefusal)
     case read(session: String, ReadResult)
     /// A log entry from the live channel, with the entry before it; the record as JSON,
@@ -129,6 +131,47 @@ public enum ClusterEvent: Sendable {
     /// Another node's presence (`ClusterRequest.presence`), and a node asking for it.
     case presence(session: String, JSON)
     case membersWanted(session: String)
+}
+
+/// `--redis-wait`: what WAIT, and the ROLE sent right after it on the same connection,
+/// said of a write, as the store saw it.
+public struct WaitAnswer: Sendable, Equatable {
+    /// The replicas waited for (`ip:port`: those acknowledging now or within
+    /// `--redis-wait-hold`, and any named again), and how many WAIT asked for.
+    public var waited: Set<String>
+    public var needed: Int
+    /// WAIT's count, and ROLE's online replicas (nil: Redis is no longer a primary).
+    public var confirmed: Int
+    public var replicas: Set<String>?
+    /// Replicas online but not acknowledging (a frozen replica is not promoted).
+    public var lagging: Set<String>
+    /// Why WAIT or ROLE gave no answer (then the rest says nothing).
+    public var failure: String?
+    /// 0 for the first WAIT of a write, 1 and 2 for those after a new replica showed up.
+    public var attempt: Int
+
+    public init(waited: Set<String>, needed: Int, confirmed: Int = 0, replicas: Set<String>?, lagging: Set<String> = [],
+                failure: String? = nil, attempt: Int = 0) {
+        self.waited = waited; self.needed = needed; self.confirmed = confirmed; self.replicas = replicas
+        self.lagging = lagging; self.failure = failure; self.attempt = attempt
+    }
+
+    /// The write is acknowledged only when every replica waited for is still the
+    /// primary's, enough confirmed it, and no new one may lack it (`lagging` ones aside).
+    /// A new one is waited for too, in one more WAIT (at most two more).
+    public enum Verdict: Sendable, Equatable { case acknowledged, waitAlsoFor(Set<String>), unconfirmed(String) }
+
+    public var verdict: Verdict {
+        if let failure { return .unconfirmed(failure) }
+        guard let replicas else { return .unconfirmed("Redis is no longer the primary") }
+        if let gone = waited.subtracting(replicas).sorted().first {
+            return .unconfirmed("replica \(gone) left the primary (it may be the one the Sentinels are promoting)")
+        }
+        guard confirmed >= needed else { return .unconfirmed("\(confirmed) of \(needed) replicas confirmed it in time") }
+        let new = replicas.subtracting(waited).subtracting(lagging)
+        if new.isEmpty { return .acknowledged }
+        return attempt < 2 ? .waitAlsoFor(waited.union(new)) : .unconfirmed("the primary's replicas kept changing")
+    }
 }
 
 /// A node's entry in `navsync:nodes`: its last heartbeat (ms since the Unix epoch) and

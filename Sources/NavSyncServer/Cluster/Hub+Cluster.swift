@@ -29,6 +29,8 @@ extension Hub {
         var nextToken = 0
         /// Appends refused because the log had moved on (commands run again).
         var retries = 0
+        /// `--redis-wait`: writes fewer replicas confirmed in time (answered `unconfirmed`).
+        var unconfirmed = 0
         /// Sessions this node is making, with joins waiting for them.
         var creating: Set<String> = []
         var pendingCreations: [String: Session] = [:]

@@ -41,8 +41,16 @@ extension Hub {
             }
         case .appended(let name, let token, let last):
             finish(name, token: token, last: last)
-        case .unconfirmed(let name, let token, let last, let reason):
-            finish(name, token: token, last: last, unconfirmed: reason)
+        case .waited(let name, let token, let last, let answer):
+            switch answer.verdict {
+            case .acknowledged:
+                finish(name, token: token, last: last)
+            case .waitAlsoFor(let more):
+                out.append(.cluster(.confirm(session: name, token: token, last: last, also: more, attempt: answer.attempt + 1)))
+            case .unconfirmed(let reason):
+                cluster.unconfirmed += 1
+                finish(name, token: token, last: last, unconfirmed: reason)
+            }
         case .refused(let name, let token, let why):
             refused(name, token: token, why)
         case .read(let name, let result):

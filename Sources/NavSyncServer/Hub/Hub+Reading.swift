@@ -21,6 +21,9 @@ extension Hub {
         Set(peers.values.compactMap { $0.grant?.claims != nil ? $0.grant?.token : nil })
     }
 
+    /// `--redis-wait`: writes answered `unconfirmed` (fewer replicas confirmed them in time).
+    public var unconfirmedWrites: Int { cluster.unconfirmed }
+
     /// Whether tokens are checked at all.
     public var checksTokens: Bool { policy != nil }
 

@@ -65,7 +65,7 @@ struct ClusterHubTests {
                 return (nil, [.presence(session: name, payload)])
             case .askMembers(let name):
                 return (nil, [.membersWanted(session: name)])
-            case .confirm(let name, let token, let last):
+            case .confirm(let name, let token, let last, _, _):
                 return (.appended(session: name, token: token, last: last), [])
             case .checkPositions(let positions):
                 // A replica behind what Redis holds is told so (the first such, by name).
@@ -294,13 +294,13 @@ struct ClusterHubTests {
         let command = JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]])
         node.handle(.text(2, command.encoded()))
         guard case .append(_, _, _, _, let token) = node.requests.last else { Issue.record("no append"); return }
-        node.handle(.cluster(.unconfirmed(session: "demo", token: token, last: StreamID(1, 1), reason: "0 of 1 replicas confirmed it within 1000 ms")))
+        node.handle(.cluster(.waited(session: "demo", token: token, last: StreamID(1, 1), .oneUnconfirmed)))
         #expect(node.errors == ["unconfirmed"] && node.acks.isEmpty)
         #expect(node.hub.sessions["demo"]!.sequencer.rev == 1, "Redis has it: the replica follows")
         #expect(node.received.contains { $0["type"] == "patch" }, "members see what Redis holds")
         // The resend by id is a duplicate: answered only once the replicas confirm.
         node.handle(.text(2, command.encoded()))
-        guard case .confirm("demo", let again, StreamID(1, 1))? = node.requests.last else { Issue.record("no confirm: \(node.requests)"); return }
+        guard case .confirm("demo", let again, StreamID(1, 1), _, _)? = node.requests.last else { Issue.record("no confirm: \(node.requests)"); return }
         #expect(node.acks.isEmpty)
         node.handle(.cluster(.appended(session: "demo", token: again, last: StreamID(1, 1))))
         #expect(node.acks[1] == 1)
@@ -326,7 +326,7 @@ struct ClusterHubTests {
         var effects = post(nil)
         for case .cluster(let r) in effects { node.requests.append(r) }
         guard case .append(_, _, _, _, let token) = node.requests.last else { Issue.record("no append"); return }
-        effects = node.hub.handle(.cluster(.unconfirmed(session: "demo", token: token, last: StreamID(1, 1), reason: "0 of 1 replicas confirmed it")), now: 0)
+        effects = node.hub.handle(.cluster(.waited(session: "demo", token: token, last: StreamID(1, 1), .oneUnconfirmed)), now: 0)
         let refusal = try #require(answers(effects).first)
         let message = refusal["message"]?.stringValue ?? ""
         #expect(refusal["code"] == "unconfirmed" && message.contains("X-Navsync-Client: http-"), "\(refusal)")
@@ -334,7 +334,7 @@ struct ClusterHubTests {
         // Sent again under it: the same command, waiting for the replicas, then acknowledged once.
         effects = post(identity)
         var confirm: Int?
-        for case .cluster(.confirm("demo", let t, _)) in effects { confirm = t }
+        for case .cluster(.confirm("demo", let t, _, _, _)) in effects { confirm = t }
         let t = try #require(confirm, "the resend waits for the replicas: \(effects)")
         let ack = try #require(answers(node.hub.handle(.cluster(.appended(session: "demo", token: t, last: StreamID(1, 1))), now: 0)).first)
         #expect(ack["type"] == "ack" && ack["rev"] == 1 && ack["duplicate"] == true, "\(ack)")
@@ -353,7 +353,7 @@ struct ClusterHubTests {
             node.handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]]).encoded()))
             guard case .append(_, _, _, _, let token) = node.requests.last else { Issue.record("no append"); return [] }
             node.handle(.cluster(confirmed ? .appended(session: "demo", token: token, last: StreamID(1, 1))
-                                           : .unconfirmed(session: "demo", token: token, last: StreamID(1, 1), reason: "0 of 1")))
+                                           : .waited(session: "demo", token: token, last: StreamID(1, 1), .oneUnconfirmed)))
             #expect(node.hub.sessions["demo"]!.sequencer.rev == 1)
             let fresh = Sequencer(flow: .demo, epoch: "a-ep1/g2").snapshot()
             let effects = node.hub.handle(.cluster(.read(session: "demo", .whole(flow: Flow.demo.source, epoch: "a-ep1/g2", snapshot: fresh, at: .zero, []))), now: 0)
@@ -368,4 +368,9 @@ struct ClusterHubTests {
 
 
 
+}
+
+extension WaitAnswer {
+    /// WAIT found none of the one replica a write waited for.
+    static let oneUnconfirmed = WaitAnswer(waited: ["127.0.0.1:6380"], needed: 1, confirmed: 0, replicas: ["127.0.0.1:6380"])
 }
