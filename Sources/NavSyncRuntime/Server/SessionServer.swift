@@ -7,9 +7,10 @@ import NavSyncLibuv
 /// journal entries to the `DataStore`, closes and log lines.
 ///
 /// A broadcast is encoded and framed once; the same bytes are queued on every member.
-/// A member whose queue passes `lagThreshold` stops getting patches of that session
-/// and, once its queue has drained, the hub sends it the session's state: memory stays
-/// bounded and the others are not slowed (docs/protocol.md, "Transport").
+/// A member whose queue passes `lagThreshold` is not queued the patch, and the hub is
+/// told (`Hub.Event.lagging`): it pauses that member's patches of the session and, once
+/// its queue has drained (`.drained`), sends it the session's state: memory stays bounded
+/// and the others are not slowed (docs/protocol.md, "Transport").
 public final class SessionServer: ServerApplication {
     public private(set) var hub: Hub
     /// Queued bytes past which a member is lagging and patches stop being queued for it.
@@ -35,11 +36,9 @@ public final class SessionServer: ServerApplication {
     /// Time to handle one command (decode, sequence, apply, encode), outside cluster mode.
     public private(set) var commandLatency = LatencyHistogram()
 
-    /// Sessions whose patches a member missed, by connection: it gets their state when
-    /// drained. Only lagging members are here, each while its connection `wantsDrained`
-    /// (the broadcast checks that first). A table, not a state object per connection:
-    /// every member would pay for what few ever need.
-    private var lagging: [Int: Set<String>] = [:]
+    /// Members whose queue overflowed while effects were carried out, for the hub once
+    /// they are done (`Hub.Event.lagging`).
+    private var overflows: [(connection: Int, session: String, queued: Int)] = []
     /// `Connection.context` of a connection whose upgrade was admitted (the hub hears of
     /// its close); the same object for all.
     private static let admitted = Admitted()
@@ -91,6 +90,12 @@ public final class SessionServer: ServerApplication {
         let effects = hub.handle(event, at: Hub.Instant(ms: server?.now ?? 0, wallMS: unixMilliseconds(), nanos: started))
         if !hub.isClustered, event.isCommand { commandLatency.record(nanoseconds: monotonicNanoseconds() &- started) }
         perform(effects, on: server)
+        // Members that could not take a patch: the hub decides what follows.
+        while !overflows.isEmpty {
+            let due = overflows
+            overflows = []
+            for o in due { handle(.lagging(o.connection, session: o.session, queued: o.queued), on: server) }
+        }
     }
 
     private func perform(_ effects: [Hub.Effect], on server: Server?) {
@@ -174,19 +179,16 @@ public final class SessionServer: ServerApplication {
         for member in audience.members {
             member._withUnsafeGuaranteedRef { connection in
                 guard connection.isOpen else { return }
-                // A member lagging on a session waits to be told it drained, so only a
-                // connection with `wantsDrained` set is looked up in `lagging`.
-                func pause() {
-                    lagging[connection.id, default: []].insert(session)
+                // A patch is not queued past the threshold: the hub hears of it after
+                // these effects and pauses the member's patches of the session. Only a
+                // connection that overflowed (`wantsDrained`) is looked up in the hub.
+                func overflowed() {
+                    overflows.append((connection.id, session, connection.queuedBytes))
                     connection.wantsDrained = true
                 }
                 if isPatch {
-                    if connection.wantsDrained, lagging[connection.id]?.contains(session) == true { return }
-                    if connection.queuedBytes > lagThreshold {
-                        pause()
-                        server.logger.info("#\(connection.id) \(connection.peer) is lagging on '\(session)' (\(connection.queuedBytes) bytes queued): patches paused until it drains")
-                        return
-                    }
+                    if connection.wantsDrained, hub.patchesPaused(for: connection.id, in: session) { return }
+                    if connection.queuedBytes > lagThreshold { return overflowed() }
                 }
                 // The frame is passed on, not copied into a variable: a copy is a
                 // retain and a release per member.
@@ -201,7 +203,7 @@ public final class SessionServer: ServerApplication {
                 if queued {
                     sent += 1
                 } else if isPatch {
-                    pause()
+                    overflowed()
                 } else {
                     connection.abort(.overflow)
                 }
@@ -343,15 +345,12 @@ public final class SessionServer: ServerApplication {
     public func closed(_ connection: Connection) {
         guard connection.context != nil else { return }
         admittedGrants[connection.id] = nil
-        lagging[connection.id] = nil
         handle(.disconnected(connection.id), on: connection.server)
     }
 
     public func drained(_ connection: Connection) {
-        guard let missed = lagging.removeValue(forKey: connection.id), connection.isOpen else { return }
-        let sessions = missed.sorted()
-        connection.server.logger.info("#\(connection.id) \(connection.peer) drained: catching up on \(sessions.joined(separator: ", ")) with a snapshot")
-        handle(.caughtUp(connection.id, sessions: sessions), on: connection.server)
+        guard connection.isOpen, connection.context != nil else { return }
+        handle(.drained(connection.id), on: connection.server)
     }
 }
 

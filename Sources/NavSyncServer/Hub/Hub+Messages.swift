@@ -149,6 +149,7 @@ extension Hub {
         case .leave(let name):
             if let at = sessions.index(forKey: name), let m = sessions.values[at].remove(c, detail: configuration.presenceDetail) {
                 peers[c]?.sessions.removeAll { $0 == name }
+                peers[c]?.paused.removeAll { $0 == name }
                 noteLocal(name, left: m.client)
                 noteMembers(name)
             }

@@ -24,6 +24,9 @@ extension Hub {
     /// `--redis-wait`: writes answered `unconfirmed` (fewer replicas confirmed them in time).
     public var unconfirmedWrites: Int { cluster.unconfirmed }
 
+    /// Whether a member's patches of `session` are paused while it lags (`Event.lagging`).
+    public func patchesPaused(for c: Int, in session: String) -> Bool { peers[c]?.paused.contains(session) ?? false }
+
     /// Whether tokens are checked at all.
     public var checksTokens: Bool { policy != nil }
 

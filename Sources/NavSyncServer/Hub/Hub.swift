@@ -28,9 +28,13 @@ public struct Hub {
         case request(Int, ClientRequest, verified: JWTVerification? = nil)
         /// The connection is gone: it leaves every session it was in.
         case disconnected(Int)
-        /// A member that lagged (its patches of these sessions were dropped) has drained
-        /// its output: it gets each session's state.
-        case caughtUp(Int, sessions: [String])
+        /// A member's output was past the lag threshold (or its queue full) when a patch
+        /// of `session` was to be queued to it (the runtime queued it not): its patches
+        /// of that session pause until it drains, `queued` bytes behind.
+        case lagging(Int, session: String, queued: Int)
+        /// A member whose patches were paused has written all its output: it gets each
+        /// such session's state, and its patches again.
+        case drained(Int)
         /// `POST /api/sessions/NAME/commands`, already authorized by the HTTP routes.
         case httpCommand(HTTPCommand)
         /// `DELETE /api/sessions/NAME`, already authorized (admin) by the HTTP routes.
@@ -135,6 +139,9 @@ public struct Hub {
         /// The sessions it joined: a list, not a set (a set is a heap block per peer
         /// even for one name, and a peer joins a few at most).
         var sessions: [String] = []
+        /// Sessions whose patches it is not sent while it lags (`Event.lagging`), until it
+        /// drains and gets their state.
+        var paused: [String] = []
         /// With a join hook: the upgrade's address and headers, and the hook's answers.
         /// Boxed, like the grant: most servers have no hooks.
         var backend: PeerBackend? {
@@ -239,7 +246,17 @@ public struct Hub {
             message(request, from: c, verified: verified, now: now)
         case .disconnected(let c):
             disconnect(c)
-        case .caughtUp(let c, let names):
+        case .lagging(let c, let name, let queued):
+            guard var peer = peers[c], !peer.paused.contains(name) else { break }
+            peer.paused.append(name)
+            peers[c] = peer
+            out.append(.log(.info, "#\(c) \(peer.name) is lagging on '\(name)' (\(queued) bytes queued): patches paused until it drains"))
+        case .drained(let c):
+            guard var peer = peers[c], !peer.paused.isEmpty else { break }
+            let names = peer.paused.sorted()
+            peer.paused = []
+            peers[c] = peer
+            out.append(.log(.info, "#\(c) \(peer.name) drained: catching up on \(names.joined(separator: ", ")) with a snapshot"))
             for name in names {
                 guard let s = sessions[name], s.members[c] != nil else { continue }
                 emit(.send(to: c, .snapshot(session: name, rev: s.sequencer.rev, state: s.sequencer.state.json), id: nil))
@@ -363,7 +380,7 @@ public struct Hub {
     /// its members leave it.
     mutating func removeSession(_ name: String) {
         guard let s = sessions.removeValue(forKey: name) else { return }
-        for c in s.memberOrder { peers[c]?.sessions.removeAll { $0 == name } }   // its pending presence goes with it
+        for c in s.memberOrder { peers[c]?.sessions.removeAll { $0 == name }; peers[c]?.paused.removeAll { $0 == name } }   // its pending presence goes with it
     }
 
     /// Runs a command from a connection or from the HTTP API. On a new revision the

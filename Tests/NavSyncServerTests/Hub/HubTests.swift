@@ -22,6 +22,30 @@ struct HubTests {
         #expect(f.hub.client(of: c) == "c3")
     }
 
+    /// The lag policy is the hub's: a member that could not take a patch (the runtime
+    /// says so) has that session's patches paused, once; when it drains it gets the
+    /// session's state and its patches again. A session it leaves is forgotten.
+    @Test func aLaggingMemberIsPausedThenCaughtUpWithAState() {
+        let f = Fixture()
+        let a = f.connect(), b = f.connect()
+        _ = f.send(a, ["type": "join", "session": "demo"])
+        _ = f.send(b, ["type": "join", "session": "demo"])
+        func logs(_ effects: [Hub.Effect]) -> [String] { effects.compactMap { if case .log(_, let line) = $0 { line } else { nil } } }
+        var effects = f.hub.handle(.lagging(a, session: "demo", queued: 300_000), now: 0)
+        #expect(logs(effects) == ["#\(a) c1 is lagging on 'demo' (300000 bytes queued): patches paused until it drains"])
+        #expect(f.hub.patchesPaused(for: a, in: "demo") && !f.hub.patchesPaused(for: b, in: "demo"))
+        #expect(logs(f.hub.handle(.lagging(a, session: "demo", queued: 400_000), now: 0)).isEmpty, "said once")
+        _ = f.send(b, ["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]])
+        effects = f.hub.handle(.drained(a), now: 0)
+        #expect(logs(effects) == ["#\(a) c1 drained: catching up on demo with a snapshot"])
+        #expect(f.inbox(a, effects).map { $0["type"] } == ["snapshot"] && f.inbox(a, effects).first?["rev"] == 1)
+        #expect(!f.hub.patchesPaused(for: a, in: "demo"))
+        #expect(f.hub.handle(.drained(a), now: 0).isEmpty, "nothing paused: nothing to catch up on")
+        _ = f.hub.handle(.lagging(b, session: "demo", queued: 300_000), now: 0)
+        _ = f.send(b, ["type": "leave", "session": "demo"])
+        #expect(!f.hub.patchesPaused(for: b, in: "demo") && f.inbox(b, f.hub.handle(.drained(b), now: 0)).isEmpty)
+    }
+
     @Test func randomClientIDsAreFourteenCharactersAndDistinct() {
         var ids = Hub.IDSource.random(seed: 0x5eed)
         let clients = (0..<10_000).map { _ in ids.nextClient() }
