@@ -1,5 +1,8 @@
 import NavSync
 
+// The mirrored state as an app reads it: the tree (`NavTree`), its coordinators,
+// layers, entries and alert, made from the state document the navigator shows.
+
 /// One entry of the mirrored state (docs/protocol.md, "The state document"), as read from the document.
 public struct NavEntry: Sendable, Hashable, Identifiable {
     /// The id the session gave it (`e12`): stable while the entry lives.
