@@ -85,6 +85,13 @@ public struct HistoryEntry: Sendable, Equatable {
 
     private static let appliedOnce: [OpResult] = [.applied]
 
+    /// Once compact: the text of the command's operations, shared (its first `count`
+    /// bytes); nil while they are parsed values.
+    var opsText: (text: [UInt8], count: Int)? {
+        guard case .textBeforePatch(let n) = box.value.ops, case .encoded(let text) = box.value.patch else { return nil }
+        return (text, Int(n))
+    }
+
     /// What history counts the entry as (`History.bytes`), once compact: roughly its
     /// text and its box, or about 400 bytes for each operation held as values.
     var heldBytes: Int {
@@ -204,6 +211,10 @@ public struct History: Sendable {
     private var kept: ArraySlice<Checkpoint> { checkpoints[dropped...] }
     /// A collecting history (`collecting(after:)`) keeps what it is given here instead.
     private var collected: [(entry: HistoryEntry, state: NavState?)]?
+
+    /// Whether `record` keeps entries as text (`HistoryEntry.compacted`): it keeps some,
+    /// and is not collecting for a scratch copy.
+    var keepsText: Bool { capacity > 0 && collected == nil }
 
     private struct Checkpoint: Sendable {
         var rev: Int

@@ -85,29 +85,55 @@ public struct IdempotencyTable: Sendable {
         }
     }
 
-    /// An acknowledged command: its ack, and what tells a resend from a reuse of the id:
-    /// the command itself (its fingerprint, `Command.fingerprint`, is computed only when
-    /// a resend needs it: most ids are never sent twice), or the fingerprint a snapshot
-    /// kept; nil when unknown (a snapshot written before fingerprints were kept).
+    /// An acknowledged command: its ack, and what tells a resend from a reuse of the id,
+    /// its fingerprint (`Command.fingerprint`), computed only when a resend needs it (most
+    /// ids are never sent twice) from what is kept: the command's operations as the text
+    /// history holds them (the same bytes, shared), or, when history keeps no text of
+    /// them, the command itself; or the fingerprint a snapshot kept; nil when unknown (a
+    /// snapshot written before fingerprints were kept). Holding every command's parsed
+    /// operations for the table's thousand ids per client was most of a revision's memory.
     public struct Entry: Sendable, Equatable {
         public var ack: Ack
-        // Constants, each set by the initializers: as `var`s defaulting to nil, the
+        // A constant, set by the initializers: as a `var` defaulting to nil, the
         // optimizer built every entry twice and copied one.
-        private let command: Command?
-        private let stored: UInt64?
+        let source: Source
 
-        public var fingerprint: UInt64? { command?.fingerprint ?? stored }
+        enum Source: Sendable {
+            case command(Command)
+            /// The operations' JSON text: the first `count` bytes of `text`.
+            case text([UInt8], count: Int, base: Int?, onConflict: ConflictPolicy)
+            case stored(UInt64?)
+        }
+
+        public var fingerprint: UInt64? {
+            switch source {
+            case .command(let command): return command.fingerprint
+            case .stored(let f): return f
+            case .text(let text, let count, let base, let onConflict):
+                guard let ops = try? JSON.parse(Array(text[..<count])) else { return nil }
+                return Command.fingerprint(ops: ops, base: base.map { .int(Int64($0)) }, onConflict: .string(onConflict.rawValue))
+            }
+        }
 
         public init(ack: Ack, fingerprint: UInt64?) {
             self.ack = ack
-            command = nil
-            stored = fingerprint
+            source = .stored(fingerprint)
         }
 
         public init(ack: Ack, command: Command) {
             self.ack = ack
-            self.command = command
-            stored = nil
+            source = .command(command)
+        }
+
+        /// A command whose operations history holds as text (`opsText`: the text, and
+        /// how many of its bytes are the operations).
+        init(ack: Ack, command: Command, opsText: (text: [UInt8], count: Int)?) {
+            self.ack = ack
+            if let opsText {
+                source = .text(opsText.text, count: opsText.count, base: command.base, onConflict: command.onConflict)
+            } else {
+                source = .command(command)
+            }
         }
 
         public static func == (a: Entry, b: Entry) -> Bool { a.ack == b.ack && a.fingerprint == b.fingerprint }
@@ -131,6 +157,11 @@ public struct IdempotencyTable: Sendable {
 
     public mutating func remember(client: String, _ ack: Ack, command: Command) {
         remember(Entry(ack: ack, command: command), client: client)
+    }
+
+    /// The same, the command's operations kept as the text history holds (nil: none).
+    mutating func remember(client: String, _ ack: Ack, command: Command, opsText: (text: [UInt8], count: Int)?) {
+        remember(Entry(ack: ack, command: command, opsText: opsText), client: client)
     }
 
     private mutating func remember(_ entry: consuming Entry, client: String) {

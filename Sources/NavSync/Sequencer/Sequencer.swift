@@ -289,10 +289,14 @@ public struct Sequencer: Sendable {
         let ack = Ack(id: command.id, rev: rev, results: command.hooked ? Array(results.dropFirst()) : results, redirects: redirects,
                       created: ctx.created(upTo: document.nextID))
         let patch = Patch(rev: rev, by: client, cmd: command.id, operations: diff.operations)
-        idempotency.remember(client: client, ack, command: command)
         if !log.isCovered(by: history) { log.append(patch) }
-        history.record(HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
-                                    results: results, label: command.label, patch: patch.operations, nextID: document.nextID)) { document.state }
+        var entry = HistoryEntry(rev: rev, ts: sender.ts, client: client, name: sender.name, cmd: command.id, ops: command.ops,
+                                 results: results, label: command.label, patch: patch.operations, nextID: document.nextID)
+        // Made compact here when history keeps it (it would be in `record`), so the
+        // idempotency table shares its text of the operations instead of the parsed command.
+        if history.keepsText { entry = entry.compacted() }
+        idempotency.remember(client: client, ack, command: command, opsText: entry.opsText)
+        history.record(entry) { document.state }
         return .applied(ack, patch)
     }
 

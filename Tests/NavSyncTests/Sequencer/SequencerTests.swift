@@ -188,6 +188,9 @@ struct SequencerTests {
             #expect(e.code == .idReused && e.message.contains("\"a\""), "\(e)")
         }
         #expect(seq.rev == 1 && seq.idempotency.ack(client: "phone", id: .string("a")) == ack)
+        // What tells them apart is kept as the text history holds of the operations (shared),
+        // not as the parsed command.
+        if case .text? = seq.idempotency.entry(client: "phone", id: .string("a"))?.source {} else { Issue.record("kept as text") }
         // Another client identity, or 5 vs "5", is another command.
         guard case .applied = seq.submit(["id": "a", "ops": [["op": "setRoot", "route": "main"]]], client: "tablet") else { Issue.record(); return }
         guard case .applied(let a5, _) = seq.submit(["id": 5, "ops": [["op": "setRoot", "route": "main"]]], client: "phone") else { Issue.record(); return }
