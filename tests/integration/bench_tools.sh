@@ -10,6 +10,9 @@ B="$OUT/bench-tools"; mkdir -p "$B"
 check "bench/fanout.c builds" "$CC" -O2 -Wall -Werror -o "$B/fanout" bench/fanout.c
 check "bench/broadcast.c builds (libuv, OpenSSL)" "$CC" -O2 -Wall -Werror -o "$B/broadcast" bench/broadcast.c -luv -lcrypto
 check "fanout --help" bash -c "'$B/fanout' --help | grep -q -- '--subs'"
+check "fanout without --port, or with an unknown option, says so and exits 2" bash -c \
+    "'$B/fanout' 2>&1 | grep -q -- '--port is required'; [ \${PIPESTATUS[0]} -eq 2 ] && ! '$B/fanout' --port 1 --nope 2>/dev/null && '$B/fanout' --port 1 --nope 2>&1 | grep -q 'unknown option --nope'"
+check "broadcast without --port prints its usage and exits 2" bash -c "'$B/broadcast' 2>&1 | grep -q usage; [ \${PIPESTATUS[0]} -eq 2 ]"
 fig() { tr ' ' '\n' | grep -E "^$1=" | cut -d= -f2; }
 
 "$B/broadcast" --port 0 >"$B/broadcast.out" & BPID=$!

@@ -69,5 +69,4 @@ extension SessionServer {
                 "ready": .bool(cluster.notReady == nil), "nodes": .array(nodes)]
     }
 
-    static func error(_ e: NavError, id: JSON? = nil) -> HTTPResponse { HTTPAPI.error(e, id: id) }
 }

@@ -118,7 +118,7 @@ public final class SessionServer: ServerApplication {
                 if let server { broadcast(message, to: members, of: session, on: server) }
             case .answer(let c, let request, let message, let id):
                 var response: HTTPResponse
-                if case .error(let e) = message { response = Self.error(e, id: id) } else { response = .json(200, message.json()) }
+                if case .error(let e) = message { response = HTTPAPI.error(e, id: id) } else { response = .json(200, message.json()) }
                 if case .ack(_, let ack) = message, ack.duplicate { response.headers.append(("Idempotent-Replayed", "true")) }
                 guard let connection = server?.connections[c] else { continue }
                 connection.answer(request, with: response)
