@@ -74,6 +74,8 @@ struct Options {
                               (default: no bound but --history per session)
       --presence-interval MS  presence changes of a session are gathered and sent this often (default 50)
       --presence-detail N     members listed one by one in presence; the rest are a count (default 256)
+      --presence-max-delay MS while the server is saturated, a session's presence waits up to this long,
+                              gathering more changes per message (default 1000)
       --lag-threshold BYTES   a member with this much output queued stops getting patches
                               and gets a snapshot once it drains (default 1048576)
       --no-demo-session       do not create the session "demo" at start
@@ -207,6 +209,7 @@ struct Options {
         "--burst": NumericFlag(range: 1...100_000_000, unit: "a number") { $0.hub.commandBurst = Int($1) },
         "--presence-interval": NumericFlag(range: 1...60_000, unit: "milliseconds") { $0.hub.presenceInterval = $1 },
         "--presence-detail": NumericFlag(range: 1...1_000_000, unit: "a number") { $0.hub.presenceDetail = Int($1) },
+        "--presence-max-delay": NumericFlag(range: 0...60_000, unit: "milliseconds") { $0.hub.presenceMaxDelay = $1 },
         "--patch-log": NumericFlag(range: 1000...10_000_000, unit: "a number") { $0.hub.patchLog = Int($1) },
         "--history-bytes": NumericFlag(range: 0...(1 << 50), unit: "a byte count") { $0.hub.historyBytes = Int($1) },
         "--history": NumericFlag(range: 0...10_000_000, unit: "a number of revisions") { $0.hub.history = Int($1) },

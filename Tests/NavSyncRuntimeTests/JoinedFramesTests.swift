@@ -107,30 +107,32 @@ struct JoinedFramesTests {
         #expect(frames.frame(.ack(session: "s", Ack(id: .int(1), rev: 1, results: [.applied])), id: nil) == nil)
     }
 
-    /// When another session's first join comes, the parts no connection still has
-    /// queued are dropped (a session deleted meanwhile among them, once its parts are
-    /// written): the same bytes then make new parts. Queued parts are kept. (The
-    /// runtime asks the hub nothing while it carries out the hub's effects.)
+    /// Once the table has doubled since it was last cleared out (64 sessions at first),
+    /// another session's first join drops the parts no connection still has queued (a
+    /// session deleted meanwhile among them, once its parts are written): the same bytes
+    /// then make new parts. Queued parts are kept. Clearing at every new session made a
+    /// herd over many sessions quadratic. (The runtime asks the hub nothing while it
+    /// carries out the hub's effects.)
     @Test func partsNotQueuedOrOfGoneSessionsAreDropped() {
-        var a = ServerMessage.Joined(session: "a", epoch: "ep", rev: 1, flow: .null, members: [], catchUp: .state(.null))
-        a.encoded = .init(flow: Array("null".utf8), members: Array("[]".utf8), state: Array("null".utf8))
-        var b = a, c = a
-        b.session = "b"
-        c.session = "c"
+        // One session's parts are known by the storage of the bytes they were made from.
+        let encoded = ServerMessage.Joined.Encoded(flow: Array("null".utf8), members: Array("[]".utf8), state: Array("null".utf8))
+        func joined(_ session: String) -> ServerMessage {
+            var j = ServerMessage.Joined(session: session, epoch: "ep", rev: 1, flow: .null, members: [], catchUp: .state(.null))
+            j.encoded = encoded
+            return .joined(j)
+        }
         var frames = JoinedFrames()
         var queue = OutputQueue()
-        let first = frames.frame(.joined(a), id: nil)!
-        #expect(frames.frame(.joined(a), id: nil)![1] === first[1])
-        for part in first { queue.append(part) }                      // a connection has them to write
-        _ = frames.frame(.joined(b), id: nil)
-        #expect(frames.frame(.joined(a), id: nil)![1] === first[1])   // kept
-        _ = frames.frame(.joined(c), id: nil)
-        #expect(frames.frame(.joined(a), id: nil)![1] === first[1])   // still queued: kept
-        let second = frames.frame(.joined(b), id: nil)!
-        var d = a
-        d.session = "d"
-        _ = frames.frame(.joined(d), id: nil)     // "b"'s parts are queued nowhere
-        #expect(frames.frame(.joined(b), id: nil)![1] !== second[1])
+        let a = frames.frame(joined("a"), id: nil)!
+        #expect(frames.frame(joined("a"), id: nil)![1] === a[1])
+        for part in a { queue.append(part) }                          // a connection has them to write
+        let b = frames.frame(joined("b"), id: nil)!                   // queued nowhere
+        for i in 0..<61 { _ = frames.frame(joined("s\(i)"), id: nil) }
+        #expect(frames.frame(joined("b"), id: nil)![1] === b[1])      // 63 sessions: none dropped
+        _ = frames.frame(joined("s61"), id: nil)                      // the 64th
+        _ = frames.frame(joined("s62"), id: nil)                      // a new one clears out
+        #expect(frames.frame(joined("a"), id: nil)![1] === a[1])      // still queued: kept
+        #expect(frames.frame(joined("b"), id: nil)![1] !== b[1])
         #expect(queue.queuedBytes > 0)
     }
 }

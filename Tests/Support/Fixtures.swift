@@ -40,7 +40,7 @@ package final class HubFixture {
     package func disconnect(_ c: Int) -> [Hub.Effect] { hub.handle(.disconnected(c), now: now) }
 
     /// The presence interval passes.
-    package func tick() -> [Hub.Effect] { hub.handle(.tick, now: now) }
+    package func tick(busy: Bool = false) -> [Hub.Effect] { hub.handle(busy ? .busyTick : .tick, now: now) }
 
     /// The messages one connection receives from these effects, as JSON.
     package func inbox(_ c: Int, _ effects: [Hub.Effect]) -> [JSON] { Self.inbox(c, effects) }

@@ -34,17 +34,23 @@ struct JoinedFrames {
         var isQueued: Bool { [flow, members, state].contains { ($0?.buffer.holders ?? 0) > 0 } }
     }
 
-    /// Per session, the parts of its last join. A session seen for the first time
-    /// first clears out those no connection still has to write (a session deleted
-    /// meanwhile among them): parts are kept for a storm of joins, not for every session
-    /// there is (each would hold a second copy of its flow and state).
+    /// Per session, the parts of its last join. Once the table has doubled since it was
+    /// last cleared out, a session seen for the first time first clears out those no
+    /// connection still has to write (a session deleted meanwhile among them): parts are
+    /// kept for a storm of joins, not for every session there is (each would hold a
+    /// second copy of its flow and state). Clearing on every new session instead made a
+    /// herd over many sessions quadratic (docs/architecture.md, "Measured reasons in the code").
     private var sessions: [String: Shared] = [:]
+    private var clearAt = 64
 
     /// The frame of a `joined` whose parts its session encoded, as buffers to queue in
     /// order; nil for any other message (sent as one frame, `OutgoingBuffer(text:)`).
     mutating func frame(_ message: ServerMessage, id: JSON?) -> [OutgoingBuffer]? {
         guard case .joined(let j) = message, let e = j.encoded, case .state(let state) = j.catchUp else { return nil }
-        if sessions[j.session] == nil { sessions = sessions.filter { $0.value.isQueued } }
+        if sessions[j.session] == nil, sessions.count >= clearAt {
+            sessions = sessions.filter { $0.value.isQueued }
+            clearAt = max(64, 2 * sessions.count)
+        }
         var shared = sessions[j.session] ?? Shared()
         defer { sessions[j.session] = shared }
         // A full listing (`others` counted) is the same for the joins that follow. One

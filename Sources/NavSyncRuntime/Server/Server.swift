@@ -79,6 +79,7 @@ public final class Server {
 
         loop = .allocate(capacity: 1)
         uv_loop_init(loop)
+        navsync_uv_measure_idle_time(loop)
         listener = .allocate(capacity: 1)
         prepare = .allocate(capacity: 1)
         timer = .allocate(capacity: 1)
@@ -392,6 +393,10 @@ public final class Server {
             for connection in Array(server.connections.values) { connection.abort(.closeTimeout) }
         }, UInt64(configuration.shutdownGrace), 0)
     }
+
+    /// Nanoseconds the loop has spent waiting for events since it started: what it did
+    /// not spend working.
+    public var idleTime: UInt64 { uv_metrics_idle_time(loop) }
 
     /// Calls `body` every `interval` ms on the loop thread until the server stops (the
     /// session server's presence interval).

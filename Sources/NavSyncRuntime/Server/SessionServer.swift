@@ -1,3 +1,4 @@
+import CUV
 import NavSync
 import NavSyncServer
 import NavSyncLibuv
@@ -218,7 +219,10 @@ public final class SessionServer: ServerApplication {
     public func beforeSleep(on server: Server) {
         if self.server == nil {
             // Presence is gathered per session and sent once per interval (docs/protocol.md, "Server messages, unasked").
-            server.every(hub.configuration.presenceInterval) { [unowned self, unowned server] in handle(.tick, on: server) }
+            var load = LoopLoad(at: uv_hrtime(), idle: server.idleTime)
+            server.every(hub.configuration.presenceInterval) { [unowned self, unowned server] in
+                handle(load.busy(at: uv_hrtime(), idle: server.idleTime) ? .busyTick : .tick, on: server)
+            }
             if let h = hooksFile {
                 let b = Backend(configuration: h.configuration, signer: h.signer, file: h.file, loop: server.loop, dataDirectory: store?.path)
                 b.onAnswer = { [unowned self, unowned server] id, reply in handle(.hook(id, reply), on: server) }
@@ -359,5 +363,23 @@ extension OutgoingBuffer {
     /// message's bytes are `message.bytes(id:)`; no array of them is made).
     public convenience init(text message: ServerMessage, id: JSON? = nil) {
         self.init(frame: .text, capacity: message.sizeHint) { message.write(id: id, into: &$0) }
+    }
+}
+
+/// Whether the loop was saturated since the last look: it waited for events under a
+/// tenth of the time (`Hub.Event.busyTick`). Times in nanoseconds, the idle time as
+/// `Server.idleTime` counts it.
+struct LoopLoad {
+    private var at: UInt64
+    private var idle: UInt64
+
+    init(at: UInt64, idle: UInt64) {
+        self.at = at
+        self.idle = idle
+    }
+
+    mutating func busy(at now: UInt64, idle nowIdle: UInt64) -> Bool {
+        defer { (at, idle) = (now, nowIdle) }
+        return (nowIdle - idle) * 10 < now - at
     }
 }

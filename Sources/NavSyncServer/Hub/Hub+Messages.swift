@@ -260,11 +260,33 @@ extension Hub {
         emit(.send(to: c, .joined(joined), id: id))
     }
 
+    /// The presence interval passed.
+    mutating func tick(busy: Bool) {
+        vacate()
+        publishLocalPresence()
+        flushPresence(busy: busy)
+        closeExpired()
+        trimHistory()
+    }
+
     /// Every session's presence gathered since the last tick, one message each, to
-    /// every member (docs/protocol.md, "Server messages, unasked").
-    mutating func flushPresence() {
+    /// every member (docs/protocol.md, "Server messages, unasked"). While the server is
+    /// `busy`, a session's presence waits, up to `presenceMaxDelay` from the first tick
+    /// that held it: a herd of joins saturating the loop made a presence message per
+    /// session every interval, most of the herd's writes (docs/architecture.md,
+    /// "Measured reasons in the code").
+    mutating func flushPresence(busy: Bool = false) {
         for name in sessions.keys.sorted() where sessions[name]!.hasPresence {
-            guard let p = sessions.values[sessions.index(forKey: name)!].takePresence(
+            let i = sessions.index(forKey: name)!
+            if busy {
+                let since = sessions.values[i].presenceHeldSince ?? time.ms
+                if time.ms - since < configuration.presenceMaxDelay {
+                    sessions.values[i].presenceHeldSince = since
+                    continue
+                }
+            }
+            sessions.values[i].presenceHeldSince = nil
+            guard let p = sessions.values[i].takePresence(
                 detail: configuration.presenceDetail, now: time.ms, countInterval: configuration.presenceCountInterval) else { continue }
             broadcast(name, .presence(session: name, p))
         }

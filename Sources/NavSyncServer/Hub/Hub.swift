@@ -47,6 +47,10 @@ public struct Hub {
         case journal(JournalResult)
         /// The presence interval passed: gathered presence goes out (docs/protocol.md, "Server messages, unasked").
         case tick
+        /// The presence interval passed with the server saturated (its loop idle under a
+        /// tenth of the interval): the rest of `tick`, but a session's presence waits,
+        /// up to `presenceMaxDelay` (docs/protocol.md, "Server messages, unasked").
+        case busyTick
         /// Cluster mode: what Redis answered or published (docs/cluster.md, "How it works").
         case cluster(ClusterEvent)
         /// The hook endpoint answered a `hook` effect's call (docs/backend.md).
@@ -274,11 +278,9 @@ public struct Hub {
         case .journal(let result):
             journalDone(result)
         case .tick:
-            vacate()
-            publishLocalPresence()
-            flushPresence()
-            closeExpired()
-            trimHistory()
+            tick(busy: false)
+        case .busyTick:
+            tick(busy: true)
         case .cluster(let e):
             clusterEvent(e)
         case .hook(let call, let reply):

@@ -37,6 +37,10 @@ public struct HubConfiguration: Sendable {
     /// In a session past `presenceDetail`, a change of the count of the others alone
     /// (`others`: a herd joining) goes to the members at most this often (ms).
     public var presenceCountInterval: Int64 = 1_000
+    /// While the server is saturated (`Hub.Event.busyTick`), a session's presence waits
+    /// this long at most (ms): a herd's CPU goes to its joins, and every wait folds more
+    /// changes into one message.
+    public var presenceMaxDelay: Int64 = 1_000
 
     public init() {}
 }

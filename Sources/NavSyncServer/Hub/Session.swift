@@ -26,6 +26,8 @@ public struct Session: Sendable {
     private var announcedOthers: Int?
     private var nextCountAt: Int64 = .min
     private var countPending = false
+    /// When a busy tick first held this session's presence back (`Hub.flushPresence`).
+    var presenceHeldSince: Int64?
     var hasPresence: Bool { !joinedSince.isEmpty || !leftSince.isEmpty || !statusSince.isEmpty || countPending }
 
     public init(name: String, flow: Flow, sequencer: Sequencer) {

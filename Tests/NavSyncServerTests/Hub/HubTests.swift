@@ -374,6 +374,38 @@ struct HubTests {
         #expect(q.others == 995)
     }
 
+    /// A saturated server (busy ticks) holds a session's presence back, up to
+    /// `presenceMaxDelay` from the first tick that held it, and sends it as one message
+    /// with every change since; the first tick that is not busy sends it at once.
+    @Test func aBusyServerHoldsPresenceUpToTheMaxDelay() {
+        let f = Fixture { $0.presenceMaxDelay = 1_000 }
+        var conns: [Int] = []
+        func joinOne() {
+            let c = f.connect()
+            conns.append(c)
+            _ = f.send(c, ["type": "join", "session": "demo"])
+        }
+        func presence(_ effects: [Hub.Effect]) -> [(ServerMessage.Presence, [Int])] {
+            effects.compactMap { if case .broadcast(_, .presence(_, let p), let to) = $0 { (p, to) } else { nil } }
+        }
+        for t in 0..<20 {                         // busy ticks 0...950 ms, a join each
+            joinOne()
+            f.now = Int64(t) * 50
+            #expect(presence(f.tick(busy: true)).isEmpty, "\(f.now)")
+        }
+        joinOne()
+        f.now = 1_000                             // a second after the first held tick
+        let sent = presence(f.tick(busy: true))
+        #expect(sent.count == 1 && sent.first?.0.joined.count == 21 && sent.first?.1 == conns)
+        // Held again from the next change; a quiet tick sends it at once.
+        joinOne()
+        f.now = 1_050
+        #expect(presence(f.tick(busy: true)).isEmpty)
+        f.now = 1_100
+        let quiet = presence(f.tick())
+        #expect(quiet.count == 1 && quiet.first?.0.joined.map(\.client) == ["c\(conns.last!)"])
+    }
+
     /// `--history-bytes`: on the tick, the session holding most history gives up its
     /// oldest revisions until the node is within the bound.
     @Test func historyBytesAreBoundedPerNodeLargestFirst() throws {
