@@ -143,12 +143,13 @@ public enum CommandID: Sendable, Hashable, CustomStringConvertible {
 /// The sender's answer for a command that did not fail.
 public struct Ack: Sendable, Equatable {
     public var id: CommandID
+    /// A resend of a command acknowledged before: this is its original ack, and
+    /// nothing ran again (`"duplicate": true` on the wire). (Beside the id, in its
+    /// padding: the idempotency table holds thousands of acks per client.)
+    public var duplicate = false
     public var rev: Int
     /// One result per operation (`open` gives one for its whole link).
     public var results: [OpResult]
-    /// A resend of a command acknowledged before: this is its original ack, and
-    /// nothing ran again (`"duplicate": true` on the wire).
-    public var duplicate = false
     /// The redirects guards made, in order (docs/flows.md, "Guards and redirects"); empty for most commands.
     public var redirects: [Redirect] = []
     /// The ids of the entries and alerts the command's ops allocated, in allocation
