@@ -205,7 +205,7 @@ package struct ByteWriter: ~Copyable {
     /// The bytes `body` writes, as one array: written on the stack (moving to the heap
     /// if they outgrow it), or on the heap from the start when `capacity` says they
     /// will not fit there.
-    static func bytes(capacity: Int = 0, _ body: (inout ByteWriter) -> Void) -> [UInt8] {
+    package static func bytes(capacity: Int = 0, _ body: (inout ByteWriter) -> Void) -> [UInt8] {
         writing(room: 0, capacity: capacity, body) { $0.finish() }
     }
 

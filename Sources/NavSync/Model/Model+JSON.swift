@@ -30,6 +30,19 @@ extension Patch {
         ["rev": .int(Int64(rev)), "by": .string(by), "cmd": cmd.json, "ops": .array(ops.map(\.json))]
     }
 
+    /// `json`, written: operations held as bytes go out as they are.
+    package func write(into out: inout ByteWriter) {
+        out.append(ascii: #"{"rev":"#)
+        out.append(decimal: rev)
+        out.append(ascii: #","by":"#)
+        JSON.string(by).write(into: &out)
+        out.append(ascii: #","cmd":"#)
+        cmd.json.write(into: &out)
+        out.append(ascii: #","ops":["#)
+        operations.write(into: &out)
+        out.append(ascii: "]}")
+    }
+
     public init?(json: JSON) {
         guard let rev = json["rev"]?.intValue, let by = json["by"]?.stringValue, let cmd = try? CommandID(field: json["cmd"]),
               let list = json["ops"]?.arrayValue else { return nil }

@@ -22,7 +22,7 @@ public struct RemovalTable: Sendable, Equatable {
     /// Records in the order they were made, which is revision order, so the oldest are
     /// forgotten without sorting. One whose id was revived or removed again since is
     /// stale and skipped.
-    private var order: [(id: EntryID, rev: Int)] = []
+    private var order = PagedArray<(id: EntryID, rev: Int)>()
 
     public init(capacity: Int = 65_536) {
         self.capacity = capacity
@@ -92,8 +92,9 @@ struct IDRevisions: Sendable, Equatable {
     private(set) var count = 0
     /// The id number of `slots[0]`.
     private var low = 0
-    /// Slot `i`: the revision of id `low + i`, stored plus one: 0 for none.
-    private var slots: [Int] = []
+    /// Slot `i`: the revision of id `low + i`, stored plus one: 0 for none. In pages, so
+    /// a scratch copy's write copies a page, not the window (`PagedArray`).
+    private var slots = PagedArray<Int>()
     /// The revisions of ids below `low`.
     private var far: [EntryID: Int] = [:]
 
@@ -142,8 +143,10 @@ struct IDRevisions: Sendable, Equatable {
         a.count == b.count && a.records.elementsEqual(b.records) { $0.id == $1.id && $0.rev == $1.rev }
     }
 
-    /// Moves the window's bottom up to `newLow`; the revisions of the ids it leaves go to `far`.
-    private mutating func slide(to newLow: Int) {
+    /// Moves the window's bottom up to `newLow` (down to a page boundary: whole pages
+    /// go); the revisions of the ids it leaves go to `far`.
+    private mutating func slide(to target: Int) {
+        let newLow = low + PagedArray<Int>.pageStart(target - low)
         let gone = min(newLow - low, slots.count)
         for i in 0..<gone where slots[i] != 0 { far[EntryID(low + i)] = slots[i] - 1 }
         slots.removeFirst(gone)

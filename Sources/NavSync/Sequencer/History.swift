@@ -166,6 +166,46 @@ extension HistoryEntry: CustomStringConvertible {
         return .object(o)
     }
 
+    /// `snapshotJSON`, written: the operations and patch as held, text as it is.
+    func writeSnapshot(into out: inout ByteWriter) {
+        let f = box.value
+        out.append(ascii: #"{"rev":"#)
+        out.append(decimal: f.rev)
+        out.append(ascii: #","ts":"#)
+        out.append(decimal: f.ts)
+        out.append(ascii: #","client":"#)
+        JSON.writeString(f.client, into: &out)
+        out.append(ascii: #","name":"#)
+        JSON.writeString(f.name, into: &out)
+        out.append(ascii: #","cmd":"#)
+        f.cmd.json.write(into: &out)
+        out.append(ascii: #","ops":"#)
+        switch (f.ops, f.patch) {
+        case (.values(let ops), _): JSON.array(ops).write(into: &out)
+        case (.textBeforePatch(let n), .encoded(let text)): out.append(contentsOf: text[..<Int(n)])
+        case (.textBeforePatch, .values): preconditionFailure("compact operations go with an encoded patch")
+        }
+        out.append(ascii: #","results":["#)
+        for (i, r) in f.results.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSON.writeString(r.rawValue, into: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        if let label = f.label {
+            out.append(ascii: #","label":"#)
+            JSON.writeString(label, into: &out)
+        }
+        out.append(ascii: #","patch":["#)
+        if case .textBeforePatch(let n) = f.ops, case .encoded(let text) = f.patch {
+            out.append(contentsOf: text[Int(n)...])
+        } else {
+            f.patch.write(into: &out)
+        }
+        out.append(ascii: #"],"nextID":"#)
+        out.append(decimal: f.nextID)
+        out.append(UInt8(ascii: "}"))
+    }
+
     /// An entry as a snapshot keeps it (`snapshotJSON`); nil when a part is missing or bad.
     init?(snapshotJSON json: JSON) {
         guard let e = HistoryEntry(json: json), let list = json["patch"]?.arrayValue, let n = json["nextID"]?.intValue,
@@ -404,6 +444,30 @@ public struct History: Sendable {
 
     /// Full states kept (one per `checkpointEvery` revisions held, and one under).
     public var checkpointCount: Int { kept.count }
+
+    /// `snapshot`, written: entries held as text go out as they are, not parsed into
+    /// values and written again (a session's snapshot holds up to `--history` of them).
+    package func writeSnapshot(into out: inout ByteWriter) {
+        guard capacity > 0 else { return out.append(ascii: "null") }
+        out.append(ascii: #"{"start":"#)
+        out.append(decimal: start)
+        out.append(ascii: #","checkpoints":["#)
+        for (i, c) in kept.enumerated() {
+            out.append(ascii: i == 0 ? #"{"rev":"# : #",{"rev":"#)
+            out.append(decimal: c.rev)
+            out.append(ascii: #","state":"#)
+            c.state.json.write(into: &out)
+            out.append(ascii: #","nextID":"#)
+            out.append(decimal: c.nextID)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(ascii: #"],"entries":["#)
+        for r in stride(from: kept.first!.rev + 1, through: rev, by: 1) {
+            if r > kept.first!.rev + 1 { out.append(UInt8(ascii: ",")) }
+            entry(r).writeSnapshot(into: &out)
+        }
+        out.append(ascii: "]}")
+    }
 
     /// What a session snapshot keeps of history: its start, checkpoints and entries.
     public var snapshot: JSON {

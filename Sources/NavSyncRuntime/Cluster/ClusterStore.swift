@@ -341,7 +341,7 @@ public final class ClusterStore {
             read(name, after: after, adding: nil)
         case .snapshot(let name, let epoch, let at, let data):
             let keys = [ClusterScripts.key(name, "meta"), ClusterScripts.key(name, "snap"), ClusterScripts.key(name, "log")]
-            eval(ClusterScripts.snapshot, keys: keys, args: [epoch, at.description, data.encodedString()]) { _ in }
+            evalBytes(ClusterScripts.snapshot, keys: keys, args: [Array(epoch.utf8), Array(at.description.utf8), data]) { _ in }
         case .presence(let name, let payload):
             commands?.send([Array("PUBLISH".utf8), Array(ClusterScripts.key(name, "live").utf8), Array("p ".utf8) + payload.encoded()]) { _ in }
         case .askMembers(let name):

@@ -108,9 +108,7 @@ public final class DataStore {
     }
 
     static func snapshot(of sequencer: Sequencer, name: String) -> [UInt8] {
-        guard case .object(var o) = sequencer.snapshot() else { preconditionFailure("a snapshot is an object") }
-        o["session"] = .string(name)
-        return JSON.object(o).encoded()
+        sequencer.encodedSnapshot(session: name)
     }
 
     /// Hands the gathered batch to the writer thread. Called once per loop iteration,

@@ -63,8 +63,8 @@ public enum ClusterRequest: Sendable {
     /// the newest snapshot and the log after it.
     case read(session: String, after: StreamID?)
     /// Store a snapshot taken at `at` (only if newer than the one there), and trim the
-    /// log below it.
-    case snapshot(session: String, epoch: String, at: StreamID, data: JSON)
+    /// log below it. `data`: the sequencer's snapshot, encoded (`encodedSnapshot`).
+    case snapshot(session: String, epoch: String, at: StreamID, data: [UInt8])
     case delete(session: String)
     /// Presence of this node's members, for the other nodes (the live channel): what
     /// changed since the last, or all of them (`full`).

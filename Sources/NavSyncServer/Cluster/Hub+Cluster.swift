@@ -86,6 +86,10 @@ extension Hub {
         var queue: [Pending] = []
         /// The append out: its commands, the copy they ran on, their answers and patches.
         var inflight: Inflight?
+        /// Live entries that came while the append was out, undecoded: Redis publishes an
+        /// append's entries before it answers it, so most are this node's own, which the
+        /// answer covers. Decoded and replayed, they were a node's commands run twice.
+        var heldLive: [LiveEntry] = []
         /// A read is out (catching up): nothing is appended until it is back.
         var reading = false
         /// Records appended by this node since its last snapshot of the session.
@@ -93,6 +97,14 @@ extension Hub {
         /// The highest revision this node acknowledged (answered `unconfirmed` is not):
         /// when Redis goes back below it, acknowledged writes were lost.
         var acknowledged = 0
+    }
+
+    /// A live log entry as the channel brought it (`ClusterEvent.live`).
+    struct LiveEntry: Sendable {
+        var prev: StreamID
+        var id: StreamID
+        var revision: Bool
+        var record: [UInt8]
     }
 
     struct Inflight: Sendable {

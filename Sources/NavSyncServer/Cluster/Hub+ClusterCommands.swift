@@ -73,21 +73,19 @@ extension Hub {
         out.append(.cluster(.append(session: name, epoch: s.sequencer.epoch, after: r.last, records: records, token: cluster.nextToken)))
     }
 
-    /// The append is in Redis (or there was nothing to append): the copy is the replica
-    /// (unless the live channel got there first), members get the patches, senders their
+    /// The append is in Redis (or there was nothing to append): the copy is the replica,
+    /// members get the patches, senders their
     /// answers. `unconfirmed`: too few replicas confirmed it (`--redis-wait`): what it
     /// stored is answered `unconfirmed` instead of acknowledged.
     mutating func finish(_ name: String, token: Int, last: StreamID, unconfirmed: String? = nil) {
         guard var r = cluster.replicas[name], let f = r.inflight, f.token == token, sessions[name] != nil else { return }
         r.inflight = nil
         if last > r.last {
-            // The live channel may have brought the first of these revisions already:
-            // members get each revision once.
-            let had = sessions[name]!.sequencer.rev
+            // (Live entries wait while an append is out: none of these came before it.)
             if f.scratch { sessions[name]!.sequencer.adopt(f.copy, patches: f.patches) } else { sessions[name]!.sequencer = f.copy }
             r.last = last
             r.sinceSnapshot += f.records
-            for p in f.patches where p.rev > had { broadcast(name, .patch(session: name, p)) }
+            for p in f.patches { broadcast(name, .patch(session: name, p)) }
         }
         // This node made these revisions: it tells the webhooks of them.
         if unconfirmed == nil, hooks.configuration != nil {
@@ -110,8 +108,9 @@ extension Hub {
         }
         if r.sinceSnapshot >= clusterSettings!.snapshotEvery, let s = sessions[name] {
             cluster.replicas[name]!.sinceSnapshot = 0
-            out.append(.cluster(.snapshot(session: name, epoch: s.sequencer.epoch, at: r.last, data: s.sequencer.snapshot())))
+            out.append(.cluster(.snapshot(session: name, epoch: s.sequencer.epoch, at: r.last, data: s.sequencer.encodedSnapshot())))
         }
+        releaseLive(name)
         pump(name)
     }
 

@@ -91,6 +91,9 @@ extension Hub {
     mutating func refused(_ name: String, token: Int, _ why: AppendRefusal) {
         guard var r = cluster.replicas[name], let f = r.inflight, f.token == token else { return }
         r.inflight = nil
+        // Another node's entries, if any (none is this node's): a read brings them when
+        // one is made; else they follow the replica's last.
+        defer { releaseLive(name) }
         switch why {
         case .moved:
             // Run them again on the newer state, after catching up.
@@ -141,6 +144,11 @@ extension Hub {
         }
         var r = cluster.replicas[name, default: Replica()]
         guard id > r.last else { return }   // had it already (our own append, or a read)
+        if r.inflight != nil {
+            r.heldLive.append(LiveEntry(prev: prev, id: id, revision: revision, record: bytes))
+            cluster.replicas[name] = r
+            return
+        }
         guard prev == r.last, !r.reading else {
             if !r.reading {
                 r.reading = true
@@ -156,6 +164,14 @@ extension Hub {
             return out.append(.cluster(.read(session: name, after: r.last)))
         }
         apply([(id, record)], to: name)
+    }
+
+    /// The live entries held while an append was out, now that it is not: this node's
+    /// own are behind the replica's last and cost nothing; another node's apply.
+    mutating func releaseLive(_ name: String) {
+        guard sessions[name] != nil, let held = cluster.replicas[name]?.heldLive, !held.isEmpty else { return }
+        cluster.replicas[name]!.heldLive = []
+        for e in held { live(name, prev: e.prev, id: e.id, revision: e.revision, e.record) }
     }
 
     /// Applies log entries in order to the replica, sending members the patches (unless

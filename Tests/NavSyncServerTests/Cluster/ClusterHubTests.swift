@@ -52,7 +52,8 @@ struct ClusterHubTests {
                 }
                 return (.read(session: name, .whole(flow: s.flow, epoch: s.epoch, snapshot: s.snapshot.data, at: s.snapshot.at,
                                                     s.entries.filter { $0.0 > s.snapshot.at })), [])
-            case .snapshot(let name, let epoch, let at, let data):
+            case .snapshot(let name, let epoch, let at, let bytes):
+                guard let data = try? JSON.parse(bytes) else { Issue.record("a snapshot that does not parse"); return (nil, []) }
                 guard var s = sessions[name], s.epoch == epoch, at > s.snapshot.at, at <= s.last else { return (nil, []) }
                 s.snapshot = (at, data)
                 s.entries.removeAll { $0.0 < at }
@@ -223,6 +224,41 @@ struct ClusterHubTests {
         nodes[0].handle(.tick)
         #expect(nodes[0].hub.sessions["demo"]!.memberList.map(\.client) == ["a1"])
         #expect(nodes[0].received.contains { $0["type"] == "presence" && $0["left"] == ["b1"] }, "\(nodes[0].received)")
+    }
+
+    /// Redis publishes an append's entries before it answers the append: the node holds
+    /// live entries while its append is out, and never decodes its own (their bytes here
+    /// do not even parse). Another node's entry, after them, applies once the answer is in.
+    @Test func aNodesOwnLiveEntriesAreNotDecodedAndOthersWaitForTheAnswer() {
+        var redis = FakeRedis()
+        var node = Node(name: "a")
+        func settle() {
+            while !node.requests.isEmpty {
+                let (answer, live) = redis.run(node.requests.removeFirst())
+                if let answer { node.handle(.cluster(answer)) }
+                for l in live { node.handle(.cluster(l)) }
+            }
+        }
+        node.handle(.cluster(.connected(sessions: [])))
+        settle()
+        for c in [1, 2] { node.handle(.connected(c, grant: nil)) }
+        node.handle(.text(1, JSON.object(["type": "join", "session": "demo"]).encoded()))
+        settle()
+        node.handle(.text(2, JSON.object(["type": "command", "session": "demo", "id": 1, "ops": [["op": "setRoot", "route": "main"]]]).encoded()))
+        let (answer, own) = redis.run(node.requests.removeFirst())
+        guard case .appended(_, _, let mine)? = answer, own.count == 1 else { Issue.record("\(String(describing: answer))"); return }
+        // Another node appends after it; its entry travels on the same channel.
+        let other = ClusterRecord(record: JournalRecord(rev: 2, client: "b1", command: Command(id: .int(7), ops: [["op": "setRoot", "route": "login"]]),
+                                                        name: "b1", ts: 0), revision: true)
+        let (_, theirs) = redis.run(.append(session: "demo", epoch: redis.sessions["demo"]!.epoch, after: mine, records: [other], token: 99))
+        guard case .live(_, let prev, let id, let revision, _) = own[0] else { Issue.record(); return }
+        let garbled = ClusterEvent.live(session: "demo", prev: prev, id: id, revision: revision, record: Array("not json".utf8))
+        let early = node.hub.handle(.cluster(garbled), now: 0) + node.hub.handle(.cluster(theirs[0]), now: 0)
+        #expect(early.isEmpty, "held, not decoded: \(early)")
+        node.handle(.cluster(answer!))
+        #expect(node.acks == [1: 1] && node.hub.sessions["demo"]!.sequencer.rev == 2)
+        #expect(node.requests.isEmpty, "no read: nothing failed to parse or was missed")
+        #expect(node.received.filter { $0["type"] == "patch" }.map { $0["rev"] } == [1, 2])
     }
 
     @Test func aCommandWhoseAppendHasNoAnswerClosesItsClientWith1013() {
