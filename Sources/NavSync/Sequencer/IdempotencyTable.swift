@@ -99,9 +99,10 @@ public struct IdempotencyTable: Sendable {
         let source: Source
 
         enum Source: Sendable {
-            // Boxed: inline, a command made every entry 128 bytes, not 96, in tables of
-            // a thousand entries or more per client, where most entries hold text.
-            indirect case command(Command)
+            /// What the fingerprint needs of the command, not the whole command: with it
+            /// every entry was 128 bytes, not 88, in tables of a thousand or more per
+            /// client (boxed instead, it cost a lone stack edit an allocation).
+            case command(ops: [JSON], base: Int?, onConflict: ConflictPolicy)
             /// The operations' JSON text: the first `count` bytes of `text`.
             case text([UInt8], count: Int, base: Int?, onConflict: ConflictPolicy)
             case stored(UInt64?)
@@ -109,7 +110,8 @@ public struct IdempotencyTable: Sendable {
 
         public var fingerprint: UInt64? {
             switch source {
-            case .command(let command): return command.fingerprint
+            case .command(let ops, let base, let onConflict):
+                return Command.fingerprint(ops: .array(ops), base: base.map { .int(Int64($0)) }, onConflict: .string(onConflict.rawValue))
             case .stored(let f): return f
             case .text(let text, let count, let base, let onConflict):
                 guard let ops = try? JSON.parse(Array(text[..<count])) else { return nil }
@@ -124,7 +126,7 @@ public struct IdempotencyTable: Sendable {
 
         public init(ack: Ack, command: Command) {
             self.ack = ack
-            source = .command(command)
+            source = .command(ops: command.ops, base: command.base, onConflict: command.onConflict)
         }
 
         /// A command whose operations history holds as text (`opsText`: the text, and
@@ -134,7 +136,7 @@ public struct IdempotencyTable: Sendable {
             if let opsText {
                 source = .text(opsText.text, count: opsText.count, base: command.base, onConflict: command.onConflict)
             } else {
-                source = .command(command)
+                source = .command(ops: command.ops, base: command.base, onConflict: command.onConflict)
             }
         }
 

@@ -20,12 +20,10 @@ struct PagedArray<Element: Sendable>: Sendable, RandomAccessCollection {
         set { pages[i >> Self.shift][i & (Self.pageSize - 1)] = newValue }
     }
 
+    /// (A page grows as an array does: a table of a few elements holds a few, not a
+    /// page's worth.)
     mutating func append(_ element: Element) {
-        if count & (Self.pageSize - 1) == 0 {
-            var page: [Element] = []
-            page.reserveCapacity(Self.pageSize)
-            pages.append(page)
-        }
+        if count & (Self.pageSize - 1) == 0 { pages.append([]) }
         pages[pages.count - 1].append(element)
         count += 1
     }
