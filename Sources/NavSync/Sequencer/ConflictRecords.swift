@@ -143,10 +143,8 @@ struct IDRevisions: Sendable, Equatable {
         a.count == b.count && a.records.elementsEqual(b.records) { $0.id == $1.id && $0.rev == $1.rev }
     }
 
-    /// Moves the window's bottom up to `newLow` (down to a page boundary: whole pages
-    /// go); the revisions of the ids it leaves go to `far`.
-    private mutating func slide(to target: Int) {
-        let newLow = low + PagedArray<Int>.pageStart(target - low)
+    /// Moves the window's bottom up to `newLow`; the revisions of the ids it leaves go to `far`.
+    private mutating func slide(to newLow: Int) {
         let gone = min(newLow - low, slots.count)
         for i in 0..<gone where slots[i] != 0 { far[EntryID(low + i)] = slots[i] - 1 }
         slots.removeFirst(gone)

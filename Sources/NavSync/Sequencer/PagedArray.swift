@@ -6,8 +6,10 @@
 /// whole table, up to a megabyte (docs/architecture.md, "Measured reasons in the code").
 struct PagedArray<Element: Sendable>: Sendable, RandomAccessCollection {
     private static var shift: Int { 10 }
-    private static var pageSize: Int { 1 << shift }
+    private static var mask: Int { (1 << shift) - 1 }
     private var pages: [[Element]] = []
+    /// Where element 0 is in the first page (`removeFirst` moves it up).
+    private var start = 0
     private(set) var count = 0
 
     init() {}
@@ -16,40 +18,38 @@ struct PagedArray<Element: Sendable>: Sendable, RandomAccessCollection {
     var endIndex: Int { count }
 
     subscript(i: Int) -> Element {
-        get { pages[i >> Self.shift][i & (Self.pageSize - 1)] }
-        set { pages[i >> Self.shift][i & (Self.pageSize - 1)] = newValue }
+        get {
+            let j = start + i
+            return pages[j >> Self.shift][j & Self.mask]
+        }
+        set {
+            let j = start + i
+            pages[j >> Self.shift][j & Self.mask] = newValue
+        }
     }
 
     /// (A page grows as an array does: a table of a few elements holds a few, not a
     /// page's worth.)
     mutating func append(_ element: Element) {
-        if count & (Self.pageSize - 1) == 0 { pages.append([]) }
+        if (start + count) & Self.mask == 0 { pages.append([]) }
         pages[pages.count - 1].append(element)
         count += 1
     }
 
-    /// Drops the first `n` elements: whole pages go as they are; otherwise the rest is
-    /// written again (callers drop a prefix rarely, amortized over many appends).
+    /// Drops the first `n` elements: whole pages go, and the first one is read from
+    /// further on.
     mutating func removeFirst(_ n: Int) {
-        guard n > 0 else { return }
-        if n & (Self.pageSize - 1) == 0 {
-            pages.removeFirst(n >> Self.shift)
-            count -= n
-        } else {
-            self = Self(self[n...])
-        }
+        precondition(n >= 0 && n <= count, "removing more than there is")
+        count -= n
+        guard count > 0 else { return self = Self() }
+        start += n
+        pages.removeFirst(start >> Self.shift)
+        start &= Self.mask
     }
 
     mutating func removeAll(where drop: (Element) -> Bool) {
         var kept = Self()
         for e in self where !drop(e) { kept.append(e) }
         self = kept
-    }
-
-    /// Rounds `n` down to a whole number of pages.
-    static func pageStart(_ n: Int) -> Int { n & ~(pageSize - 1) }
-
-    private init<S: Sequence<Element>>(_ elements: S) {
-        for e in elements { append(e) }
     }
 }

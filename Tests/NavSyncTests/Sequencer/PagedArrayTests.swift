@@ -22,9 +22,21 @@ struct PagedArrayTests {
         paged.append(9)
         plain.append(9)
         #expect(Array(paged) == plain && paged.count == plain.count)
+        for _ in 0..<3 {                                 // across a page boundary
+            paged.removeFirst(700)
+            plain.removeFirst(700)
+            for i in 0..<300 { paged.append(i); plain.append(i) }
+            #expect(Array(paged) == plain)
+        }
+        paged[1_500] = 77
+        plain[1_500] = 77
+        #expect(Array(paged) == plain)
         paged.removeAll { $0 % 3 == 0 }
         plain.removeAll { $0 % 3 == 0 }
         #expect(Array(paged) == plain)
-        #expect(PagedArray<Int>.pageStart(3_000) == 2_048 && PagedArray<Int>.pageStart(1_023) == 0)
+        paged.removeFirst(paged.count)
+        #expect(paged.isEmpty)
+        paged.append(1)
+        #expect(Array(paged) == [1])
     }
 }
