@@ -3,7 +3,7 @@
 ///
 /// For the large tables of a sequencer that a cluster node's scratch copy writes to
 /// (`Sequencer.scratchCopy`): as one array, the first write of each append copied the
-/// whole table, up to a megabyte (docs/architecture.md, "Measured reasons in the code").
+/// whole table, up to two megabytes (docs/architecture.md, "Measured reasons in the code").
 struct PagedArray<Element: Sendable>: Sendable, RandomAccessCollection {
     private static var shift: Int { 10 }
     private static var mask: Int { (1 << shift) - 1 }
