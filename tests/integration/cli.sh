@@ -8,6 +8,7 @@ check "every doc --help points to exists" bash -c "cd '$ROOT' && for f in \$('$N
 check "an unknown flag exits 2"            bash -c "'$NAVSYNCD' --frobnicate; [ \$? -eq 2 ]"
 check "a bad port exits 2"                 bash -c "'$NAVSYNCD' --port 70000; [ \$? -eq 2 ]"
 check "--socket-send-buffer below 4096 exits 2, naming the flag" bash -c "'$NAVSYNCD' --socket-send-buffer 100 2>&1 | grep -q -- '--socket-send-buffer'; [ \${PIPESTATUS[0]} -eq 2 ]"
+check "--presence-max-delay takes milliseconds (exit 2, naming the range)" bash -c "'$NAVSYNCD' --presence-max-delay 70000 2>&1 | grep -q -- '--presence-max-delay needs milliseconds from 0 to 60000'; [ \${PIPESTATUS[0]} -eq 2 ]"
 check "0.0.0.0 without --auth is refused"  bash -c "'$NAVSYNCD' --host 0.0.0.0 --port 0 2>&1 | grep -q 'refusing to listen'"
 check "--jwt-audience without --jwt-key exits 2" bash -c "'$NAVSYNCD' --jwt-audience shop 2>&1 | grep -q 'needs --jwt-key'; [ \${PIPESTATUS[0]} -eq 2 ]"
 check "an open-files limit below --max-connections is warned of at start" bash -c "ulimit -n 512; '$NAVSYNCD' --port 0 --max-connections 1000 >'$OUT/cli-nofile.out' 2>'$OUT/cli-nofile.log' & pid=\$!; sleep 1; kill \$pid; wait \$pid; grep -q 'the open-files limit is 512: at most 448 connections, not --max-connections 1000' '$OUT/cli-nofile.log'"

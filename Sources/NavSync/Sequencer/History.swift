@@ -178,7 +178,7 @@ extension HistoryEntry: CustomStringConvertible {
         out.append(ascii: #","name":"#)
         JSON.writeString(f.name, into: &out)
         out.append(ascii: #","cmd":"#)
-        f.cmd.json.write(into: &out)
+        f.cmd.write(into: &out)
         out.append(ascii: #","ops":"#)
         switch (f.ops, f.patch) {
         case (.values(let ops), _): JSON.array(ops).write(into: &out)

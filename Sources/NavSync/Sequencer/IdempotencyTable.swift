@@ -124,10 +124,7 @@ public struct IdempotencyTable: Sendable {
             source = .stored(fingerprint)
         }
 
-        public init(ack: Ack, command: Command) {
-            self.ack = ack
-            source = .command(ops: command.ops, base: command.base, onConflict: command.onConflict)
-        }
+        public init(ack: Ack, command: Command) { self.init(ack: ack, command: command, opsText: nil) }
 
         /// A command whose operations history holds as text (`opsText`: the text, and
         /// how many of its bytes are the operations).
@@ -160,7 +157,7 @@ public struct IdempotencyTable: Sendable {
     }
 
     public mutating func remember(client: String, _ ack: Ack, command: Command) {
-        remember(Entry(ack: ack, command: command), client: client)
+        remember(client: client, ack, command: command, opsText: nil)
     }
 
     /// The same, the command's operations kept as the text history holds (nil: none).

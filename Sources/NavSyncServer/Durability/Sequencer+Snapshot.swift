@@ -12,7 +12,6 @@ extension Sequencer {
     /// "Measured reasons in the code").
     public func encodedSnapshot(session: String? = nil) -> [UInt8] {
         ByteWriter.bytes(capacity: 1 << 16) { out in
-            func key(_ k: CoordinatorKey) -> String { k.description }
             out.append(ascii: #"{"format":1,"flow":"#)
             JSON.string(document.flow.name).write(into: &out)
             out.append(ascii: #","epoch":"#)
@@ -24,8 +23,7 @@ extension Sequencer {
             out.append(ascii: #","state":"#)
             state.json.write(into: &out)
             out.append(ascii: #","lastChanged":"#)
-            JSON.object(JSONObject(lastChanged.records.sorted { key($0.key) < key($1.key) }.map { (key($0.key), .int(Int64($0.rev))) }))
-                .write(into: &out)
+            lastChangedJSON.write(into: &out)
             out.append(ascii: #","removedAt":{"#)
             for (i, r) in removedAt.records.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -52,6 +50,12 @@ extension Sequencer {
         }
     }
 
+    /// The revision each coordinator last changed at, by key.
+    private var lastChangedJSON: JSON {
+        func key(_ k: CoordinatorKey) -> String { k.description }
+        return .object(JSONObject(lastChanged.records.sorted { key($0.key) < key($1.key) }.map { (key($0.key), .int(Int64($0.rev))) }))
+    }
+
     /// Each client's remembered acks, oldest first, with their fingerprints.
     private var idempotencyJSON: JSON {
         var idem = JSONObject()
@@ -65,17 +69,18 @@ extension Sequencer {
         return .object(idem)
     }
 
-    /// The snapshot as JSON (written compactly to the data directory).
+    /// The snapshot as JSON values: what `init(restoring:)` reads back (a new session's
+    /// first snapshot in cluster mode; snapshots of sessions with history are written
+    /// with `encodedSnapshot`).
     public func snapshot() -> JSON {
-        func key(_ k: CoordinatorKey) -> String { k.description }
-        return [
+        [
             "format": 1,
             "flow": .string(document.flow.name),
             "epoch": .string(epoch),
             "rev": .int(Int64(rev)),
             "nextID": .int(Int64(document.nextID)),
             "state": state.json,
-            "lastChanged": .object(JSONObject(lastChanged.records.sorted { key($0.key) < key($1.key) }.map { (key($0.key), .int(Int64($0.rev))) })),
+            "lastChanged": lastChangedJSON,
             "removedAt": .object(JSONObject(removedAt.records.map { ($0.id.description, .int(Int64($0.rev))) })),
             "removedHorizon": .int(Int64(removedHorizon)),
             "idempotency": idempotencyJSON,
